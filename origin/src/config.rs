@@ -1,0 +1,92 @@
+//! The operator's settings: every one a clap flag with a `WR_` environment
+//! variable of the same name, with defaults that work. Nothing else in the
+//! origin reads the environment.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+
+/// The origin's configuration.
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "origin",
+    version,
+    about = "The waiting room's origin: queue API, promoter and signed tokens"
+)]
+pub struct Config {
+    /// Address to listen on.
+    #[arg(long, env = "WR_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// Redis URL for the queue, e.g. redis://127.0.0.1:6379.
+    #[arg(long, env = "WR_REDIS_URL")]
+    pub redis_url: Option<String>,
+
+    /// Put before every Redis key, so several deployments (or tests) can share one Redis.
+    #[arg(long, env = "WR_REDIS_PREFIX", default_value = "", value_parser = parse_prefix)]
+    pub redis_prefix: String,
+
+    /// How long one Redis command may take before the request answers 503, in milliseconds.
+    #[arg(long, env = "WR_REDIS_TIMEOUT_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    pub redis_timeout_ms: u64,
+
+    /// Signing keys, `kid:secret,kid:secret`: the first signs, all verify.
+    /// Unset: a random key for this process only (tokens die with it).
+    #[arg(long, env = "WR_SIGNING_KEYS", hide_env_values = true)]
+    pub signing_keys: Option<String>,
+
+    /// A TOML file of rooms created or updated at start (`[[room]] id = "..." capacity = ...`).
+    #[arg(long, env = "WR_ROOMS")]
+    pub rooms: Option<PathBuf>,
+
+    /// How often the promoter admits, in milliseconds.
+    #[arg(long, env = "WR_TICK_MS", default_value_t = 100, value_parser = clap::value_parser!(u64).range(10..=10_000))]
+    pub tick_ms: u64,
+}
+
+impl Config {
+    /// The promoter's tick.
+    pub fn tick(&self) -> Duration {
+        Duration::from_millis(self.tick_ms)
+    }
+
+    /// The Redis command timeout.
+    pub fn redis_timeout(&self) -> Duration {
+        Duration::from_millis(self.redis_timeout_ms)
+    }
+}
+
+fn parse_prefix(raw: &str) -> Result<String, String> {
+    if raw.contains(['{', '}']) || raw.chars().any(char::is_whitespace) {
+        Err("must not contain braces or whitespace (braces are Redis hash tags)".into())
+    } else {
+        Ok(raw.to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_work() {
+        let cfg = Config::try_parse_from(["origin"]).unwrap();
+        assert_eq!(cfg.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(cfg.tick_ms, 100);
+        assert!(cfg.redis_url.is_none());
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        for args in [
+            &["origin", "--listen", "nowhere"][..],
+            &["origin", "--tick-ms", "0"],
+            &["origin", "--redis-prefix", "{x}"],
+            &["origin", "--unknown"],
+        ] {
+            assert!(Config::try_parse_from(args).is_err(), "{args:?}");
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! Extractors and helpers that hold the cross-cutting checks, so handlers
+//! only do the queue's work: the room id in the path, the ticket or entry
+//! token a request carries, the JSON body, and cookies.
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{FromRequestParts, Path};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum_extra::extract::cookie::{Cookie, CookieJar, SameSite};
+use serde::de::DeserializeOwned;
+use token::{Kind, MAX_TOKEN_LEN, TokenError};
+
+use crate::error::ApiError;
+use crate::room::RoomId;
+
+/// The room named in the path; a malformed id is 404 `unknown_room`.
+pub struct Room(pub RoomId);
+
+impl<S: Send + Sync> FromRequestParts<S> for Room {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let Path(raw) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| ApiError::UnknownRoom)?;
+        RoomId::parse(&raw).map(Room).ok_or(ApiError::UnknownRoom)
+    }
+}
+
+/// The cookie that carries a room's ticket.
+pub fn ticket_cookie(room: &RoomId) -> String {
+    format!("wr_ticket_{room}")
+}
+
+/// The cookie that carries a room's entry token.
+pub fn entry_cookie(room: &RoomId) -> String {
+    format!("wr_entry_{room}")
+}
+
+/// A token as presented, and whether it came from a cookie (which a refusal
+/// then deletes).
+pub struct Presented {
+    /// The token text.
+    pub token: String,
+    /// The cookie it came from, if any.
+    pub cookie: Option<String>,
+}
+
+/// The ticket a request carries: `Authorization: Bearer` (apps) first, else
+/// the room's cookie (browsers). An `Authorization` header of another scheme
+/// is refused rather than ignored, so a broken client hears about it.
+pub fn presented_ticket(headers: &HeaderMap, room: &RoomId) -> Result<Option<Presented>, ApiError> {
+    if let Some(value) = headers.get(header::AUTHORIZATION) {
+        let token = value
+            .to_str()
+            .ok()
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .ok_or(ApiError::InvalidTicket {
+                reason: TokenError::Malformed,
+                clear_cookie: None,
+            })?;
+        return Ok(Some(Presented {
+            token: token.to_owned(),
+            cookie: None,
+        }));
+    }
+    let name = ticket_cookie(room);
+    Ok(CookieJar::from_headers(headers)
+        .get(&name)
+        .map(|c| Presented {
+            token: c.value().to_owned(),
+            cookie: Some(name),
+        }))
+}
+
+/// The entry token a protected request carries: the `Entry-Token` header
+/// first, else the room's cookie.
+pub fn presented_entry(headers: &HeaderMap, room: &RoomId) -> Option<String> {
+    if let Some(value) = headers.get("entry-token") {
+        return Some(value.to_str().unwrap_or_default().trim().to_owned());
+    }
+    CookieJar::from_headers(headers)
+        .get(&entry_cookie(room))
+        .map(|c| c.value().to_owned())
+}
+
+/// Verifies a presented token of `kind` for `room` at `now` (unix seconds).
+pub fn verify(
+    keys: &token::Keyring,
+    token: &str,
+    kind: Kind,
+    room: &RoomId,
+    now: u64,
+) -> Result<token::Claims, TokenError> {
+    if token.len() > MAX_TOKEN_LEN {
+        return Err(TokenError::Malformed);
+    }
+    keys.verify(token, kind, room.as_str(), now)
+}
+
+/// Parses an optional JSON object body: empty means `T::default()`. Bytes
+/// that are not JSON are 400; JSON of the wrong shape is 422; too long is 413.
+pub fn optional_json<T: DeserializeOwned + Default>(
+    body: Result<Bytes, BytesRejection>,
+) -> Result<T, ApiError> {
+    let bytes = body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::BodyTooLarge
+        } else {
+            ApiError::MalformedBody(rejection.body_text())
+        }
+    })?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    // Syntax first, shape second: `{"a":` is malformed (400) even though a
+    // typed parse would stop at the unknown field (422).
+    let value: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| ApiError::MalformedBody(e.to_string()))?;
+    // serde would also read a struct from an array; bodies are objects.
+    if !value.is_object() {
+        return Err(ApiError::InvalidBody("expected a JSON object".into()));
+    }
+    serde_json::from_value(value).map_err(|e| ApiError::InvalidBody(e.to_string()))
+}
+
+/// Whether cookies may go without `Secure`: only for plain http on a
+/// loopback host (local development), judged by the Host the client used.
+pub fn insecure_loopback(headers: &HeaderMap) -> bool {
+    let forwarded_https = headers
+        .get("x-forwarded-proto")
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"https"));
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    let name = match host.rsplit_once(':') {
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    };
+    !forwarded_https && matches!(name, "localhost" | "127.0.0.1" | "[::1]")
+}
+
+/// A `Set-Cookie` value: HttpOnly, SameSite=Lax, Path=/, Secure unless on
+/// plain-http loopback.
+pub fn set_cookie(name: String, value: String, max_age_secs: u64, secure: bool) -> HeaderValue {
+    let cookie = Cookie::build((name, value))
+        .http_only(true)
+        .same_site(SameSite::Lax)
+        .path("/")
+        .secure(secure)
+        .max_age(time::Duration::seconds(
+            i64::try_from(max_age_secs).unwrap_or(i64::MAX),
+        ))
+        .build();
+    // Names are validated room ids and values base64url tokens.
+    HeaderValue::from_str(&cookie.to_string()).unwrap_or(HeaderValue::from_static(""))
+}
+
+/// A `Set-Cookie` value that deletes the cookie.
+pub fn clear_cookie(name: String) -> HeaderValue {
+    set_cookie(name, String::new(), 0, false)
+}

@@ -1,0 +1,64 @@
+//! The `origin` binary: configuration, start-up and graceful shutdown. All
+//! the work is in the library.
+
+use clap::Parser;
+use origin::config::Config;
+use origin::state::AppState;
+use tracing_subscriber::EnvFilter;
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .init();
+    let config = Config::parse();
+    match start(config).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("origin: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn start(config: Config) -> Result<(), Box<dyn std::error::Error>> {
+    let keys = origin::keyring(&config)?;
+    let store = origin::store(&config)?;
+    origin::apply_rooms_file(&config, store.as_ref()).await?;
+    let listener = tokio::net::TcpListener::bind(config.listen).await?;
+    tracing::info!(listen = %config.listen, "origin listening");
+    origin::run(
+        AppState::new(store, keys),
+        listener,
+        config.tick(),
+        shutdown_signal(),
+    )
+    .await?;
+    tracing::info!("origin stopped");
+    Ok(())
+}
+
+/// Completes on Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    tracing::info!("shutting down");
+}

@@ -1,0 +1,184 @@
+//! The line: the store trait every queue backend implements, and the answers
+//! it gives.
+//!
+//! A visitor is known to the store only by the sequence number its signed
+//! ticket carries (`seq`, from one atomic counter per room), so the store
+//! holds two small integers per waiter and nothing else; what a visitor is
+//! (room, id, issue time) travels in the ticket. The queue knows nothing of
+//! HTTP or tokens; Redis is named only in `queue::redis`.
+//!
+//! - [`promoter`]: the background loop that admits visitors every tick.
+//! - [`pacing`]: how often clients poll and what the ETA is (pure functions).
+//! - [`redis`]: the Redis store, one Lua script per multi-key change.
+
+pub mod pacing;
+pub mod promoter;
+pub mod redis;
+
+use async_trait::async_trait;
+
+use crate::room::{RoomId, RoomSettings, RoomState};
+
+/// Where a visitor stands, as the store sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Standing {
+    /// In line. `position` is 1 for next, `None` before the opening (places
+    /// are drawn at the opening).
+    Waiting {
+        /// 1-based place in line, or `None` in the pre-queue.
+        position: Option<u64>,
+    },
+    /// Let in until `until_ms` (unix milliseconds, store clock).
+    Admitted {
+        /// End of the session.
+        until_ms: u64,
+    },
+    /// The place is gone: left, abandoned or the session ended.
+    Gone,
+    /// The room is closed: no place is given or kept.
+    Closed,
+    /// The line cap is reached: no place was given.
+    SoldOut,
+}
+
+/// The room's figures that go with every answer, so one round trip serves a
+/// whole status response.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LineView {
+    /// The room's state.
+    pub state: RoomState,
+    /// Opening instant (unix ms), if the room has one.
+    pub opens_at_ms: Option<u64>,
+    /// Everyone in line.
+    pub waiting: u64,
+    /// Admissions per second actually achieved recently (while people waited).
+    pub admit_rate: f64,
+    /// The room's abandon time, which bounds how long clients may wait between polls.
+    pub abandon_ms: u64,
+    /// The store's clock (unix ms) when it answered.
+    pub now_ms: u64,
+}
+
+impl LineView {
+    /// Whether the opening instant has not come yet.
+    pub fn before_opening(&self) -> bool {
+        self.opens_at_ms.is_some_and(|at| self.now_ms < at)
+    }
+}
+
+/// One visitor's answer: its sequence number (when it holds or just got a
+/// place), where it stands, and the room's figures.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Snapshot {
+    /// The visitor's sequence number; `None` when no place was given.
+    pub seq: Option<u64>,
+    /// Where the visitor stands.
+    pub standing: Standing,
+    /// The room's figures.
+    pub line: LineView,
+}
+
+/// What one promoter tick did to one room.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TickReport {
+    /// Sequence numbers admitted this tick, in the order they were let in.
+    pub admitted: Vec<u64>,
+    /// Sessions that ended (expired) this tick.
+    pub expired: u64,
+    /// Waiters dropped this tick because they stopped polling.
+    pub abandoned: u64,
+    /// Visitors inside after the tick.
+    pub active: u64,
+    /// Visitors in line after the tick.
+    pub waiting: u64,
+}
+
+/// A room's live figures.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RoomFigures {
+    /// The room's settings.
+    pub settings: RoomSettings,
+    /// The room's state.
+    pub state: RoomState,
+    /// Everyone in line.
+    pub waiting: u64,
+    /// Visitors inside now.
+    pub active: u64,
+    /// Admitted since the room was created.
+    pub admitted_total: u64,
+    /// Waiters dropped for not polling, since the room was created.
+    pub abandoned_total: u64,
+    /// Places given since the room was created (the last sequence number).
+    pub places_given: u64,
+    /// Admissions per second actually achieved recently.
+    pub admit_rate: f64,
+}
+
+/// The store failed; the request can be retried.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The room does not exist.
+    #[error("unknown room")]
+    UnknownRoom,
+    /// The store could not be reached or did not answer in time.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// The store answered something this code does not understand (a bug or
+    /// a foreign key in the keyspace).
+    #[error("unexpected store reply: {0}")]
+    Protocol(String),
+}
+
+/// The queue's storage. Every method is one atomic step in the store, so any
+/// number of origin instances can share one store.
+#[async_trait]
+pub trait QueueStore: Send + Sync + 'static {
+    /// Creates a room or replaces its settings, keeping its line, sessions and
+    /// counters. A new room starts `open`.
+    async fn put_room(&self, room: &RoomId, settings: &RoomSettings) -> Result<(), StoreError>;
+
+    /// Sets a room's state.
+    async fn set_state(&self, room: &RoomId, state: RoomState) -> Result<(), StoreError>;
+
+    /// Every room's id.
+    async fn rooms(&self) -> Result<Vec<RoomId>, StoreError>;
+
+    /// A room's settings and live figures.
+    async fn figures(&self, room: &RoomId) -> Result<RoomFigures, StoreError>;
+
+    /// Gives a place in line, or admits at once when the room is open, nobody
+    /// waits and capacity and budget allow. With `existing` (the sequence
+    /// number of a valid ticket) whose place still stands, returns that place
+    /// instead. `draw` is a random number in `0..2^40` that orders the visitor
+    /// among the pre-queue when joining before the opening.
+    async fn join(
+        &self,
+        room: &RoomId,
+        existing: Option<u64>,
+        draw: u64,
+    ) -> Result<Snapshot, StoreError>;
+
+    /// Where a visitor stands; also records that it is still polling.
+    async fn status(&self, room: &RoomId, seq: u64) -> Result<Snapshot, StoreError>;
+
+    /// Gives up a place in line or an active session; the slot is free at
+    /// once. True when something was given up.
+    async fn leave(&self, room: &RoomId, seq: u64) -> Result<bool, StoreError>;
+
+    /// Whether the visitor's session is still running (not ended, left or
+    /// expired); the origin checks this besides the entry token's signature.
+    async fn session_active(&self, room: &RoomId, seq: u64) -> Result<bool, StoreError>;
+
+    /// One promoter step for one room: end expired sessions, drop waiters who
+    /// stopped polling, admit as many as rate, capacity and the line allow,
+    /// and record the achieved rate. Safe to run from any number of
+    /// instances at once.
+    async fn tick(&self, room: &RoomId) -> Result<TickReport, StoreError>;
+
+    /// Whether the store answers.
+    async fn ping(&self) -> Result<(), StoreError>;
+}
+
+/// Pre-queue draws are below this; places taken after the opening are ordered
+/// after every draw (by `PREQUEUE_SPAN + seq`).
+pub const PREQUEUE_SPAN: u64 = 1 << 40;

@@ -1,0 +1,80 @@
+//! The promoter: a background loop in every origin instance that runs one
+//! store tick per room, every `interval`.
+//!
+//! Each tick admits k = min(budget, capacity - active, waiting), ends expired
+//! sessions, drops waiters who stopped polling and records the achieved rate,
+//! all in one atomic store step. The admission budget lives in the store, so
+//! any number of instances can promote the same room without over-admitting;
+//! more instances only make ticks more frequent.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::{QueueStore, StoreError, TickReport};
+use crate::room::RoomId;
+
+/// How often the list of rooms is read again, in ticks.
+const ROOMS_REFRESH_TICKS: u32 = 10;
+/// Longest pause between attempts while the store is failing.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// One tick over every room in `rooms`; rooms that vanished are skipped.
+pub async fn tick_rooms(
+    store: &dyn QueueStore,
+    rooms: &[RoomId],
+) -> Result<Vec<(RoomId, TickReport)>, StoreError> {
+    let mut reports = Vec::with_capacity(rooms.len());
+    for room in rooms {
+        match store.tick(room).await {
+            Ok(report) => reports.push((room.clone(), report)),
+            Err(StoreError::UnknownRoom) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(reports)
+}
+
+/// Runs until `cancel` fires. A failing store is logged once when it starts
+/// failing and once when it recovers, not on every tick, and retried with
+/// growing pauses.
+pub async fn run(store: Arc<dyn QueueStore>, interval: Duration, cancel: CancellationToken) {
+    let mut rooms: Vec<RoomId> = Vec::new();
+    let mut ticks: u32 = 0;
+    let mut failing = false;
+    let mut pause = interval;
+    loop {
+        let step = async {
+            if ticks.is_multiple_of(ROOMS_REFRESH_TICKS) || failing {
+                rooms = store.rooms().await?;
+            }
+            tick_rooms(store.as_ref(), &rooms).await
+        };
+        match step.await {
+            Ok(reports) => {
+                if failing {
+                    tracing::info!("store reachable again; promoter resumes");
+                    failing = false;
+                }
+                pause = interval;
+                for (room, r) in reports.iter().filter(|(_, r)| !r.admitted.is_empty()) {
+                    tracing::debug!(%room, admitted = r.admitted.len(), active = r.active, waiting = r.waiting, "tick");
+                }
+            }
+            Err(e) => {
+                if !failing {
+                    tracing::warn!(error = %e, "promoter cannot reach the store; backing off");
+                    failing = true;
+                }
+                pause = (pause * 2).min(MAX_BACKOFF);
+            }
+        }
+        ticks = ticks.wrapping_add(1);
+        tokio::select! {
+            () = cancel.cancelled() => break,
+            () = tokio::time::sleep(pause) => {}
+        }
+    }
+    tracing::info!("promoter stopped");
+}

@@ -1,0 +1,59 @@
+//! Key names of a room in Redis: the only place they are spelled.
+//!
+//! All keys of a room share the hash tag `{room}`, so every script touches one
+//! slot and the same code runs on Redis Cluster. The optional prefix (tests
+//! give each test its own) goes before the tag and must hold no braces.
+
+use crate::room::RoomId;
+
+/// The four keys every queue script takes, in `KEYS[1..4]` order.
+#[derive(Debug, Clone)]
+pub struct RoomKeys {
+    /// Hash: settings, counters, admission budget, achieved rate.
+    pub room: String,
+    /// Sorted set: member seq, score order in line.
+    pub waiting: String,
+    /// Sorted set: member seq, score last poll (ms).
+    pub seen: String,
+    /// Sorted set: member seq, score end of session (ms).
+    pub active: String,
+}
+
+impl RoomKeys {
+    /// The keys of `room` under `prefix`.
+    pub fn new(prefix: &str, room: &RoomId) -> RoomKeys {
+        let key = |kind: &str| format!("{prefix}wr:{{{room}}}:{kind}");
+        RoomKeys {
+            room: key("room"),
+            waiting: key("waiting"),
+            seen: key("seen"),
+            active: key("active"),
+        }
+    }
+
+    /// The keys in the order the scripts expect them.
+    pub fn all(&self) -> [&str; 4] {
+        [&self.room, &self.waiting, &self.seen, &self.active]
+    }
+}
+
+/// The set of every room id under `prefix` (its own slot: only single-key
+/// commands touch it).
+pub fn rooms_index(prefix: &str) -> String {
+    format!("{prefix}wr:rooms")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_share_the_room_hash_tag() {
+        let room = RoomId::parse("concert").unwrap();
+        let keys = RoomKeys::new("t1:", &room);
+        for key in keys.all() {
+            assert!(key.starts_with("t1:wr:{concert}:"), "{key}");
+        }
+        assert_eq!(rooms_index("t1:"), "t1:wr:rooms");
+    }
+}

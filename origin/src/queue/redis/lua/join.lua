@@ -1,0 +1,62 @@
+-- join.lua: give a place in line, keep an existing one, or admit at once.
+-- ARGV[2] seq of the visitor's valid ticket, or '' when it has none
+-- ARGV[3] pre-queue draw: random integer in [0, span)
+-- ARGV[4] span: places taken after the opening are ordered by span + seq,
+--         behind every pre-queue draw
+-- Returns view() with outcome waiting | admitted | closed | sold_out, or
+-- {'unknown'} when the room does not exist.
+
+local room = load_room()
+if not room then
+  return { 'unknown' }
+end
+local now = now_ms()
+if room.state == 'closed' then
+  return view(room, now, 'closed')
+end
+
+-- A valid ticket whose place still stands gets that place back, never a second one.
+local mine = ARGV[2]
+if mine ~= '' then
+  local until_ms = tonumber(redis.call('ZSCORE', ACTIVE, mine))
+  if until_ms and until_ms > now then
+    return view(room, now, 'admitted', tonumber(mine), nil, until_ms)
+  end
+  if redis.call('ZSCORE', WAITING, mine) then
+    redis.call('ZADD', SEEN, int(now), mine)
+    return view(room, now, 'waiting', tonumber(mine), position(room, now, mine))
+  end
+end
+
+if room.max_line > 0 and room.seq >= room.max_line then
+  return view(room, now, 'sold_out')
+end
+
+-- The order of the line is this counter: one atomic step, never a clock.
+local seq = redis.call('HINCRBY', ROOM, 'seq', 1)
+local member = int(seq)
+local is_open = opened(room, now)
+
+-- Nobody waits and there is room: no reason to queue (field report 003).
+if is_open and room.state == 'open' and redis.call('ZCARD', WAITING) == 0 then
+  redis.call('ZREMRANGEBYSCORE', ACTIVE, '-inf', int(now))
+  if redis.call('ZCARD', ACTIVE) < room.capacity then
+    refill(room, now)
+    if room.allow >= 1 then
+      room.allow = room.allow - 1
+      save_budget(room)
+      return view(room, now, 'admitted', seq, nil, admit_one(room, now, member))
+    end
+    save_budget(room)
+  end
+end
+
+local score
+if is_open then
+  score = tonumber(ARGV[4]) + seq
+else
+  score = tonumber(ARGV[3])
+end
+redis.call('ZADD', WAITING, int(score), member)
+redis.call('ZADD', SEEN, int(now), member)
+return view(room, now, 'waiting', seq, position(room, now, member))

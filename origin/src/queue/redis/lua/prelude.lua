@@ -1,0 +1,104 @@
+-- prelude.lua: shared helpers, concatenated in front of every queue script.
+--
+-- Every script gets the same four keys, all under the room's hash tag, so a
+-- script touches one slot and runs unchanged on Redis Cluster:
+--   KEYS[1] room hash: settings, counters, admission budget, rate estimate
+--   KEYS[2] waiting zset: member = seq, score = order in line
+--   KEYS[3] seen zset: member = seq, score = last poll (ms)
+--   KEYS[4] active zset: member = seq, score = end of session (ms)
+-- Members are the visitor's sequence number as decimal text: what else a
+-- visitor is lives in its signed ticket, not here.
+-- Time always comes from Redis (TIME), so origin instances with skewed clocks
+-- agree on openings, expiry and the budget.
+
+local ROOM, WAITING, SEEN, ACTIVE = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+
+-- Exact integer text; redis.call would format a Lua number with %.14g.
+local function int(n)
+  return string.format('%d', n)
+end
+
+local function real(x)
+  return string.format('%.17g', x)
+end
+
+-- ARGV[1] of every script is the clock: '' (production) means Redis TIME;
+-- tests pass a fixed instant in ms so the embedded store and Redis can be
+-- compared step by step.
+local function now_ms()
+  if ARGV[1] ~= '' then
+    return tonumber(ARGV[1])
+  end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- The room's settings and counters, or nil when the room does not exist.
+local function load_room()
+  local v = redis.call('HMGET', ROOM, 'state', 'capacity', 'rate', 'session_ms',
+    'abandon_ms', 'opens_at', 'max_line', 'seq', 'allow', 'refill_at', 'rate_est', 'rate_at')
+  if not v[1] then
+    return nil
+  end
+  return {
+    state = v[1],
+    capacity = tonumber(v[2]),
+    rate = tonumber(v[3]),
+    session_ms = tonumber(v[4]),
+    abandon_ms = tonumber(v[5]),
+    opens_at = tonumber(v[6]) or -1,
+    max_line = tonumber(v[7]) or 0,
+    seq = tonumber(v[8]) or 0,
+    allow = tonumber(v[9]),
+    refill_at = tonumber(v[10]),
+    rate_est = tonumber(v[11]) or 0,
+    rate_at = tonumber(v[12]),
+  }
+end
+
+local function opened(room, now)
+  return room.opens_at < 0 or now >= room.opens_at
+end
+
+-- The admission budget is a token bucket in the room hash, spent inside the
+-- admitting script, so any number of promoters share one budget. It never
+-- banks more than one second of the rate (at least 1): a resume or a rate
+-- increase does not flood the site.
+local function refill(room, now)
+  local burst = math.max(room.rate, 1)
+  local allow = room.allow or burst
+  local last = room.refill_at or now
+  if now > last then
+    allow = allow + room.rate * (now - last) / 1000
+  end
+  room.allow = math.min(burst, allow)
+  room.refill_at = math.max(now, last)
+end
+
+local function save_budget(room)
+  redis.call('HSET', ROOM, 'allow', real(room.allow), 'refill_at', int(room.refill_at))
+end
+
+-- Lets one visitor in now; the caller has checked capacity and budget.
+local function admit_one(room, now, member)
+  local until_ms = now + room.session_ms
+  redis.call('ZADD', ACTIVE, int(until_ms), member)
+  redis.call('HINCRBY', ROOM, 'admitted', 1)
+  return until_ms
+end
+
+-- 1-based place in line, or nil before the opening (places are drawn then).
+local function position(room, now, member)
+  if not opened(room, now) then
+    return nil
+  end
+  return redis.call('ZRANK', WAITING, member) + 1
+end
+
+-- The answer of join and status, one flat array:
+-- {outcome, seq, position, until_ms, waiting, state, opens_at, rate_est, abandon_ms, now}
+-- with -1 for "none" and the rate as text (Lua numbers would be truncated).
+local function view(room, now, outcome, seq, pos, until_ms)
+  return { outcome, seq or -1, pos or -1, until_ms or 0, redis.call('ZCARD', WAITING),
+    room.state, room.opens_at, real(room.rate_est), room.abandon_ms, now }
+end

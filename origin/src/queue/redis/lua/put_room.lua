@@ -1,0 +1,18 @@
+-- put_room.lua: create a room or replace its settings, keeping its line,
+-- sessions and counters.
+-- ARGV[2] capacity  ARGV[3] admit rate per second  ARGV[4] session ms
+-- ARGV[5] abandon ms  ARGV[6] opens_at ms or -1  ARGV[7] max_line or 0
+-- Returns 1 when the room was created, 0 when updated.
+
+local old_rate = redis.call('HGET', ROOM, 'rate')
+redis.call('HSET', ROOM, 'capacity', ARGV[2], 'rate', ARGV[3], 'session_ms', ARGV[4],
+  'abandon_ms', ARGV[5], 'opens_at', ARGV[6], 'max_line', ARGV[7])
+-- Until admissions are measured, the configured rate is the best estimate.
+if old_rate ~= ARGV[3] then
+  redis.call('HSET', ROOM, 'rate_est', ARGV[3])
+end
+if not old_rate then
+  redis.call('HSET', ROOM, 'state', 'open', 'seq', 0, 'admitted', 0, 'abandoned', 0)
+  return 1
+end
+return 0

@@ -1,0 +1,25 @@
+-- status.lua: where a visitor stands; records that it still polls.
+-- ARGV[2] the visitor's seq (from its verified ticket)
+-- Returns view() with outcome admitted | waiting | gone | closed, or
+-- {'unknown'} when the room does not exist.
+
+local room = load_room()
+if not room then
+  return { 'unknown' }
+end
+local now = now_ms()
+local mine = ARGV[2]
+local seq = tonumber(mine)
+
+local until_ms = tonumber(redis.call('ZSCORE', ACTIVE, mine))
+if until_ms and until_ms > now then
+  return view(room, now, 'admitted', seq, nil, until_ms)
+end
+if room.state == 'closed' then
+  return view(room, now, 'closed', seq)
+end
+if not redis.call('ZSCORE', WAITING, mine) then
+  return view(room, now, 'gone', seq)
+end
+redis.call('ZADD', SEEN, int(now), mine)
+return view(room, now, 'waiting', seq, position(room, now, mine))

@@ -1,0 +1,74 @@
+-- tick.lua: one promoter step for one room.
+-- ARGV[2] most waiters dropped for not polling in one tick
+-- ARGV[3] most visitors admitted in one tick
+-- Both bound how long the script holds Redis.
+-- Returns {active, waiting, expired, abandoned, admitted seq...} after the
+-- step, or {-1} when the room does not exist.
+
+local CHUNK = 500 -- arguments per command, well under Lua's stack limit
+
+local room = load_room()
+if not room then
+  return { -1 }
+end
+local now = now_ms()
+
+local expired = redis.call('ZREMRANGEBYSCORE', ACTIVE, '-inf', int(now))
+
+-- Waiters who stopped polling lose their place (paused rooms too).
+local stale = redis.call('ZRANGEBYSCORE', SEEN, '-inf', int(now - room.abandon_ms),
+  'LIMIT', 0, tonumber(ARGV[2]))
+for i = 1, #stale, CHUNK do
+  local part = { unpack(stale, i, math.min(i + CHUNK - 1, #stale)) }
+  redis.call('ZREM', WAITING, unpack(part))
+  redis.call('ZREM', SEEN, unpack(part))
+end
+if #stale > 0 then
+  redis.call('HINCRBY', ROOM, 'abandoned', #stale)
+end
+
+local waiting = redis.call('ZCARD', WAITING)
+local active = redis.call('ZCARD', ACTIVE)
+local out = { 0, 0, expired, #stale }
+
+if room.state == 'open' and opened(room, now) then
+  refill(room, now)
+  local k = math.min(math.floor(room.allow), room.capacity - active, waiting, tonumber(ARGV[3]))
+  if k > 0 then
+    local popped = redis.call('ZPOPMIN', WAITING, k)
+    local until_ms = int(now + room.session_ms)
+    for i = 1, #popped, 2 * CHUNK do
+      local adds, members = {}, {}
+      for j = i, math.min(i + 2 * CHUNK - 1, #popped), 2 do
+        adds[#adds + 1] = until_ms
+        adds[#adds + 1] = popped[j]
+        members[#members + 1] = popped[j]
+        out[#out + 1] = tonumber(popped[j])
+      end
+      redis.call('ZADD', ACTIVE, unpack(adds))
+      redis.call('ZREM', SEEN, unpack(members))
+    end
+    room.allow = room.allow - k
+    redis.call('HINCRBY', ROOM, 'admitted', k)
+  else
+    k = 0
+  end
+  save_budget(room)
+
+  -- The achieved rate, as an exponentially weighted average over about 30 s,
+  -- counted only while people waited (an empty line says nothing about the
+  -- rate) and skipping gaps between ticks (a stopped promoter is not a slow one).
+  local dt = room.rate_at and (now - room.rate_at) or 0
+  if waiting > 0 and dt > 0 and dt <= 5000 then
+    local alpha = 1 - math.exp(-dt / 30000)
+    room.rate_est = room.rate_est + alpha * (k * 1000 / dt - room.rate_est)
+    redis.call('HSET', ROOM, 'rate_est', real(room.rate_est))
+  end
+  redis.call('HSET', ROOM, 'rate_at', int(now))
+  waiting = waiting - k
+  active = active + k
+end
+
+out[1] = active
+out[2] = waiting
+return out

@@ -1,0 +1,176 @@
+//! Turns the scripts' flat arrays into the queue's types. A reply of the
+//! wrong shape is a `StoreError::Protocol`, never a panic.
+
+use redis::Value;
+
+use crate::queue::{LineView, RoomFigures, Snapshot, Standing, StoreError, TickReport};
+use crate::room::{RoomSettings, RoomState};
+
+fn bad(what: &str) -> StoreError {
+    StoreError::Protocol(what.to_owned())
+}
+
+fn items(value: Value) -> Result<Vec<Value>, StoreError> {
+    match value {
+        Value::Array(items) => Ok(items),
+        _ => Err(bad("expected an array")),
+    }
+}
+
+fn text(value: &Value) -> Option<&str> {
+    match value {
+        Value::BulkString(bytes) => std::str::from_utf8(bytes).ok(),
+        Value::SimpleString(s) => Some(s),
+        _ => None,
+    }
+}
+
+fn int(value: &Value) -> Result<i64, StoreError> {
+    match value {
+        Value::Int(n) => Ok(*n),
+        other => text(other)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| bad("expected an integer")),
+    }
+}
+
+fn real(value: &Value) -> Result<f64, StoreError> {
+    text(value)
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|x| x.is_finite())
+        .ok_or_else(|| bad("expected a number"))
+}
+
+/// -1 means "none" in the scripts' replies.
+fn optional(n: i64) -> Option<u64> {
+    u64::try_from(n).ok()
+}
+
+fn state(value: &Value) -> Result<RoomState, StoreError> {
+    text(value)
+        .and_then(RoomState::parse)
+        .ok_or_else(|| bad("unknown room state"))
+}
+
+/// True when a script answered `{'unknown'}`.
+fn is_unknown(items: &[Value]) -> bool {
+    items.len() == 1 && text(&items[0]) == Some("unknown")
+}
+
+/// Parses `view()` of the prelude (join and status).
+pub fn snapshot(value: Value) -> Result<Snapshot, StoreError> {
+    let v = items(value)?;
+    if is_unknown(&v) {
+        return Err(StoreError::UnknownRoom);
+    }
+    let [
+        outcome,
+        seq,
+        pos,
+        until_ms,
+        waiting,
+        st,
+        opens_at,
+        rate,
+        abandon_ms,
+        now,
+    ] = <[Value; 10]>::try_from(v).map_err(|_| bad("view has the wrong length"))?;
+    let standing = match text(&outcome) {
+        Some("waiting") => Standing::Waiting {
+            position: optional(int(&pos)?),
+        },
+        Some("admitted") => Standing::Admitted {
+            until_ms: optional(int(&until_ms)?).ok_or_else(|| bad("negative session end"))?,
+        },
+        Some("gone") => Standing::Gone,
+        Some("closed") => Standing::Closed,
+        Some("sold_out") => Standing::SoldOut,
+        _ => return Err(bad("unknown outcome")),
+    };
+    Ok(Snapshot {
+        seq: optional(int(&seq)?),
+        standing,
+        line: LineView {
+            state: state(&st)?,
+            opens_at_ms: optional(int(&opens_at)?),
+            waiting: optional(int(&waiting)?).unwrap_or(0),
+            admit_rate: real(&rate)?,
+            abandon_ms: optional(int(&abandon_ms)?).unwrap_or(0),
+            now_ms: optional(int(&now)?).unwrap_or(0),
+        },
+    })
+}
+
+/// Parses `tick.lua`'s reply; `None` when the room does not exist.
+pub fn tick(value: Value) -> Result<Option<TickReport>, StoreError> {
+    let v = items(value)?;
+    let head: Vec<i64> = v.iter().take(4).map(int).collect::<Result<_, _>>()?;
+    match head[..] {
+        [-1] => Ok(None),
+        [active, waiting, expired, abandoned] => Ok(Some(TickReport {
+            admitted: v[4..]
+                .iter()
+                .map(|x| int(x).map(|n| n.max(0) as u64))
+                .collect::<Result<_, _>>()?,
+            expired: expired.max(0) as u64,
+            abandoned: abandoned.max(0) as u64,
+            active: active.max(0) as u64,
+            waiting: waiting.max(0) as u64,
+        })),
+        _ => Err(bad("tick reply has the wrong length")),
+    }
+}
+
+/// Parses `figures.lua`'s reply.
+pub fn figures(value: Value) -> Result<RoomFigures, StoreError> {
+    let v = items(value)?;
+    if v.is_empty() {
+        return Err(StoreError::UnknownRoom);
+    }
+    let [
+        st,
+        capacity,
+        rate,
+        session_ms,
+        abandon_ms,
+        opens_at,
+        max_line,
+        seq,
+        admitted,
+        abandoned,
+        rate_est,
+        waiting,
+        active,
+    ] = <[Value; 13]>::try_from(v).map_err(|_| bad("figures have the wrong length"))?;
+    let count = |v: &Value| int(v).map(|n| n.max(0) as u64);
+    let opens_at_ms = optional(int(&opens_at)?);
+    let settings = RoomSettings {
+        capacity: u32::try_from(int(&capacity)?).map_err(|_| bad("capacity"))?,
+        admit_per_second: real(&rate)?,
+        session_seconds: u32::try_from(int(&session_ms)? / 1000).map_err(|_| bad("session"))?,
+        abandon_seconds: u32::try_from(int(&abandon_ms)? / 1000).map_err(|_| bad("abandon"))?,
+        opens_at: match opens_at_ms {
+            Some(ms) => Some(
+                time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+                    .map_err(|_| bad("opens_at"))?,
+            ),
+            None => None,
+        },
+        max_line: Some(count(&max_line)?).filter(|&n| n > 0),
+    };
+    Ok(RoomFigures {
+        settings,
+        state: state(&st)?,
+        waiting: count(&waiting)?,
+        active: count(&active)?,
+        admitted_total: count(&admitted)?,
+        abandoned_total: count(&abandoned)?,
+        places_given: count(&seq)?,
+        admit_rate: real(&rate_est)?,
+    })
+}
+
+/// Parses a script's single integer reply; `None` for -1 (no such room).
+pub fn counter(value: Value) -> Result<Option<u64>, StoreError> {
+    Ok(optional(int(&value)?))
+}

@@ -1,0 +1,345 @@
+//! Rooms: the validated room id, a room's settings and its state.
+//!
+//! Everything here is plain data with its validation rules; the line itself
+//! lives in `queue`, and nothing here knows HTTP or the store.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+/// A room id: `^[a-z0-9][a-z0-9-]{0,63}$`, checked once at the edge of the
+/// program so every other layer can trust it (it is safe inside store keys,
+/// cookie names and URLs).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RoomId(String);
+
+impl RoomId {
+    /// Longest id accepted.
+    pub const MAX_LEN: usize = 64;
+
+    /// Validates `raw`; `None` when it is not a room id.
+    pub fn parse(raw: &str) -> Option<RoomId> {
+        let bytes = raw.as_bytes();
+        let first_ok = bytes
+            .first()
+            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+        let rest_ok = bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-');
+        (first_ok && rest_ok && bytes.len() <= Self::MAX_LEN).then(|| RoomId(raw.to_owned()))
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for RoomId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Whether a room lets people in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RoomState {
+    /// Joins take places and the promoter admits.
+    Open,
+    /// Joins take places, nobody is admitted; abandoned waiters and ended
+    /// sessions are still dropped.
+    Paused,
+    /// Joins are answered `closed` and take no place.
+    Closed,
+}
+
+impl RoomState {
+    /// The name used in the API and in the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RoomState::Open => "open",
+            RoomState::Paused => "paused",
+            RoomState::Closed => "closed",
+        }
+    }
+
+    /// Inverse of [`RoomState::as_str`].
+    pub fn parse(raw: &str) -> Option<RoomState> {
+        match raw {
+            "open" => Some(RoomState::Open),
+            "paused" => Some(RoomState::Paused),
+            "closed" => Some(RoomState::Closed),
+            _ => None,
+        }
+    }
+}
+
+/// A room's settings, as the admin API and the `--rooms` file spell them.
+/// Missing fields take the defaults below; unknown fields are refused so a
+/// typo never passes silently.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RoomSettings {
+    /// Most visitors inside at once.
+    pub capacity: u32,
+    /// Visitors let in per second, at most.
+    pub admit_per_second: f64,
+    /// How long an entry lasts, from admission.
+    pub session_seconds: u32,
+    /// How long a waiter who stopped polling keeps the place.
+    pub abandon_seconds: u32,
+    /// Before this instant the room is a pre-queue: places are drawn at random
+    /// at the opening.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub opens_at: Option<OffsetDateTime>,
+    /// How many places the line ever gives (`None`: no cap).
+    pub max_line: Option<u64>,
+}
+
+impl Default for RoomSettings {
+    fn default() -> Self {
+        RoomSettings {
+            capacity: 100,
+            admit_per_second: 10.0,
+            session_seconds: 420,
+            abandon_seconds: 60,
+            opens_at: None,
+            max_line: None,
+        }
+    }
+}
+
+/// A setting out of its range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct SettingsError {
+    /// The offending field.
+    pub field: &'static str,
+    /// What is wrong, in words an operator can act on.
+    pub message: String,
+}
+
+impl RoomSettings {
+    /// Shortest abandon time: clients poll at least every second and the
+    /// poll interval stays under a third of it.
+    pub const MIN_ABANDON_SECONDS: u32 = 3;
+    /// Longest session or abandon time (a day).
+    pub const MAX_SECONDS: u32 = 86_400;
+    /// Highest admit rate and capacity accepted; beyond this a typo is likelier
+    /// than a real event.
+    pub const MAX_RATE: f64 = 1_000_000.0;
+
+    /// Checks every range; the first failure wins.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        let err = |field, message: &str| {
+            Err(SettingsError {
+                field,
+                message: message.to_owned(),
+            })
+        };
+        if self.capacity == 0 || f64::from(self.capacity) > Self::MAX_RATE {
+            return err("capacity", "must be between 1 and 1000000");
+        }
+        if !self.admit_per_second.is_finite()
+            || self.admit_per_second <= 0.0
+            || self.admit_per_second > Self::MAX_RATE
+        {
+            return err("admit_per_second", "must be above 0 and at most 1000000");
+        }
+        if self.session_seconds == 0 || self.session_seconds > Self::MAX_SECONDS {
+            return err("session_seconds", "must be between 1 and 86400");
+        }
+        if self.abandon_seconds < Self::MIN_ABANDON_SECONDS
+            || self.abandon_seconds > Self::MAX_SECONDS
+        {
+            return err("abandon_seconds", "must be between 3 and 86400");
+        }
+        if let Some(at) = self.opens_at
+            && !(2000..=9999).contains(&at.year())
+        {
+            return err("opens_at", "must be a date between the years 2000 and 9999");
+        }
+        if self.max_line == Some(0) {
+            return err("max_line", "must be at least 1, or null for no cap");
+        }
+        Ok(())
+    }
+
+    /// The opening instant in unix milliseconds.
+    pub fn opens_at_ms(&self) -> Option<u64> {
+        self.opens_at
+            .map(|at| u64::try_from(at.unix_timestamp_nanos() / 1_000_000).unwrap_or(0))
+    }
+}
+
+/// A room's id with its settings, as listed in the `--rooms` file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RoomSpec {
+    /// The room.
+    pub id: RoomId,
+    /// Its settings.
+    pub settings: RoomSettings,
+}
+
+/// The `--rooms` file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum RoomsFileError {
+    /// Not TOML, or not the expected shape.
+    #[error("not a valid rooms file: {0}")]
+    Parse(String),
+    /// An entry's id is missing or malformed.
+    #[error("room #{index}: `id` must match ^[a-z0-9][a-z0-9-]{{0,63}}$")]
+    BadId {
+        /// 1-based entry number.
+        index: usize,
+    },
+    /// An entry names the same room as an earlier one.
+    #[error("room `{0}` is listed twice")]
+    Duplicate(String),
+    /// A setting is out of range.
+    #[error("room `{room}`: {source}")]
+    Settings {
+        /// The room.
+        room: String,
+        /// What is wrong.
+        source: SettingsError,
+    },
+}
+
+/// Parses a rooms file: `[[room]]` tables, each with an `id` and any of the
+/// admin API's setting names.
+pub fn parse_rooms_file(text: &str) -> Result<Vec<RoomSpec>, RoomsFileError> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct File {
+        #[serde(default)]
+        room: Vec<toml::Table>,
+    }
+    let file: File = toml::from_str(text).map_err(|e| RoomsFileError::Parse(e.to_string()))?;
+    let mut specs: Vec<RoomSpec> = Vec::with_capacity(file.room.len());
+    for (i, mut table) in file.room.into_iter().enumerate() {
+        let id = table
+            .remove("id")
+            .and_then(|v| v.as_str().and_then(RoomId::parse))
+            .ok_or(RoomsFileError::BadId { index: i + 1 })?;
+        let settings: RoomSettings = table.try_into().map_err(|e: toml::de::Error| {
+            RoomsFileError::Parse(format!("room `{id}`: {}", e.message()))
+        })?;
+        settings
+            .validate()
+            .map_err(|source| RoomsFileError::Settings {
+                room: id.to_string(),
+                source,
+            })?;
+        if specs.iter().any(|s| s.id == id) {
+            return Err(RoomsFileError::Duplicate(id.to_string()));
+        }
+        specs.push(RoomSpec { id, settings });
+    }
+    Ok(specs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn room_ids() {
+        for ok in ["a", "concert", "0", "a-b-c", &"a".repeat(64)] {
+            assert!(RoomId::parse(ok).is_some(), "{ok}");
+        }
+        for bad in [
+            "",
+            "-a",
+            "A",
+            "a_b",
+            "a b",
+            "é",
+            "a/b",
+            "{a}",
+            &"a".repeat(65),
+        ] {
+            assert!(RoomId::parse(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn defaults_validate() {
+        assert_eq!(RoomSettings::default().validate(), Ok(()));
+    }
+
+    #[test]
+    fn out_of_range_settings() {
+        let bad = [
+            RoomSettings {
+                capacity: 0,
+                ..Default::default()
+            },
+            RoomSettings {
+                admit_per_second: 0.0,
+                ..Default::default()
+            },
+            RoomSettings {
+                admit_per_second: f64::NAN,
+                ..Default::default()
+            },
+            RoomSettings {
+                session_seconds: 0,
+                ..Default::default()
+            },
+            RoomSettings {
+                abandon_seconds: 2,
+                ..Default::default()
+            },
+            RoomSettings {
+                max_line: Some(0),
+                ..Default::default()
+            },
+        ];
+        for s in bad {
+            assert!(s.validate().is_err(), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn rooms_file() {
+        let specs = parse_rooms_file(
+            r#"
+            [[room]]
+            id = "concert"
+            capacity = 5
+            opens_at = "2030-01-01T12:00:00Z"
+
+            [[room]]
+            id = "drop"
+            max_line = 100
+            "#,
+        )
+        .unwrap();
+        assert_eq!(specs.len(), 2);
+        assert_eq!(specs[0].settings.capacity, 5);
+        assert_eq!(specs[0].settings.opens_at_ms(), Some(1_893_499_200_000));
+        assert_eq!(specs[1].settings.max_line, Some(100));
+        assert_eq!(specs[1].settings.capacity, 100);
+    }
+
+    #[test]
+    fn rooms_file_errors() {
+        let cases = [
+            "[[room]]\ncapacity = 5",
+            "[[room]]\nid = \"Bad\"",
+            "[[room]]\nid = \"a\"\ncapacty = 5",
+            "[[room]]\nid = \"a\"\ncapacity = -1",
+            "[[room]]\nid = \"a\"\ncapacity = \"many\"",
+            "[[room]]\nid = \"a\"\n[[room]]\nid = \"a\"",
+            "[[room]]\nid = \"a\"\nabandon_seconds = 1",
+            "[[rooms]]\nid = \"a\"",
+            "not toml",
+        ];
+        for text in cases {
+            assert!(parse_rooms_file(text).is_err(), "{text}");
+        }
+    }
+}

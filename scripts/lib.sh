@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Shared by the project's scripts: install and start what the project needs,
+# skipping whatever is already there. Sourced, not run.
+
+# Runs a command as root (directly, or through sudo when there is one).
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    echo "need root to run: $*" >&2; return 1
+  fi
+}
+
+# Installs Debian packages, refreshing the package lists only when needed.
+apt_install() {
+  echo "installing from Debian: $*" >&2
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" ||
+    { as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@"; }
+}
+
+# True when something accepts TCP connections on 127.0.0.1:$1.
+port_open() {
+  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+wait_port() {
+  local port=$1 what=$2
+  for _ in $(seq 1 100); do
+    port_open "$port" && return 0
+    sleep 0.1
+  done
+  echo "$what did not start on port $port" >&2
+  return 1
+}
+
+# Redis on 127.0.0.1:6379, without persistence (the project's tests own no data).
+ensure_redis() {
+  port_open 6379 && return 0
+  command -v redis-server >/dev/null || apt_install redis-server
+  redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no >/dev/null
+  wait_port 6379 Redis
+}
+
+# MariaDB on 127.0.0.1:3306 (booking uses it).
+ensure_mariadb() {
+  port_open 3306 && return 0
+  [ -x /usr/sbin/mariadbd ] || apt_install mariadb-server
+  as_root mkdir -p /run/mysqld && as_root chown mysql:mysql /run/mysqld 2>/dev/null || true
+  as_root start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd
+  wait_port 3306 MariaDB
+}
+
+# The Rust toolchain pinned in rust-toolchain.toml (rustup installs it and
+# its wasm32 target on first use).
+ensure_rust() {
+  if ! command -v cargo >/dev/null; then
+    echo "cargo not found: install rustup (https://rustup.rs), then run this again" >&2
+    return 1
+  fi
+  rustup show active-toolchain >/dev/null 2>&1 || rustup toolchain install
+  rustup target list --installed 2>/dev/null | grep -q wasm32-unknown-unknown ||
+    rustup target add wasm32-unknown-unknown
+}

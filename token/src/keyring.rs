@@ -1,0 +1,263 @@
+//! The keyring: parsing the operator's `kid:secret,...` list, signing with
+//! the first key, and verifying with any of them.
+//!
+//! Secrets are turned into keyed HMAC states at construction and the raw
+//! bytes are not kept, so per-token work is one clone plus the payload hash.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::Sha256;
+use subtle::ConstantTimeEq;
+
+use crate::claims::{Claims, Kind};
+use crate::error::{KeyringError, TokenError};
+use crate::wire;
+
+/// Longest kid, in bytes.
+pub const MAX_KID_LEN: usize = 16;
+
+/// Shortest accepted secret, in bytes.
+pub const MIN_SECRET_LEN: usize = 16;
+
+/// Longest token string [`Keyring::verify`] accepts. Callers should reject
+/// longer inputs (cookies, query strings) before calling it.
+///
+/// Version-1 tokens are at most 210 characters; the rest is headroom so a
+/// future version can grow without every caller changing its limit.
+pub const MAX_TOKEN_LEN: usize = 512;
+
+// Every token this crate signs must pass its own length check.
+const _: () = assert!(wire::MAX_V1_TOKEN_LEN <= MAX_TOKEN_LEN);
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// One key: its id and its precomputed keyed HMAC state.
+#[derive(Clone)]
+struct Key {
+    kid: String,
+    mac: HmacSha256,
+}
+
+/// The set of keys the origin signs with and the edge verifies with.
+///
+/// The first key signs; every key verifies, which is what makes rotation
+/// work: deploy `new,old` everywhere, then drop `old` once tokens signed
+/// with it have expired.
+#[derive(Clone)]
+pub struct Keyring {
+    /// Never empty: both constructors refuse an empty list.
+    keys: Vec<Key>,
+}
+
+impl fmt::Debug for Keyring {
+    /// Lists the kids only; the keyed states are as good as the secrets.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Keyring")
+            .field(
+                "kids",
+                &self.keys.iter().map(|k| k.kid.as_str()).collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether `kid` is 1 to 16 characters of `[A-Za-z0-9_-]`.
+fn is_valid_kid(kid: &str) -> bool {
+    (1..=MAX_KID_LEN).contains(&kid.len())
+        && kid
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+impl Keyring {
+    /// Parses the operator format `"kid:secret,kid:secret"`, e.g.
+    /// `"k2:9f1c...,k1:77ab..."`.
+    ///
+    /// The first key signs; all verify. Whitespace around each entry is
+    /// trimmed (so `"k2:..., k1:..."` works). A kid is 1 to 16 characters
+    /// of `[A-Za-z0-9_-]`; the secret is the raw UTF-8 bytes of everything
+    /// after the entry's first `:` (it may itself contain `:`), at least 16
+    /// bytes, and may not start with whitespace (a sign of `"kid: secret"`,
+    /// which would otherwise silently sign with a different key).
+    ///
+    /// # Errors
+    ///
+    /// [`KeyringError::Empty`] for a blank spec, [`KeyringError::BadEntry`]
+    /// for an empty entry, a missing `:` or whitespace after it, and the
+    /// errors of [`Keyring::new`] otherwise.
+    pub fn parse(spec: &str) -> Result<Keyring, KeyringError> {
+        if spec.trim().is_empty() {
+            return Err(KeyringError::Empty);
+        }
+        let mut keys = Vec::new();
+        for (i, entry) in spec.split(',').enumerate() {
+            let entry_no = i + 1;
+            let entry = entry.trim();
+            if entry.is_empty() {
+                return Err(KeyringError::BadEntry {
+                    entry: entry_no,
+                    reason: "empty entry (stray ',')",
+                });
+            }
+            let (kid, secret) = entry.split_once(':').ok_or(KeyringError::BadEntry {
+                entry: entry_no,
+                reason: "no ':' between kid and secret",
+            })?;
+            if secret.starts_with(char::is_whitespace) {
+                return Err(KeyringError::BadEntry {
+                    entry: entry_no,
+                    reason: "whitespace after ':'",
+                });
+            }
+            keys.push((String::from(kid), Vec::from(secret.as_bytes())));
+        }
+        Keyring::new(keys)
+    }
+
+    /// Builds a keyring from `(kid, secret)` pairs, first pair signing, with
+    /// the same validation as [`Keyring::parse`] (no trimming here: the
+    /// bytes are taken as given).
+    ///
+    /// # Errors
+    ///
+    /// [`KeyringError::Empty`] for no pairs, [`KeyringError::BadKid`],
+    /// [`KeyringError::ShortSecret`] or [`KeyringError::DuplicateKid`] for
+    /// the first pair that breaks a rule.
+    pub fn new(keys: Vec<(String, Vec<u8>)>) -> Result<Keyring, KeyringError> {
+        if keys.is_empty() {
+            return Err(KeyringError::Empty);
+        }
+        let mut out: Vec<Key> = Vec::with_capacity(keys.len());
+        for (i, (kid, secret)) in keys.into_iter().enumerate() {
+            let entry = i + 1;
+            if !is_valid_kid(&kid) {
+                return Err(KeyringError::BadKid {
+                    entry,
+                    len: kid.len(),
+                });
+            }
+            if secret.len() < MIN_SECRET_LEN {
+                return Err(KeyringError::ShortSecret {
+                    entry,
+                    kid,
+                    len: secret.len(),
+                });
+            }
+            if out.iter().any(|k| k.kid == kid) {
+                return Err(KeyringError::DuplicateKid { entry, kid });
+            }
+            // HMAC accepts keys of any length, so this never fails; mapping
+            // the impossible error keeps the constructor panic-free.
+            let mac =
+                HmacSha256::new_from_slice(&secret).map_err(|_| KeyringError::ShortSecret {
+                    entry,
+                    kid: kid.clone(),
+                    len: secret.len(),
+                })?;
+            out.push(Key { kid, mac });
+        }
+        Ok(Keyring { keys: out })
+    }
+
+    /// The signing key: the first in the list.
+    fn signer(&self) -> Option<&Key> {
+        self.keys.first()
+    }
+
+    /// The kid new tokens are signed with (the first key).
+    #[must_use]
+    pub fn signing_kid(&self) -> &str {
+        self.signer().map_or("", |k| k.kid.as_str())
+    }
+
+    /// All kids, signing kid first, in the order given.
+    pub fn kids(&self) -> impl Iterator<Item = &str> {
+        self.keys.iter().map(|k| k.kid.as_str())
+    }
+
+    /// Signs `claims` with the first key and returns the token.
+    ///
+    /// `claims.room` must be a valid room id (see
+    /// [`is_valid_room`](crate::is_valid_room)); otherwise the token is
+    /// still produced but will never verify.
+    #[must_use]
+    pub fn sign(&self, claims: &Claims) -> String {
+        let Some(key) = self.signer() else {
+            // Unreachable: constructors refuse empty keyrings. An empty string
+            // is Malformed to every verifier, so this fails closed.
+            return String::new();
+        };
+        let payload = wire::encode_payload(claims, &key.kid);
+        let mut mac = key.mac.clone();
+        mac.update(payload.as_slice());
+        let tag = mac.finalize().into_bytes();
+        wire::encode_token(payload.as_slice(), &tag)
+    }
+
+    /// Verifies `token` as a `kind` token for `room` at unix time `now`, and
+    /// returns its claims.
+    ///
+    /// Checks run in this order, and the first failure is returned: length
+    /// and structure ([`TokenError::Malformed`]), kid
+    /// ([`TokenError::UnknownKey`]), MAC in constant time
+    /// ([`TokenError::BadSignature`]), kind ([`TokenError::WrongKind`]),
+    /// room ([`TokenError::WrongRoom`]), expiry, where `now >= expires_at`
+    /// is [`TokenError::Expired`]. Nothing in the payload is acted on before
+    /// the MAC has been checked.
+    ///
+    /// # Errors
+    ///
+    /// The [`TokenError`] of the first check that fails.
+    pub fn verify(
+        &self,
+        token: &str,
+        kind: Kind,
+        room: &str,
+        now: u64,
+    ) -> Result<Claims, TokenError> {
+        if token.len() > MAX_TOKEN_LEN {
+            return Err(TokenError::Malformed);
+        }
+        let (payload_buf, tag) = wire::decode_token(token)?;
+        let payload_bytes = payload_buf.as_slice();
+        let payload = wire::parse_payload(payload_bytes)?;
+
+        // Kids are public (they travel in the clear), so a plain lookup is fine.
+        let key = self
+            .keys
+            .iter()
+            .find(|k| k.kid.as_bytes() == payload.kid)
+            .ok_or(TokenError::UnknownKey)?;
+
+        let mut mac = key.mac.clone();
+        mac.update(payload_bytes);
+        mac.verify_slice(&tag)
+            .map_err(|_| TokenError::BadSignature)?;
+
+        if payload.kind != kind {
+            return Err(TokenError::WrongKind);
+        }
+        let same_room =
+            payload.room.len() == room.len() && bool::from(payload.room.ct_eq(room.as_bytes()));
+        if !same_room {
+            return Err(TokenError::WrongRoom);
+        }
+        if now >= payload.expires_at {
+            return Err(TokenError::Expired);
+        }
+
+        // parse_payload only accepts valid room ids, which are ASCII.
+        let room = core::str::from_utf8(payload.room).map_err(|_| TokenError::Malformed)?;
+        Ok(Claims {
+            kind: payload.kind,
+            room: String::from(room),
+            visitor: payload.visitor,
+            seq: payload.seq,
+            issued_at: payload.issued_at,
+            expires_at: payload.expires_at,
+        })
+    }
+}

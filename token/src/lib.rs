@@ -1,0 +1,96 @@
+//! Signed tickets and entry tokens for the waiting room: the format, signing
+//! and verification. Nothing else.
+//!
+//! The origin signs; the origin and the edge (a Cloudflare Worker, built for
+//! `wasm32-unknown-unknown`) verify. The crate does no I/O, reads no clock
+//! and draws no randomness: the caller passes `now`, and the visitor id is
+//! chosen by the origin. It is `no_std` (with `alloc`) to keep it that way.
+//!
+//! # Usage
+//!
+//! ```
+//! use token::{Claims, Keyring, Kind, TokenError};
+//!
+//! let keys = Keyring::parse("k2:new-secret-0123456789,k1:old-secret-0123456789")?;
+//! let claims = Claims {
+//!     kind: Kind::Entry,
+//!     room: "launch".into(),
+//!     visitor: 42,
+//!     seq: 7,
+//!     issued_at: 1_700_000_000,
+//!     expires_at: 1_700_000_600,
+//! };
+//! let token = keys.sign(&claims);
+//! assert_eq!(keys.verify(&token, Kind::Entry, "launch", 1_700_000_001), Ok(claims));
+//! assert_eq!(
+//!     keys.verify(&token, Kind::Entry, "launch", 1_700_000_600),
+//!     Err(TokenError::Expired)
+//! );
+//! # Ok::<(), token::KeyringError>(())
+//! ```
+//!
+//! # Wire format (version 1)
+//!
+//! ```text
+//! token   = base64url_nopad(payload) "." base64url_nopad(hmac_sha256(key[kid], payload))
+//! payload = version u8 (= 1)
+//!           kind u8 (1 = ticket, 2 = entry)
+//!           kid_len u8 (1..=16)  kid bytes ([A-Za-z0-9_-])
+//!           room_len u8 (1..=64) room bytes (^[a-z0-9][a-z0-9-]{0,63}$)
+//!           visitor u128 | seq u64 | issued_at u64 | expires_at u64
+//! ```
+//!
+//! Integers are big-endian; times are unix seconds. The alphabet
+//! (`A-Z a-z 0-9 - _` plus one `.`) is safe in URLs and cookie values
+//! without escaping. The MAC is always 32 bytes (43 characters); a payload
+//! is 44 bytes plus kid and room, so a version-1 token is at most 210
+//! characters, well under [`MAX_TOKEN_LEN`]. Padding, non-canonical base64
+//! (non-zero trailing bits), trailing payload bytes, wrong lengths and
+//! unknown versions or kinds are all [`TokenError::Malformed`].
+//!
+//! The kid travels in the payload, in the clear and under the MAC, so the
+//! verifier picks the key without trial and a rotation (`"new:..,old:.."`)
+//! keeps old tokens valid until `old` is removed.
+//!
+//! # Verification order
+//!
+//! 1. length `> MAX_TOKEN_LEN`, not exactly one `.`, bad base64, MAC not 32
+//!    bytes, bad payload structure: [`TokenError::Malformed`]
+//! 2. kid not in the keyring: [`TokenError::UnknownKey`]
+//! 3. HMAC-SHA256 over the payload bytes, compared in constant time:
+//!    [`TokenError::BadSignature`]
+//! 4. kind differs from the expected one: [`TokenError::WrongKind`]
+//! 5. room differs (constant-time compare): [`TokenError::WrongRoom`]
+//! 6. `now >= expires_at`: [`TokenError::Expired`]
+//!
+//! Each key's keyed HMAC state is computed once when the [`Keyring`] is
+//! built and cloned per call, so a verification is a few SHA-256 blocks.
+
+#![no_std]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+// Everything here handles attacker-controlled bytes: no panicking shortcuts
+// outside tests.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+extern crate alloc;
+
+mod claims;
+mod error;
+mod keyring;
+mod wire;
+
+#[cfg(test)]
+mod tests;
+
+pub use claims::{Claims, Kind, MAX_ROOM_LEN, is_valid_room};
+pub use error::{KeyringError, TokenError};
+pub use keyring::{Keyring, MAX_KID_LEN, MAX_TOKEN_LEN, MIN_SECRET_LEN};
