@@ -61,6 +61,9 @@ pub enum ApiError {
     /// The request's headers are larger than the server accepts.
     #[error("request headers too large")]
     HeadersTooLarge,
+    /// The client address already holds as many places in the room as allowed.
+    #[error("this address already holds as many places in this room as allowed")]
+    TooManyPlaces,
     /// The store cannot be reached; retry later.
     #[error("the queue's store is unavailable, retry shortly")]
     StoreUnavailable,
@@ -84,6 +87,7 @@ impl ApiError {
             ApiError::InvalidBody(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            ApiError::TooManyPlaces => StatusCode::TOO_MANY_REQUESTS,
             ApiError::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -104,6 +108,7 @@ impl ApiError {
             ApiError::InvalidBody(_) => "invalid_body",
             ApiError::BodyTooLarge => "body_too_large",
             ApiError::HeadersTooLarge => "headers_too_large",
+            ApiError::TooManyPlaces => "too_many_places",
             ApiError::StoreUnavailable => "store_unavailable",
             ApiError::Internal => "internal",
         }
@@ -135,6 +140,9 @@ impl IntoResponse for ApiError {
         match &self {
             ApiError::StoreUnavailable => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("2"));
+            }
+            ApiError::TooManyPlaces => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("60"));
             }
             ApiError::InvalidTicket {
                 clear_cookie: Some(name),

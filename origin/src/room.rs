@@ -76,6 +76,69 @@ impl RoomState {
     }
 }
 
+/// How a room picks whom to admit next; an operator can switch it live.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QueueingMethod {
+    /// In order of join (the default).
+    #[default]
+    Fifo,
+    /// Each tick admits a random draw among those waiting: a lottery.
+    Random,
+    /// The gate is off: everyone who joins is admitted at once.
+    Passthrough,
+    /// Nobody joins; waiters are told the room is closed to new places.
+    Reject,
+}
+
+impl QueueingMethod {
+    /// The name used in the API and in the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueueingMethod::Fifo => "fifo",
+            QueueingMethod::Random => "random",
+            QueueingMethod::Passthrough => "passthrough",
+            QueueingMethod::Reject => "reject",
+        }
+    }
+
+    /// Inverse of [`QueueingMethod::as_str`].
+    pub fn parse(raw: &str) -> Option<QueueingMethod> {
+        match raw {
+            "fifo" => Some(QueueingMethod::Fifo),
+            "random" => Some(QueueingMethod::Random),
+            "passthrough" => Some(QueueingMethod::Passthrough),
+            "reject" => Some(QueueingMethod::Reject),
+            _ => None,
+        }
+    }
+}
+
+/// A scheduled phase of an event: between `starts_at` and `ends_at` the
+/// given settings replace the room's own (fields left out keep the room's).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Window {
+    /// Start of the window (inclusive).
+    #[serde(with = "time::serde::rfc3339")]
+    pub starts_at: OffsetDateTime,
+    /// End of the window (exclusive).
+    #[serde(with = "time::serde::rfc3339")]
+    pub ends_at: OffsetDateTime,
+    /// Capacity during the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<u32>,
+    /// Admit rate during the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admit_per_second: Option<f64>,
+    /// Session length for visitors admitted during the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_seconds: Option<u32>,
+    /// Queueing method during the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<QueueingMethod>,
+}
+
 /// A room's settings, as the admin API and the `--rooms` file spell them.
 /// Missing fields take the defaults below; unknown fields are refused so a
 /// typo never passes silently.
@@ -96,6 +159,10 @@ pub struct RoomSettings {
     pub opens_at: Option<OffsetDateTime>,
     /// How many places the line ever gives (`None`: no cap).
     pub max_line: Option<u64>,
+    /// How the next visitors are picked.
+    pub method: QueueingMethod,
+    /// Scheduled phases, in time order, not overlapping.
+    pub windows: Vec<Window>,
 }
 
 impl Default for RoomSettings {
@@ -107,6 +174,8 @@ impl Default for RoomSettings {
             abandon_seconds: 60,
             opens_at: None,
             max_line: None,
+            method: QueueingMethod::Fifo,
+            windows: Vec::new(),
         }
     }
 }
@@ -164,7 +233,41 @@ impl RoomSettings {
         if self.max_line == Some(0) {
             return err("max_line", "must be at least 1, or null for no cap");
         }
+        if self.windows.len() > Self::MAX_WINDOWS {
+            return err("windows", "at most 32 windows");
+        }
+        for (i, w) in self.windows.iter().enumerate() {
+            if w.starts_at >= w.ends_at {
+                return err("windows", "each window must start before it ends");
+            }
+            if i > 0 && self.windows[i - 1].ends_at > w.starts_at {
+                return err("windows", "windows must be in time order and not overlap");
+            }
+            // A window's values obey the room's own ranges.
+            let merged = RoomSettings {
+                windows: Vec::new(),
+                ..self.in_window(w)
+            };
+            merged.validate().map_err(|e| SettingsError {
+                field: "windows",
+                message: format!("window {}: {}", i + 1, e),
+            })?;
+        }
         Ok(())
+    }
+
+    /// Most scheduled windows per room.
+    pub const MAX_WINDOWS: usize = 32;
+
+    /// These settings with a window's values in place.
+    pub fn in_window(&self, w: &Window) -> RoomSettings {
+        RoomSettings {
+            capacity: w.capacity.unwrap_or(self.capacity),
+            admit_per_second: w.admit_per_second.unwrap_or(self.admit_per_second),
+            session_seconds: w.session_seconds.unwrap_or(self.session_seconds),
+            method: w.method.unwrap_or(self.method),
+            ..self.clone()
+        }
     }
 
     /// The opening instant in unix milliseconds.

@@ -172,7 +172,7 @@ async fn two_origins_promoting_one_room_never_over_admit() {
     let b = make_paused_room(redis.store.as_ref(), "by-rate", by_rate).await;
     for room in [&a, &b] {
         for _ in 0..400 {
-            redis.store.join(room, None, 0).await.unwrap();
+            redis.store.join(room, None, 0, None).await.unwrap();
         }
     }
     let one = spawn(

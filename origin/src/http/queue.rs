@@ -190,6 +190,8 @@ fn respond(
         Standing::Gone => ("expired", None),
         Standing::Closed => ("closed", None),
         Standing::SoldOut => ("sold_out", None),
+        // Refused before a body is built (see join).
+        Standing::LimitReached => ("sold_out", None),
     };
     let body = StatusBody {
         state: state_name,
@@ -228,8 +230,11 @@ async fn join(
     let draw = rand::random::<u64>() % PREQUEUE_SPAN;
     let snap = state
         .store
-        .join(&room, claims.as_ref().map(|c| c.seq), draw)
+        .join(&room, claims.as_ref().map(|c| c.seq), draw, None)
         .await?;
+    if snap.standing == Standing::LimitReached {
+        return Err(ApiError::TooManyPlaces);
+    }
     // The same place keeps the same visitor; a new place gets a new visitor id.
     let visitor = match &claims {
         Some(c) if Some(c.seq) == snap.seq => c.visitor,

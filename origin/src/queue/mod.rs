@@ -39,6 +39,9 @@ pub enum Standing {
     Closed,
     /// The line cap is reached: no place was given.
     SoldOut,
+    /// The client address already holds as many places as a room allows; no
+    /// place was given.
+    LimitReached,
 }
 
 /// The room's figures that go with every answer, so one round trip serves a
@@ -112,6 +115,18 @@ pub struct RoomFigures {
     pub places_given: u64,
     /// Admissions per second actually achieved recently.
     pub admit_rate: f64,
+    /// How long the visitor at the front has waited, roughly (to the second
+    /// it joined); `None` when nobody waits.
+    pub oldest_wait_seconds: Option<u64>,
+}
+
+/// A cap on the places one client address may hold in a room.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlaceLimit {
+    /// The client, as the HTTP layer identifies it (an address, or a hash of it).
+    pub holder: String,
+    /// Most places it may hold.
+    pub max: u32,
 }
 
 /// The store failed; the request can be retried.
@@ -150,12 +165,14 @@ pub trait QueueStore: Send + Sync + 'static {
     /// waits and capacity and budget allow. With `existing` (the sequence
     /// number of a valid ticket) whose place still stands, returns that place
     /// instead. `draw` is a random number in `0..2^40` that orders the visitor
-    /// among the pre-queue when joining before the opening.
+    /// among the pre-queue when joining before the opening. With `limit`, a
+    /// holder already at its cap gets no new place ([`Standing::LimitReached`]).
     async fn join(
         &self,
         room: &RoomId,
         existing: Option<u64>,
         draw: u64,
+        limit: Option<&PlaceLimit>,
     ) -> Result<Snapshot, StoreError>;
 
     /// Where a visitor stands; also records that it is still polling.

@@ -18,7 +18,9 @@ use redis::{AsyncCommands, Script, Value};
 pub use keys::RoomKeys;
 use scripts::Scripts;
 
-use crate::queue::{PREQUEUE_SPAN, QueueStore, RoomFigures, Snapshot, StoreError, TickReport};
+use crate::queue::{
+    PREQUEUE_SPAN, PlaceLimit, QueueStore, RoomFigures, Snapshot, StoreError, TickReport,
+};
 use crate::room::{RoomId, RoomSettings, RoomState};
 
 /// Most waiters dropped for not polling in one tick of one room.
@@ -166,6 +168,7 @@ impl QueueStore for RedisStore {
         room: &RoomId,
         existing: Option<u64>,
         draw: u64,
+        _limit: Option<&PlaceLimit>,
     ) -> Result<Snapshot, StoreError> {
         let existing = existing.map(|s| s.to_string()).unwrap_or_default();
         let draw = (draw % PREQUEUE_SPAN).to_string();

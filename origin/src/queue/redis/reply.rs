@@ -157,6 +157,7 @@ pub fn figures(value: Value) -> Result<RoomFigures, StoreError> {
             None => None,
         },
         max_line: Some(count(&max_line)?).filter(|&n| n > 0),
+        ..RoomSettings::default()
     };
     Ok(RoomFigures {
         settings,
@@ -167,6 +168,7 @@ pub fn figures(value: Value) -> Result<RoomFigures, StoreError> {
         abandoned_total: count(&abandoned)?,
         places_given: count(&seq)?,
         admit_rate: real(&rate_est)?,
+        oldest_wait_seconds: None,
     })
 }
 
