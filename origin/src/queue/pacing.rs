@@ -22,19 +22,24 @@ fn ceiling(abandon_ms: u64) -> u64 {
     (abandon_ms / 3).clamp(MIN_POLL_MS, MAX_POLL_MS)
 }
 
-/// Seconds until a visitor at `position` is let in at the achieved rate;
-/// `None` when nobody can tell (pre-queue, paused, no rate measured).
-pub fn eta_seconds(standing: Standing, line: &LineView) -> Option<u64> {
-    let Standing::Waiting {
-        position: Some(position),
-    } = standing
-    else {
-        return None;
-    };
+/// Seconds until `ahead` more visitors are let in at the achieved rate;
+/// `None` when nobody can tell (paused, closed, no rate measured).
+fn wait_seconds(ahead: u64, line: &LineView) -> Option<u64> {
     if line.state != crate::room::RoomState::Open || line.admit_rate < 1e-6 {
         return None;
     }
-    Some((position as f64 / line.admit_rate).ceil() as u64)
+    Some((ahead as f64 / line.admit_rate).ceil() as u64)
+}
+
+/// Seconds until a visitor at `position` is let in at the achieved rate;
+/// `None` when nobody can tell (pre-queue, lottery, paused, no rate measured).
+pub fn eta_seconds(standing: Standing, line: &LineView) -> Option<u64> {
+    match standing {
+        Standing::Waiting {
+            position: Some(position),
+        } => wait_seconds(position, line),
+        _ => None,
+    }
 }
 
 /// How long the client should wait before its next status request.
@@ -42,15 +47,17 @@ pub fn poll_after_ms(standing: Standing, line: &LineView) -> u64 {
     let top = ceiling(line.abandon_ms);
     match standing {
         Standing::Waiting { position } => {
-            let expected_ms = match (position, eta_seconds(standing, line)) {
-                (_, Some(eta)) => eta.saturating_mul(1000),
+            let expected_ms = if line.before_opening() {
                 // Pre-queue: poll again at the opening, not before it is
                 // useful; the cap keeps the client from being dropped.
-                (None, None) => line
-                    .opens_at_ms
-                    .map_or(0, |at| at.saturating_sub(line.now_ms) * POLLS_PER_WAIT),
-                // Paused or not yet measured: no estimate, so poll at the cap.
-                (Some(_), None) => u64::MAX,
+                line.opens_at_ms
+                    .map_or(0, |at| at.saturating_sub(line.now_ms))
+                    .saturating_mul(POLLS_PER_WAIT)
+            } else {
+                // A lottery has no places: pace by the length of the line.
+                let ahead = position.unwrap_or(line.waiting);
+                // No estimate (paused, nothing measured): poll at the cap.
+                wait_seconds(ahead, line).map_or(u64::MAX, |s| s.saturating_mul(1000))
             };
             (expected_ms / POLLS_PER_WAIT).clamp(MIN_POLL_MS, top)
         }
@@ -111,6 +118,14 @@ mod tests {
             ..l
         };
         assert_eq!(poll_after_ms(waiting(1_000_000), &short), 1_000);
+    }
+
+    #[test]
+    fn a_lottery_paces_by_the_length_of_the_line() {
+        let l = line(10.0);
+        let lottery = Standing::Waiting { position: None };
+        assert_eq!(poll_after_ms(lottery, &l), 20_000);
+        assert_eq!(eta_seconds(lottery, &l), None);
     }
 
     #[test]

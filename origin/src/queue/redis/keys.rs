@@ -6,7 +6,7 @@
 
 use crate::room::RoomId;
 
-/// The four keys every queue script takes, in `KEYS[1..4]` order.
+/// The six keys every queue script takes, in `KEYS[1..6]` order.
 #[derive(Debug, Clone)]
 pub struct RoomKeys {
     /// Hash: settings, counters, admission budget, achieved rate.
@@ -17,6 +17,10 @@ pub struct RoomKeys {
     pub seen: String,
     /// Sorted set: member seq, score end of session (ms).
     pub active: String,
+    /// Hash: client -> places given (the per-client cap).
+    pub holders: String,
+    /// Sorted set: member join time (ms), score seq; one a second at most.
+    pub marks: String,
 }
 
 impl RoomKeys {
@@ -28,12 +32,21 @@ impl RoomKeys {
             waiting: key("waiting"),
             seen: key("seen"),
             active: key("active"),
+            holders: key("holders"),
+            marks: key("marks"),
         }
     }
 
     /// The keys in the order the scripts expect them.
-    pub fn all(&self) -> [&str; 4] {
-        [&self.room, &self.waiting, &self.seen, &self.active]
+    pub fn all(&self) -> [&str; 6] {
+        [
+            &self.room,
+            &self.waiting,
+            &self.seen,
+            &self.active,
+            &self.holders,
+            &self.marks,
+        ]
     }
 }
 

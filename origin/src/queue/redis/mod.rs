@@ -109,6 +109,35 @@ impl RedisStore {
     }
 }
 
+/// The windows as the scripts read them: unix ms bounds and short names,
+/// fields a window leaves out omitted.
+fn windows_for_scripts(s: &RoomSettings) -> String {
+    let ms = |t: time::OffsetDateTime| (t.unix_timestamp_nanos() / 1_000_000) as i64;
+    let windows: Vec<serde_json::Value> = s
+        .windows
+        .iter()
+        .map(|w| {
+            let mut o = serde_json::Map::new();
+            o.insert("s".into(), ms(w.starts_at).into());
+            o.insert("e".into(), ms(w.ends_at).into());
+            if let Some(c) = w.capacity {
+                o.insert("c".into(), c.into());
+            }
+            if let Some(r) = w.admit_per_second {
+                o.insert("r".into(), r.into());
+            }
+            if let Some(x) = w.session_seconds {
+                o.insert("x".into(), (u64::from(x) * 1000).into());
+            }
+            if let Some(m) = w.method {
+                o.insert("m".into(), m.as_str().into());
+            }
+            serde_json::Value::Object(o)
+        })
+        .collect();
+    serde_json::Value::Array(windows).to_string()
+}
+
 fn unavailable(e: redis::RedisError) -> StoreError {
     if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal() {
         StoreError::Unavailable(e.to_string())
@@ -121,6 +150,7 @@ fn unavailable(e: redis::RedisError) -> StoreError {
 impl QueueStore for RedisStore {
     async fn put_room(&self, room: &RoomId, s: &RoomSettings) -> Result<(), StoreError> {
         let opens_at = s.opens_at_ms().map_or(-1, |ms| ms as i64);
+        let as_given = serde_json::to_string(s).map_err(|e| StoreError::Protocol(e.to_string()))?;
         let args = [
             s.capacity.to_string(),
             s.admit_per_second.to_string(),
@@ -128,6 +158,9 @@ impl QueueStore for RedisStore {
             (u64::from(s.abandon_seconds) * 1000).to_string(),
             opens_at.to_string(),
             s.max_line.unwrap_or(0).to_string(),
+            s.method.as_str().to_owned(),
+            windows_for_scripts(s),
+            as_given,
         ];
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         self.run(&self.scripts.put_room, room, &args).await?;
@@ -168,14 +201,20 @@ impl QueueStore for RedisStore {
         room: &RoomId,
         existing: Option<u64>,
         draw: u64,
-        _limit: Option<&PlaceLimit>,
+        limit: Option<&PlaceLimit>,
     ) -> Result<Snapshot, StoreError> {
         let existing = existing.map(|s| s.to_string()).unwrap_or_default();
         let draw = (draw % PREQUEUE_SPAN).to_string();
         let span = PREQUEUE_SPAN.to_string();
+        let (holder, max) = limit.map_or(("", 0), |l| (l.holder.as_str(), l.max));
+        let max = max.to_string();
         reply::snapshot(
-            self.run(&self.scripts.join, room, &[&existing, &draw, &span])
-                .await?,
+            self.run(
+                &self.scripts.join,
+                room,
+                &[&existing, &draw, &span, holder, &max],
+            )
+            .await?,
         )
     }
 
@@ -203,8 +242,9 @@ impl QueueStore for RedisStore {
     async fn tick(&self, room: &RoomId) -> Result<TickReport, StoreError> {
         let drops = MAX_DROPS_PER_TICK.to_string();
         let admits = MAX_ADMITS_PER_TICK.to_string();
+        let span = PREQUEUE_SPAN.to_string();
         let reply = self
-            .run(&self.scripts.tick, room, &[&drops, &admits])
+            .run(&self.scripts.tick, room, &[&drops, &admits, &span])
             .await?;
         reply::tick(reply)?.ok_or(StoreError::UnknownRoom)
     }

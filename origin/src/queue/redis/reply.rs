@@ -85,6 +85,7 @@ pub fn snapshot(value: Value) -> Result<Snapshot, StoreError> {
         Some("gone") => Standing::Gone,
         Some("closed") => Standing::Closed,
         Some("sold_out") => Standing::SoldOut,
+        Some("limit") => Standing::LimitReached,
         _ => return Err(bad("unknown outcome")),
     };
     Ok(Snapshot {
@@ -128,37 +129,20 @@ pub fn figures(value: Value) -> Result<RoomFigures, StoreError> {
         return Err(StoreError::UnknownRoom);
     }
     let [
+        settings,
         st,
-        capacity,
-        rate,
-        session_ms,
-        abandon_ms,
-        opens_at,
-        max_line,
         seq,
         admitted,
         abandoned,
         rate_est,
         waiting,
         active,
-    ] = <[Value; 13]>::try_from(v).map_err(|_| bad("figures have the wrong length"))?;
+        oldest_ms,
+    ] = <[Value; 9]>::try_from(v).map_err(|_| bad("figures have the wrong length"))?;
+    let settings: RoomSettings = text(&settings)
+        .and_then(|json| serde_json::from_str(json).ok())
+        .ok_or_else(|| bad("stored settings"))?;
     let count = |v: &Value| int(v).map(|n| n.max(0) as u64);
-    let opens_at_ms = optional(int(&opens_at)?);
-    let settings = RoomSettings {
-        capacity: u32::try_from(int(&capacity)?).map_err(|_| bad("capacity"))?,
-        admit_per_second: real(&rate)?,
-        session_seconds: u32::try_from(int(&session_ms)? / 1000).map_err(|_| bad("session"))?,
-        abandon_seconds: u32::try_from(int(&abandon_ms)? / 1000).map_err(|_| bad("abandon"))?,
-        opens_at: match opens_at_ms {
-            Some(ms) => Some(
-                time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
-                    .map_err(|_| bad("opens_at"))?,
-            ),
-            None => None,
-        },
-        max_line: Some(count(&max_line)?).filter(|&n| n > 0),
-        ..RoomSettings::default()
-    };
     Ok(RoomFigures {
         settings,
         state: state(&st)?,
@@ -168,7 +152,7 @@ pub fn figures(value: Value) -> Result<RoomFigures, StoreError> {
         abandoned_total: count(&abandoned)?,
         places_given: count(&seq)?,
         admit_rate: real(&rate_est)?,
-        oldest_wait_seconds: None,
+        oldest_wait_seconds: optional(int(&oldest_ms)?).map(|ms| ms / 1000),
     })
 }
 

@@ -1,17 +1,24 @@
 -- figures.lua: a room's settings and live figures, read in one atomic step.
--- Returns {state, capacity, rate, session_ms, abandon_ms, opens_at, max_line,
--- seq, admitted, abandoned, rate_est, waiting, active}, or {} when the room
--- does not exist. Numbers are returned as text.
+-- Returns {settings JSON, state, seq, admitted, abandoned, rate_est, waiting,
+-- active, oldest wait ms or -1}, all as text, or {} when the room does not exist.
 
-local v = redis.call('HMGET', ROOM, 'state', 'capacity', 'rate', 'session_ms', 'abandon_ms',
-  'opens_at', 'max_line', 'seq', 'admitted', 'abandoned', 'rate_est')
-if not v[1] then
+local v = redis.call('HMGET', ROOM, 'settings', 'state', 'seq', 'admitted', 'abandoned', 'rate_est')
+if not v[2] then
   return {}
 end
-local active = redis.call('ZCOUNT', ACTIVE, '(' .. int(now_ms()), '+inf')
-v[#v + 1] = tostring(redis.call('ZCARD', WAITING))
-v[#v + 1] = tostring(active)
+local now = now_ms()
+local oldest = -1
+local front = redis.call('ZRANGE', WAITING, 0, 0)
+if front[1] then
+  local m = redis.call('ZREVRANGEBYSCORE', MARKS, front[1], '-inf', 'LIMIT', 0, 1)
+  if m[1] then
+    oldest = math.max(0, now - tonumber(m[1]))
+  end
+end
 for i = 1, #v do
   v[i] = v[i] or ''
 end
+v[#v + 1] = tostring(redis.call('ZCARD', WAITING))
+v[#v + 1] = tostring(redis.call('ZCOUNT', ACTIVE, '(' .. int(now), '+inf'))
+v[#v + 1] = int(oldest)
 return v

@@ -3,19 +3,18 @@
 -- ARGV[3] pre-queue draw: random integer in [0, span)
 -- ARGV[4] span: places taken after the opening are ordered by span + seq,
 --         behind every pre-queue draw
--- Returns view() with outcome waiting | admitted | closed | sold_out, or
+-- ARGV[5] the client (for the per-client cap)  ARGV[6] its cap, 0 = none
+-- Returns view() with outcome waiting | admitted | closed | sold_out | limit, or
 -- {'unknown'} when the room does not exist.
 
-local room = load_room()
+local now = now_ms()
+local room = load_room(now)
 if not room then
   return { 'unknown' }
 end
-local now = now_ms()
-if room.state == 'closed' then
-  return view(room, now, 'closed')
-end
 
--- A valid ticket whose place still stands gets that place back, never a second one.
+-- A valid ticket whose place still stands gets that place back, never a
+-- second one; those inside stay inside even when the room stops taking places.
 local mine = ARGV[2]
 if mine ~= '' then
   local until_ms = tonumber(redis.call('ZSCORE', ACTIVE, mine))
@@ -23,31 +22,51 @@ if mine ~= '' then
     return view(room, now, 'admitted', tonumber(mine), nil, until_ms)
   end
   if redis.call('ZSCORE', WAITING, mine) then
+    if refusing(room) then
+      return view(room, now, 'closed', tonumber(mine))
+    end
     redis.call('ZADD', SEEN, int(now), mine)
     return view(room, now, 'waiting', tonumber(mine), position(room, now, mine))
   end
 end
 
+if refusing(room) then
+  return view(room, now, 'closed')
+end
 if room.max_line > 0 and room.seq >= room.max_line then
   return view(room, now, 'sold_out')
+end
+local holder, max_places = ARGV[5], tonumber(ARGV[6])
+if max_places > 0 and (tonumber(redis.call('HGET', HOLDERS, holder)) or 0) >= max_places then
+  return view(room, now, 'limit')
 end
 
 -- The order of the line is this counter: one atomic step, never a clock.
 local seq = redis.call('HINCRBY', ROOM, 'seq', 1)
 local member = int(seq)
+if max_places > 0 then
+  redis.call('HINCRBY', HOLDERS, holder, 1)
+end
+mark(room, now, seq)
 local is_open = opened(room, now)
 
--- Nobody waits and there is room: no reason to queue (field report 003).
-if is_open and room.state == 'open' and redis.call('ZCARD', WAITING) == 0 then
-  redis.call('ZREMRANGEBYSCORE', ACTIVE, '-inf', int(now))
-  if redis.call('ZCARD', ACTIVE) < room.capacity then
-    refill(room, now)
-    if room.allow >= 1 then
-      room.allow = room.allow - 1
+if is_open and room.state == 'open' then
+  if room.method == 'passthrough' then
+    -- The gate is off: everyone is let in, whatever capacity and rate say.
+    return view(room, now, 'admitted', seq, nil, admit_one(room, now, member))
+  end
+  -- Nobody waits and there is room: no reason to queue (field report 003).
+  if redis.call('ZCARD', WAITING) == 0 then
+    redis.call('ZREMRANGEBYSCORE', ACTIVE, '-inf', int(now))
+    if redis.call('ZCARD', ACTIVE) < room.capacity then
+      refill(room, now)
+      if room.allow >= 1 then
+        room.allow = room.allow - 1
+        save_budget(room)
+        return view(room, now, 'admitted', seq, nil, admit_one(room, now, member))
+      end
       save_budget(room)
-      return view(room, now, 'admitted', seq, nil, admit_one(room, now, member))
     end
-    save_budget(room)
   end
 end
 

@@ -1,17 +1,20 @@
 -- prelude.lua: shared helpers, concatenated in front of every queue script.
 --
--- Every script gets the same four keys, all under the room's hash tag, so a
+-- Every script gets the same six keys, all under the room's hash tag, so a
 -- script touches one slot and runs unchanged on Redis Cluster:
 --   KEYS[1] room hash: settings, counters, admission budget, rate estimate
 --   KEYS[2] waiting zset: member = seq, score = order in line
 --   KEYS[3] seen zset: member = seq, score = last poll (ms)
 --   KEYS[4] active zset: member = seq, score = end of session (ms)
+--   KEYS[5] holders hash: client -> places given (the per-address cap)
+--   KEYS[6] marks zset: member = join time (ms), score = seq; at most one
+--           a second, so the wait of the front of the line can be told
 -- Members are the visitor's sequence number as decimal text: what else a
 -- visitor is lives in its signed ticket, not here.
 -- Time always comes from Redis (TIME), so origin instances with skewed clocks
 -- agree on openings, expiry and the budget.
 
-local ROOM, WAITING, SEEN, ACTIVE = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local ROOM, WAITING, SEEN, ACTIVE, HOLDERS, MARKS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 
 -- Exact integer text; redis.call would format a Lua number with %.14g.
 local function int(n)
@@ -33,14 +36,16 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- The room's settings and counters, or nil when the room does not exist.
-local function load_room()
+-- The room's settings and counters as they apply at `now` (a scheduled
+-- window's values replace the room's own), or nil when the room does not exist.
+local function load_room(now)
   local v = redis.call('HMGET', ROOM, 'state', 'capacity', 'rate', 'session_ms',
-    'abandon_ms', 'opens_at', 'max_line', 'seq', 'allow', 'refill_at', 'rate_est', 'rate_at')
+    'abandon_ms', 'opens_at', 'max_line', 'seq', 'allow', 'refill_at', 'rate_est', 'rate_at',
+    'method', 'windows', 'mark_at')
   if not v[1] then
     return nil
   end
-  return {
+  local room = {
     state = v[1],
     capacity = tonumber(v[2]),
     rate = tonumber(v[3]),
@@ -53,7 +58,26 @@ local function load_room()
     refill_at = tonumber(v[10]),
     rate_est = tonumber(v[11]) or 0,
     rate_at = tonumber(v[12]),
+    method = v[13] or 'fifo',
+    mark_at = tonumber(v[15]) or 0,
   }
+  if v[14] and v[14] ~= '' and v[14] ~= '[]' then
+    for _, w in ipairs(cjson.decode(v[14])) do
+      if now >= w.s and now < w.e then
+        room.capacity = w.c or room.capacity
+        room.rate = w.r or room.rate
+        room.session_ms = w.x or room.session_ms
+        room.method = w.m or room.method
+        break
+      end
+    end
+  end
+  return room
+end
+
+-- Closed rooms and the reject method give no places and keep none in line.
+local function refusing(room)
+  return room.state == 'closed' or room.method == 'reject'
 end
 
 local function opened(room, now)
@@ -87,9 +111,10 @@ local function admit_one(room, now, member)
   return until_ms
 end
 
--- 1-based place in line, or nil before the opening (places are drawn then).
+-- 1-based place in line; nil before the opening (places are drawn then) and
+-- in a lottery (random method), where a place says nothing.
 local function position(room, now, member)
-  if not opened(room, now) then
+  if not opened(room, now) or room.method == 'random' then
     return nil
   end
   return redis.call('ZRANK', WAITING, member) + 1
@@ -101,4 +126,13 @@ end
 local function view(room, now, outcome, seq, pos, until_ms)
   return { outcome, seq or -1, pos or -1, until_ms or 0, redis.call('ZCARD', WAITING),
     room.state, room.opens_at, real(room.rate_est), room.abandon_ms, now }
+end
+
+-- Notes when a sequence number joined, at most once a second, so the wait of
+-- the front of the line can be told without storing a time per visitor.
+local function mark(room, now, seq)
+  if now - room.mark_at >= 1000 then
+    redis.call('ZADD', MARKS, int(seq), int(now))
+    redis.call('HSET', ROOM, 'mark_at', int(now))
+  end
 end

@@ -2,11 +2,14 @@
 -- sessions and counters.
 -- ARGV[2] capacity  ARGV[3] admit rate per second  ARGV[4] session ms
 -- ARGV[5] abandon ms  ARGV[6] opens_at ms or -1  ARGV[7] max_line or 0
+-- ARGV[8] queueing method  ARGV[9] windows as the scripts read them (JSON)
+-- ARGV[10] the settings as given (JSON), returned as they are by figures
 -- Returns 1 when the room was created, 0 when updated.
 
 local old_rate = redis.call('HGET', ROOM, 'rate')
 redis.call('HSET', ROOM, 'capacity', ARGV[2], 'rate', ARGV[3], 'session_ms', ARGV[4],
-  'abandon_ms', ARGV[5], 'opens_at', ARGV[6], 'max_line', ARGV[7])
+  'abandon_ms', ARGV[5], 'opens_at', ARGV[6], 'max_line', ARGV[7], 'method', ARGV[8],
+  'windows', ARGV[9], 'settings', ARGV[10])
 -- Until admissions are measured, the configured rate is the best estimate.
 if old_rate ~= ARGV[3] then
   redis.call('HSET', ROOM, 'rate_est', ARGV[3])

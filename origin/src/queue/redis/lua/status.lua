@@ -3,11 +3,11 @@
 -- Returns view() with outcome admitted | waiting | gone | closed, or
 -- {'unknown'} when the room does not exist.
 
-local room = load_room()
+local now = now_ms()
+local room = load_room(now)
 if not room then
   return { 'unknown' }
 end
-local now = now_ms()
 local mine = ARGV[2]
 local seq = tonumber(mine)
 
@@ -15,7 +15,7 @@ local until_ms = tonumber(redis.call('ZSCORE', ACTIVE, mine))
 if until_ms and until_ms > now then
   return view(room, now, 'admitted', seq, nil, until_ms)
 end
-if room.state == 'closed' then
+if refusing(room) then
   return view(room, now, 'closed', seq)
 end
 if not redis.call('ZSCORE', WAITING, mine) then

@@ -1,17 +1,18 @@
 -- tick.lua: one promoter step for one room.
 -- ARGV[2] most waiters dropped for not polling in one tick
 -- ARGV[3] most visitors admitted in one tick
+-- ARGV[4] the pre-queue span (scores below it are pre-queue draws)
 -- Both bound how long the script holds Redis.
 -- Returns {active, waiting, expired, abandoned, admitted seq...} after the
 -- step, or {-1} when the room does not exist.
 
 local CHUNK = 500 -- arguments per command, well under Lua's stack limit
 
-local room = load_room()
+local now = now_ms()
+local room = load_room(now)
 if not room then
   return { -1 }
 end
-local now = now_ms()
 
 local expired = redis.call('ZREMRANGEBYSCORE', ACTIVE, '-inf', int(now))
 
@@ -31,24 +32,49 @@ local waiting = redis.call('ZCARD', WAITING)
 local active = redis.call('ZCARD', ACTIVE)
 local out = { 0, 0, expired, #stale }
 
-if room.state == 'open' and opened(room, now) then
+-- Picks k visitors to let in: the front of the line, or a random draw
+-- among everyone waiting (a lottery).
+local function pick(k)
+  if room.method == 'random' then
+    local drawn = redis.call('ZRANDMEMBER', WAITING, k)
+    for i = 1, #drawn, CHUNK do
+      redis.call('ZREM', WAITING, unpack(drawn, i, math.min(i + CHUNK - 1, #drawn)))
+    end
+    return drawn
+  end
+  local popped = redis.call('ZPOPMIN', WAITING, k)
+  local members = {}
+  for i = 1, #popped, 2 do
+    members[#members + 1] = popped[i]
+  end
+  return members
+end
+
+if room.state == 'open' and opened(room, now) and room.method ~= 'reject' then
   refill(room, now)
-  local k = math.min(math.floor(room.allow), room.capacity - active, waiting, tonumber(ARGV[3]))
+  local k
+  if room.method == 'passthrough' then
+    -- The gate is off: the line empties as fast as the bound allows.
+    k = math.min(waiting, tonumber(ARGV[3]))
+  else
+    k = math.min(math.floor(room.allow), room.capacity - active, waiting, tonumber(ARGV[3]))
+  end
   if k > 0 then
-    local popped = redis.call('ZPOPMIN', WAITING, k)
+    local members = pick(k)
     local until_ms = int(now + room.session_ms)
-    for i = 1, #popped, 2 * CHUNK do
-      local adds, members = {}, {}
-      for j = i, math.min(i + 2 * CHUNK - 1, #popped), 2 do
+    for i = 1, #members, CHUNK do
+      local adds = {}
+      for j = i, math.min(i + CHUNK - 1, #members) do
         adds[#adds + 1] = until_ms
-        adds[#adds + 1] = popped[j]
-        members[#members + 1] = popped[j]
-        out[#out + 1] = tonumber(popped[j])
+        adds[#adds + 1] = members[j]
+        out[#out + 1] = tonumber(members[j])
       end
       redis.call('ZADD', ACTIVE, unpack(adds))
-      redis.call('ZREM', SEEN, unpack(members))
+      redis.call('ZREM', SEEN, unpack(members, i, math.min(i + CHUNK - 1, #members)))
     end
-    room.allow = room.allow - k
+    if room.method ~= 'passthrough' then
+      room.allow = room.allow - k
+    end
     redis.call('HINCRBY', ROOM, 'admitted', k)
   else
     k = 0
@@ -67,6 +93,20 @@ if room.state == 'open' and opened(room, now) then
   redis.call('HSET', ROOM, 'rate_at', int(now))
   waiting = waiting - k
   active = active + k
+end
+
+-- Join-time marks older than the one the front of the line needs can go.
+-- Only once the pre-queue is gone: until then the front is a random draw.
+if waiting == 0 then
+  redis.call('DEL', MARKS)
+else
+  local front = redis.call('ZRANGE', WAITING, 0, 0, 'WITHSCORES')
+  if tonumber(front[2]) >= tonumber(ARGV[4]) then
+    local keep = redis.call('ZREVRANGEBYSCORE', MARKS, front[1], '-inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    if keep[2] then
+      redis.call('ZREMRANGEBYSCORE', MARKS, '-inf', '(' .. keep[2])
+    end
+  end
 end
 
 out[1] = active

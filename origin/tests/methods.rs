@@ -1,0 +1,348 @@
+//! Queueing methods, scheduled windows, the line cap and the per-client
+//! place cap, on the real Redis.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use common::*;
+use origin::queue::{PlaceLimit, Standing};
+use origin::room::{QueueingMethod, RoomSettings, RoomState, Window};
+use serde_json::Value;
+use time::OffsetDateTime;
+
+fn with_method(capacity: u32, method: QueueingMethod) -> RoomSettings {
+    RoomSettings {
+        capacity,
+        admit_per_second: 1_000.0,
+        method,
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn random_admits_a_lottery_draw_within_capacity() {
+    let redis = redis();
+    let room = make_paused_room(
+        redis.store.as_ref(),
+        "lottery",
+        with_method(1_000, QueueingMethod::Random),
+    )
+    .await;
+    let api = Api::new(state(redis.store.clone()));
+    for _ in 0..200 {
+        let r = api.join(&room, None).await;
+        assert_eq!(r.json["state"], "waiting");
+        assert!(r.json["position"].is_null(), "a lottery has no places");
+        assert!(r.json["eta_seconds"].is_null());
+    }
+    redis.store.set_state(&room, RoomState::Open).await.unwrap();
+    let order = promote(redis.store.as_ref(), &room, 200, 1_000).await;
+    let in_order: Vec<u64> = (1..=200).collect();
+    assert_ne!(order, in_order, "drawn, not first come");
+    let mut sorted = order.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, in_order, "everyone drawn exactly once");
+
+    // Capacity still bounds a lottery.
+    let small = make_paused_room(
+        redis.store.as_ref(),
+        "small-lottery",
+        with_method(5, QueueingMethod::Random),
+    )
+    .await;
+    for _ in 0..20 {
+        redis.store.join(&small, None, 0, None).await.unwrap();
+    }
+    redis
+        .store
+        .set_state(&small, RoomState::Open)
+        .await
+        .unwrap();
+    let report = redis.store.tick(&small).await.unwrap();
+    assert_eq!(
+        (report.admitted.len(), report.active, report.waiting),
+        (5, 5, 15)
+    );
+}
+
+#[tokio::test]
+async fn passthrough_admits_everyone_and_empties_the_line() {
+    let redis = redis();
+    let room = make_room(
+        redis.store.as_ref(),
+        "open-door",
+        with_method(2, QueueingMethod::Fifo),
+    )
+    .await;
+    let api = Api::new(state(redis.store.clone()));
+    let mut waiting = 0;
+    for _ in 0..6 {
+        if api.join(&room, None).await.json["state"] == "waiting" {
+            waiting += 1;
+        }
+    }
+    assert_eq!(waiting, 4);
+    // Switched live: the next tick lets the whole line in, and joins pass at once.
+    redis
+        .store
+        .put_room(&room, &with_method(2, QueueingMethod::Passthrough))
+        .await
+        .unwrap();
+    let report = redis.store.tick(&room).await.unwrap();
+    assert_eq!((report.admitted.len(), report.waiting), (4, 0));
+    for _ in 0..5 {
+        assert_eq!(api.join(&room, None).await.json["state"], "admitted");
+    }
+    assert_eq!(
+        redis.store.figures(&room).await.unwrap().active,
+        11,
+        "the gate is off"
+    );
+}
+
+#[tokio::test]
+async fn reject_takes_no_places_and_tells_waiters_but_keeps_those_inside() {
+    let redis = redis();
+    let room = make_room(
+        redis.store.as_ref(),
+        "no-entry",
+        with_method(1, QueueingMethod::Fifo),
+    )
+    .await;
+    let api = Api::new(state(redis.store.clone()));
+    let inside = api.join(&room, None).await;
+    let waiter = api.join(&room, None).await;
+    assert_eq!(waiter.json["state"], "waiting");
+
+    redis
+        .store
+        .put_room(&room, &with_method(1, QueueingMethod::Reject))
+        .await
+        .unwrap();
+    let r = api.join(&room, None).await;
+    assert_eq!(r.json["state"], "closed");
+    assert!(r.json.get("ticket").is_none());
+    assert_eq!(
+        api.status(&room, &waiter.ticket()).await.json["state"],
+        "closed"
+    );
+    assert_eq!(
+        api.join(&room, Some(&waiter.ticket())).await.json["state"],
+        "closed"
+    );
+    assert_eq!(
+        api.status(&room, &inside.ticket()).await.json["state"],
+        "admitted"
+    );
+    api.leave(&room, &inside.ticket()).await;
+    assert!(
+        redis.store.tick(&room).await.unwrap().admitted.is_empty(),
+        "nobody is let in"
+    );
+    assert_eq!(redis.store.figures(&room).await.unwrap().places_given, 2);
+}
+
+#[tokio::test]
+async fn scheduled_windows_replace_the_settings_while_they_run() {
+    let redis = redis();
+    let now = OffsetDateTime::now_utc();
+    let phase_two = now + Duration::from_millis(1_500);
+    let settings = RoomSettings {
+        windows: vec![
+            Window {
+                starts_at: now - Duration::from_secs(1),
+                ends_at: phase_two,
+                capacity: Some(3),
+                admit_per_second: None,
+                session_seconds: None,
+                method: None,
+            },
+            Window {
+                starts_at: phase_two,
+                ends_at: now + Duration::from_secs(600),
+                capacity: None,
+                admit_per_second: None,
+                session_seconds: None,
+                method: Some(QueueingMethod::Reject),
+            },
+        ],
+        ..with_method(1, QueueingMethod::Fifo)
+    };
+    settings.validate().unwrap();
+    let room = make_room(redis.store.as_ref(), "phases", settings.clone()).await;
+    let api = Api::new(state(redis.store.clone()));
+    let states: Vec<Value> = {
+        let mut v = Vec::new();
+        for _ in 0..4 {
+            v.push(api.join(&room, None).await.json["state"].clone());
+        }
+        v
+    };
+    assert_eq!(
+        states,
+        ["admitted", "admitted", "admitted", "waiting"],
+        "phase one: capacity 3"
+    );
+    tokio::time::sleep(Duration::from_millis(1_600)).await;
+    assert_eq!(
+        api.join(&room, None).await.json["state"],
+        "closed",
+        "phase two: reject"
+    );
+    assert_eq!(
+        redis.store.figures(&room).await.unwrap().settings,
+        settings,
+        "stored as given"
+    );
+}
+
+#[test]
+fn windows_are_validated() {
+    let now = OffsetDateTime::now_utc();
+    let w = |from: i64, to: i64, capacity: Option<u32>| Window {
+        starts_at: now + time::Duration::seconds(from),
+        ends_at: now + time::Duration::seconds(to),
+        capacity,
+        admit_per_second: None,
+        session_seconds: None,
+        method: None,
+    };
+    for windows in [
+        vec![w(10, 5, None)],
+        vec![w(0, 10, None), w(5, 20, None)],
+        vec![w(0, 10, Some(0))],
+    ] {
+        let s = RoomSettings {
+            windows,
+            ..Default::default()
+        };
+        assert!(s.validate().is_err(), "{s:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_line_cap_gives_exactly_max_line_places_to_the_first_comers() {
+    let redis = redis();
+    let settings = RoomSettings {
+        max_line: Some(100),
+        ..with_method(10, QueueingMethod::Fifo)
+    };
+    let room = make_paused_room(redis.store.as_ref(), "first-100", settings).await;
+    let server = spawn(state(redis.store.clone()), None).await;
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let mut clients = Vec::new();
+    for _ in 0..64 {
+        let attempts = attempts.clone();
+        let url = server.url(&format!("/queue/{room}/join"));
+        let room = room.clone();
+        clients.push(tokio::spawn(async move {
+            let http = reqwest::Client::new();
+            let (mut placed, mut sold_out) = (Vec::new(), 0);
+            while attempts.fetch_add(1, Ordering::Relaxed) < 400 {
+                let r: Value = http.post(&url).send().await.unwrap().json().await.unwrap();
+                match r["state"].as_str().unwrap() {
+                    "waiting" => placed.push(seq_of(r["ticket"].as_str().unwrap(), &room)),
+                    "sold_out" => {
+                        assert!(r.get("ticket").is_none(), "sold out takes no place");
+                        sold_out += 1;
+                    }
+                    other => panic!("unexpected {other}"),
+                }
+            }
+            (placed, sold_out)
+        }));
+    }
+    let (mut placed, mut sold_out) = (Vec::new(), 0);
+    for c in clients {
+        let (p, s) = c.await.unwrap();
+        placed.extend(p);
+        sold_out += s;
+    }
+    placed.sort_unstable();
+    assert_eq!(
+        placed,
+        (1..=100).collect::<Vec<u64>>(),
+        "exactly the first 100 sequence numbers"
+    );
+    assert_eq!(sold_out, 300);
+    let f = redis.store.figures(&room).await.unwrap();
+    assert_eq!((f.places_given, f.waiting), (100, 100));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn one_client_holds_at_most_its_cap_of_places() {
+    let redis = redis();
+    let room = make_paused_room(
+        redis.store.as_ref(),
+        "capped",
+        with_method(10, QueueingMethod::Fifo),
+    )
+    .await;
+    let limit = PlaceLimit {
+        holder: "203.0.113.7".into(),
+        max: 2,
+    };
+    let first = redis
+        .store
+        .join(&room, None, 0, Some(&limit))
+        .await
+        .unwrap();
+    redis
+        .store
+        .join(&room, None, 0, Some(&limit))
+        .await
+        .unwrap();
+    let third = redis
+        .store
+        .join(&room, None, 0, Some(&limit))
+        .await
+        .unwrap();
+    assert_eq!(third.standing, Standing::LimitReached);
+    assert_eq!(third.seq, None);
+    // A kept place is not a new one; another client is not affected.
+    let again = redis
+        .store
+        .join(&room, first.seq, 0, Some(&limit))
+        .await
+        .unwrap();
+    assert_eq!(again.seq, first.seq);
+    let other = PlaceLimit {
+        holder: "198.51.100.1".into(),
+        max: 2,
+    };
+    let r = redis
+        .store
+        .join(&room, None, 0, Some(&other))
+        .await
+        .unwrap();
+    assert!(matches!(r.standing, Standing::Waiting { .. }));
+    assert_eq!(redis.store.figures(&room).await.unwrap().places_given, 3);
+}
+
+#[tokio::test]
+async fn the_front_of_the_line_reports_how_long_it_has_waited() {
+    let redis = redis();
+    let room = make_paused_room(redis.store.as_ref(), "patient", RoomSettings::default()).await;
+    assert_eq!(
+        redis
+            .store
+            .figures(&room)
+            .await
+            .unwrap()
+            .oldest_wait_seconds,
+        None
+    );
+    redis.store.join(&room, None, 0, None).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    redis.store.join(&room, None, 0, None).await.unwrap();
+    let f = redis.store.figures(&room).await.unwrap();
+    assert_eq!(f.oldest_wait_seconds, Some(1));
+    redis.store.set_state(&room, RoomState::Open).await.unwrap();
+    redis.store.tick(&room).await.unwrap();
+    let f = redis.store.figures(&room).await.unwrap();
+    assert_eq!((f.waiting, f.oldest_wait_seconds), (0, None));
+}
