@@ -21,3 +21,5 @@ cargo build -p token --target wasm32-unknown-unknown
 cargo clippy -p token --target wasm32-unknown-unknown -- -D warnings
 step "tests (real Redis on 127.0.0.1:6379)"
 cargo test --workspace
+step "the same origin suite on the embedded store"
+WR_TEST_STORE=memory cargo test -p origin --tests

@@ -5,7 +5,8 @@
 //! - [`config`]: every operator setting (clap flags with `WR_` variables).
 //! - [`room`]: room ids, settings and their validation; the `--rooms` file.
 //! - [`queue`]: the line: the store trait, the promoter, pacing (ETA and poll
-//!   interval) and the Redis store with its Lua scripts (`queue/redis/lua`).
+//!   interval), the Redis store with its Lua scripts (`queue/redis/lua`)
+//!   and the embedded store (`queue/memory`).
 //! - [`http`]: the router, one module per resource (`queue`, `health`), the
 //!   extractors, and the entry check protected routes use.
 //! - [`error`]: the one error type and its JSON shape.
@@ -63,12 +64,15 @@ pub fn keyring(config: &Config) -> Result<Keyring, StartError> {
     }
 }
 
-/// The queue's store from the configuration.
+/// The queue's store from the configuration: Redis with `--redis-url`, else
+/// the embedded in-process store.
 pub fn store(config: &Config) -> Result<Arc<dyn QueueStore>, StartError> {
     let Some(url) = &config.redis_url else {
-        return Err(StartError::Config(
-            "--redis-url is required (e.g. redis://127.0.0.1:6379)".into(),
-        ));
+        tracing::info!(
+            "no --redis-url: the queue lives in this process (embedded store); \
+             it is lost on restart and cannot be shared by several instances"
+        );
+        return Ok(Arc::new(queue::memory::MemoryStore::new()));
     };
     let store = RedisStore::connect(&RedisConfig {
         url: url.clone(),

@@ -19,7 +19,7 @@ const CLIENTS: usize = 64;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn five_thousand_joins_from_64_clients_are_admitted_in_sequence_order() {
-    let redis = redis();
+    let t = test_store();
     let capacity = 1_000;
     let settings = RoomSettings {
         capacity,
@@ -30,8 +30,8 @@ async fn five_thousand_joins_from_64_clients_are_admitted_in_sequence_order() {
     };
     // Paused while the line forms, so every visitor queues (none is let in at
     // join) and the whole admission order comes from the promoter's ticks.
-    let room = make_paused_room(redis.store.as_ref(), "fifo", settings).await;
-    let server = spawn(state(redis.store.clone()), None).await;
+    let room = make_paused_room(t.store.as_ref(), "fifo", settings).await;
+    let server = spawn(state(t.store.clone()), None).await;
 
     let next = Arc::new(AtomicUsize::new(0));
     let mut clients = Vec::new();
@@ -62,22 +62,22 @@ async fn five_thousand_joins_from_64_clients_are_admitted_in_sequence_order() {
         "every join got one distinct sequence number"
     );
 
-    redis.store.set_state(&room, RoomState::Open).await.unwrap();
-    let order = promote(redis.store.as_ref(), &room, VISITORS, u64::from(capacity)).await;
+    t.store.set_state(&room, RoomState::Open).await.unwrap();
+    let order = promote(t.store.as_ref(), &room, VISITORS, u64::from(capacity)).await;
     assert_eq!(order, expected, "admitted exactly in sequence order");
     server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_joins_to_an_empty_room_never_admit_past_capacity() {
-    let redis = redis();
+    let t = test_store();
     let settings = RoomSettings {
         capacity: 10,
         admit_per_second: 1_000.0,
         ..Default::default()
     };
-    let room = make_room(redis.store.as_ref(), "burst", settings).await;
-    let server = spawn(state(redis.store.clone()), None).await;
+    let room = make_room(t.store.as_ref(), "burst", settings).await;
+    let server = spawn(state(t.store.clone()), None).await;
     let mut clients = Vec::new();
     for _ in 0..CLIENTS {
         let url = server.url(&format!("/queue/{room}/join"));
@@ -108,7 +108,7 @@ async fn concurrent_joins_to_an_empty_room_never_admit_past_capacity() {
     }
     assert_eq!(admitted, 10, "exactly capacity admitted at once");
     assert_eq!(positions.len(), CLIENTS - 10);
-    let figures = redis.store.figures(&room).await.unwrap();
+    let figures = t.store.figures(&room).await.unwrap();
     assert_eq!(
         (figures.active, figures.waiting),
         (10, (CLIENTS - 10) as u64)
@@ -152,7 +152,7 @@ async fn watch_bounds(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_origins_promoting_one_room_never_over_admit() {
-    let redis = redis();
+    let t = test_store();
     // One room bound by capacity, one by rate; both promoted by two origin
     // instances, each with its own connection and a 5 ms tick.
     let by_capacity = RoomSettings {
@@ -168,37 +168,29 @@ async fn two_origins_promoting_one_room_never_over_admit() {
         abandon_seconds: 600,
         ..Default::default()
     };
-    let a = make_paused_room(redis.store.as_ref(), "by-capacity", by_capacity).await;
-    let b = make_paused_room(redis.store.as_ref(), "by-rate", by_rate).await;
+    let a = make_paused_room(t.store.as_ref(), "by-capacity", by_capacity).await;
+    let b = make_paused_room(t.store.as_ref(), "by-rate", by_rate).await;
     for room in [&a, &b] {
         for _ in 0..400 {
-            redis.store.join(room, None, 0, None).await.unwrap();
+            t.store.join(room, None, 0, None).await.unwrap();
         }
     }
-    let one = spawn(
-        state(connect(&redis.prefix)),
-        Some(Duration::from_millis(5)),
-    )
-    .await;
-    let two = spawn(
-        state(connect(&redis.prefix)),
-        Some(Duration::from_millis(5)),
-    )
-    .await;
+    let one = spawn(state(connect(&t.prefix)), Some(Duration::from_millis(5))).await;
+    let two = spawn(state(connect(&t.prefix)), Some(Duration::from_millis(5))).await;
     tokio::time::sleep(Duration::from_millis(200)).await; // both promoters have read the rooms
 
     for room in [&a, &b] {
-        redis.store.set_state(room, RoomState::Open).await.unwrap();
+        t.store.set_state(room, RoomState::Open).await.unwrap();
     }
     let watch_a = tokio::spawn(watch_bounds(
-        redis.store.clone(),
+        t.store.clone(),
         a.clone(),
         20,
         500.0,
         Duration::from_secs(3),
     ));
     let watch_b = tokio::spawn(watch_bounds(
-        redis.store.clone(),
+        t.store.clone(),
         b.clone(),
         10_000,
         40.0,
@@ -221,10 +213,10 @@ async fn two_origins_promoting_one_room_never_over_admit() {
 
 #[tokio::test]
 async fn the_promoters_tick_skips_rooms_that_vanished() {
-    let redis = redis();
-    let room = make_room(redis.store.as_ref(), "here", RoomSettings::default()).await;
+    let t = test_store();
+    let room = make_room(t.store.as_ref(), "here", RoomSettings::default()).await;
     let gone = common::room("gone");
-    let reports = promoter::tick_rooms(redis.store.as_ref(), &[gone, room.clone()])
+    let reports = promoter::tick_rooms(t.store.as_ref(), &[gone, room.clone()])
         .await
         .unwrap();
     assert_eq!(reports.len(), 1);

@@ -19,9 +19,9 @@ fn settings(capacity: u32) -> RoomSettings {
 
 #[tokio::test]
 async fn an_empty_room_with_free_capacity_admits_at_once() {
-    let redis = redis();
-    let room = make_room(redis.store.as_ref(), "quiet", settings(5)).await;
-    let api = Api::new(state(redis.store.clone()));
+    let t = test_store();
+    let room = make_room(t.store.as_ref(), "quiet", settings(5)).await;
+    let api = Api::new(state(t.store.clone()));
     let r = api.join(&room, None).await;
     assert_eq!(r.status, 200);
     assert_eq!(r.json["state"], "admitted", "{}", r.json);
@@ -44,9 +44,9 @@ async fn an_empty_room_with_free_capacity_admits_at_once() {
 
 #[tokio::test]
 async fn cookies_are_secure_off_loopback() {
-    let redis = redis();
-    let room = make_room(redis.store.as_ref(), "shop", settings(5)).await;
-    let api = Api::new(state(redis.store.clone()));
+    let t = test_store();
+    let room = make_room(t.store.as_ref(), "shop", settings(5)).await;
+    let api = Api::new(state(t.store.clone()));
     let r = api
         .send(
             axum::http::Request::post(format!("/queue/{room}/join"))
@@ -64,14 +64,14 @@ async fn cookies_are_secure_off_loopback() {
 
 #[tokio::test]
 async fn the_prequeue_draws_places_at_the_opening_and_later_joins_queue_behind() {
-    let redis = redis();
+    let t = test_store();
     let opens_at = OffsetDateTime::now_utc() + Duration::from_millis(1_500);
     let s = RoomSettings {
         opens_at: Some(opens_at),
         ..settings(1_000)
     };
-    let room = make_room(redis.store.as_ref(), "drop", s).await;
-    let api = Api::new(state(redis.store.clone()));
+    let room = make_room(t.store.as_ref(), "drop", s).await;
+    let api = Api::new(state(t.store.clone()));
 
     let mut early = Vec::new();
     for _ in 0..40 {
@@ -89,7 +89,7 @@ async fn the_prequeue_draws_places_at_the_opening_and_later_joins_queue_behind()
     let again = api.join(&room, Some(&early[0])).await;
     assert_eq!(seq_of(&again.ticket(), &room), seq_of(&early[0], &room));
     // Nobody is admitted before the opening.
-    let report = redis.store.tick(&room).await.unwrap();
+    let report = t.store.tick(&room).await.unwrap();
     assert!(report.admitted.is_empty());
 
     let wait = (opens_at - OffsetDateTime::now_utc()).max(time::Duration::ZERO);
@@ -115,7 +115,7 @@ async fn the_prequeue_draws_places_at_the_opening_and_later_joins_queue_behind()
         late.push(seq_of(&r.ticket(), &room));
     }
 
-    let order = promote(redis.store.as_ref(), &room, 60, 1_000).await;
+    let order = promote(t.store.as_ref(), &room, 60, 1_000).await;
     let early_seqs: Vec<u64> = (1..=40).collect();
     let mut first: Vec<u64> = order[..40].to_vec();
     assert_ne!(
@@ -132,13 +132,13 @@ async fn the_prequeue_draws_places_at_the_opening_and_later_joins_queue_behind()
 
 #[tokio::test]
 async fn an_ended_session_frees_its_slot_and_its_token_is_refused() {
-    let redis = redis();
+    let t = test_store();
     let s = RoomSettings {
         session_seconds: 1,
         ..settings(1)
     };
-    let room = make_room(redis.store.as_ref(), "short", s).await;
-    let st = state(redis.store.clone());
+    let room = make_room(t.store.as_ref(), "short", s).await;
+    let st = state(t.store.clone());
     let api = Api::new(st.clone());
     let a = api.join(&room, None).await;
     assert_eq!(a.json["state"], "admitted");
@@ -154,7 +154,7 @@ async fn an_ended_session_frees_its_slot_and_its_token_is_refused() {
         .expect("a running session's token is accepted");
 
     tokio::time::sleep(Duration::from_millis(1_100)).await;
-    let report = redis.store.tick(&room).await.unwrap();
+    let report = t.store.tick(&room).await.unwrap();
     assert_eq!(report.expired, 1);
     assert_eq!(report.admitted, vec![seq_of(&b.ticket(), &room)]);
     assert_eq!(
@@ -176,13 +176,13 @@ async fn an_ended_session_frees_its_slot_and_its_token_is_refused() {
 
 #[tokio::test]
 async fn waiters_who_stop_polling_are_dropped_and_their_place_freed() {
-    let redis = redis();
+    let t = test_store();
     let s = RoomSettings {
         abandon_seconds: 3,
         ..settings(1)
     };
-    let room = make_room(redis.store.as_ref(), "fickle", s).await;
-    let api = Api::new(state(redis.store.clone()));
+    let room = make_room(t.store.as_ref(), "fickle", s).await;
+    let api = Api::new(state(t.store.clone()));
     let _inside = api.join(&room, None).await;
     let gone = api.join(&room, None).await;
     let stays = api.join(&room, None).await;
@@ -198,9 +198,9 @@ async fn waiters_who_stop_polling_are_dropped_and_their_place_freed() {
             api.status(&room, &stays.ticket()).await.json["state"],
             "waiting"
         );
-        redis.store.tick(&room).await.unwrap();
+        t.store.tick(&room).await.unwrap();
     }
-    let f = redis.store.figures(&room).await.unwrap();
+    let f = t.store.figures(&room).await.unwrap();
     assert_eq!(f.abandoned_total, 1);
     assert_eq!(
         api.status(&room, &gone.ticket()).await.json["state"],
@@ -211,9 +211,9 @@ async fn waiters_who_stop_polling_are_dropped_and_their_place_freed() {
 
 #[tokio::test]
 async fn leaving_frees_the_slot_or_the_place_at_once() {
-    let redis = redis();
-    let room = make_room(redis.store.as_ref(), "door", settings(1)).await;
-    let api = Api::new(state(redis.store.clone()));
+    let t = test_store();
+    let room = make_room(t.store.as_ref(), "door", settings(1)).await;
+    let api = Api::new(state(t.store.clone()));
     let a = api.join(&room, None).await;
     let b = api.join(&room, None).await;
     let c = api.join(&room, None).await;
@@ -237,7 +237,7 @@ async fn leaving_frees_the_slot_or_the_place_at_once() {
 
     // Leaving the room frees the slot for the next tick.
     assert_eq!(api.leave(&room, &a.ticket()).await.status, 204);
-    let report = redis.store.tick(&room).await.unwrap();
+    let report = t.store.tick(&room).await.unwrap();
     assert_eq!(report.admitted, vec![seq_of(&b.ticket(), &room)]);
     assert_eq!(
         api.status(&room, &a.ticket()).await.json["state"],
@@ -252,9 +252,9 @@ async fn leaving_frees_the_slot_or_the_place_at_once() {
 
 #[tokio::test]
 async fn rejoining_with_a_valid_ticket_keeps_the_place() {
-    let redis = redis();
-    let room = make_paused_room(redis.store.as_ref(), "keep", settings(1)).await;
-    let api = Api::new(state(redis.store.clone()));
+    let t = test_store();
+    let room = make_paused_room(t.store.as_ref(), "keep", settings(1)).await;
+    let api = Api::new(state(t.store.clone()));
     let tickets: Vec<String> = {
         let mut v = Vec::new();
         for _ in 0..3 {
@@ -276,7 +276,7 @@ async fn rejoining_with_a_valid_ticket_keeps_the_place() {
         .await;
     assert_eq!(by_cookie.json["position"], 2);
     assert_eq!(
-        redis.store.figures(&room).await.unwrap().places_given,
+        t.store.figures(&room).await.unwrap().places_given,
         3,
         "no second place"
     );
@@ -291,9 +291,9 @@ async fn rejoining_with_a_valid_ticket_keeps_the_place() {
 
 #[tokio::test]
 async fn pausing_stops_admissions_and_closing_takes_no_places() {
-    let redis = redis();
-    let room = make_paused_room(redis.store.as_ref(), "gate", settings(10)).await;
-    let api = Api::new(state(redis.store.clone()));
+    let t = test_store();
+    let room = make_paused_room(t.store.as_ref(), "gate", settings(10)).await;
+    let api = Api::new(state(t.store.clone()));
     let a = api.join(&room, None).await;
     assert_eq!(
         a.json["state"], "waiting",
@@ -301,21 +301,17 @@ async fn pausing_stops_admissions_and_closing_takes_no_places() {
     );
     assert_eq!(a.json["room"]["state"], "paused");
     assert!(a.json["eta_seconds"].is_null(), "no estimate while paused");
-    assert!(redis.store.tick(&room).await.unwrap().admitted.is_empty());
+    assert!(t.store.tick(&room).await.unwrap().admitted.is_empty());
 
-    redis.store.set_state(&room, RoomState::Open).await.unwrap();
-    assert_eq!(redis.store.tick(&room).await.unwrap().admitted.len(), 1);
+    t.store.set_state(&room, RoomState::Open).await.unwrap();
+    assert_eq!(t.store.tick(&room).await.unwrap().admitted.len(), 1);
 
-    redis
-        .store
-        .set_state(&room, RoomState::Closed)
-        .await
-        .unwrap();
+    t.store.set_state(&room, RoomState::Closed).await.unwrap();
     let r = api.join(&room, None).await;
     assert_eq!(r.status, 200);
     assert_eq!(r.json["state"], "closed");
     assert!(r.json.get("ticket").is_none(), "no place, no ticket");
-    assert_eq!(redis.store.figures(&room).await.unwrap().places_given, 1);
+    assert_eq!(t.store.figures(&room).await.unwrap().places_given, 1);
     assert_eq!(
         api.status(&room, &a.ticket()).await.json["state"],
         "admitted",
@@ -325,14 +321,14 @@ async fn pausing_stops_admissions_and_closing_takes_no_places() {
 
 #[tokio::test]
 async fn status_reports_an_eta_from_the_achieved_rate_and_paces_polls() {
-    let redis = redis();
+    let t = test_store();
     let s = RoomSettings {
         capacity: 1,
         admit_per_second: 2.0,
         ..Default::default()
     };
-    let room = make_room(redis.store.as_ref(), "pace", s).await;
-    let api = Api::new(state(redis.store.clone()));
+    let room = make_room(t.store.as_ref(), "pace", s).await;
+    let api = Api::new(state(t.store.clone()));
     api.join(&room, None).await; // inside
     let mut last = None;
     for _ in 0..50 {
@@ -347,7 +343,7 @@ async fn status_reports_an_eta_from_the_achieved_rate_and_paces_polls() {
     assert!((1_000..=20_000).contains(&poll), "{poll}");
     // Capacity 1 and long sessions: nobody is admitted, the achieved rate falls.
     for _ in 0..20 {
-        redis.store.tick(&room).await.unwrap();
+        t.store.tick(&room).await.unwrap();
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let later = api.status(&room, &last.ticket()).await;

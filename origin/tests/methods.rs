@@ -24,22 +24,22 @@ fn with_method(capacity: u32, method: QueueingMethod) -> RoomSettings {
 
 #[tokio::test]
 async fn random_admits_a_lottery_draw_within_capacity() {
-    let redis = redis();
+    let t = test_store();
     let room = make_paused_room(
-        redis.store.as_ref(),
+        t.store.as_ref(),
         "lottery",
         with_method(1_000, QueueingMethod::Random),
     )
     .await;
-    let api = Api::new(state(redis.store.clone()));
+    let api = Api::new(state(t.store.clone()));
     for _ in 0..200 {
         let r = api.join(&room, None).await;
         assert_eq!(r.json["state"], "waiting");
         assert!(r.json["position"].is_null(), "a lottery has no places");
         assert!(r.json["eta_seconds"].is_null());
     }
-    redis.store.set_state(&room, RoomState::Open).await.unwrap();
-    let order = promote(redis.store.as_ref(), &room, 200, 1_000).await;
+    t.store.set_state(&room, RoomState::Open).await.unwrap();
+    let order = promote(t.store.as_ref(), &room, 200, 1_000).await;
     let in_order: Vec<u64> = (1..=200).collect();
     assert_ne!(order, in_order, "drawn, not first come");
     let mut sorted = order.clone();
@@ -48,20 +48,16 @@ async fn random_admits_a_lottery_draw_within_capacity() {
 
     // Capacity still bounds a lottery.
     let small = make_paused_room(
-        redis.store.as_ref(),
+        t.store.as_ref(),
         "small-lottery",
         with_method(5, QueueingMethod::Random),
     )
     .await;
     for _ in 0..20 {
-        redis.store.join(&small, None, 0, None).await.unwrap();
+        t.store.join(&small, None, 0, None).await.unwrap();
     }
-    redis
-        .store
-        .set_state(&small, RoomState::Open)
-        .await
-        .unwrap();
-    let report = redis.store.tick(&small).await.unwrap();
+    t.store.set_state(&small, RoomState::Open).await.unwrap();
+    let report = t.store.tick(&small).await.unwrap();
     assert_eq!(
         (report.admitted.len(), report.active, report.waiting),
         (5, 5, 15)
@@ -70,14 +66,14 @@ async fn random_admits_a_lottery_draw_within_capacity() {
 
 #[tokio::test]
 async fn passthrough_admits_everyone_and_empties_the_line() {
-    let redis = redis();
+    let t = test_store();
     let room = make_room(
-        redis.store.as_ref(),
+        t.store.as_ref(),
         "open-door",
         with_method(2, QueueingMethod::Fifo),
     )
     .await;
-    let api = Api::new(state(redis.store.clone()));
+    let api = Api::new(state(t.store.clone()));
     let mut waiting = 0;
     for _ in 0..6 {
         if api.join(&room, None).await.json["state"] == "waiting" {
@@ -86,18 +82,17 @@ async fn passthrough_admits_everyone_and_empties_the_line() {
     }
     assert_eq!(waiting, 4);
     // Switched live: the next tick lets the whole line in, and joins pass at once.
-    redis
-        .store
+    t.store
         .put_room(&room, &with_method(2, QueueingMethod::Passthrough))
         .await
         .unwrap();
-    let report = redis.store.tick(&room).await.unwrap();
+    let report = t.store.tick(&room).await.unwrap();
     assert_eq!((report.admitted.len(), report.waiting), (4, 0));
     for _ in 0..5 {
         assert_eq!(api.join(&room, None).await.json["state"], "admitted");
     }
     assert_eq!(
-        redis.store.figures(&room).await.unwrap().active,
+        t.store.figures(&room).await.unwrap().active,
         11,
         "the gate is off"
     );
@@ -105,20 +100,19 @@ async fn passthrough_admits_everyone_and_empties_the_line() {
 
 #[tokio::test]
 async fn reject_takes_no_places_and_tells_waiters_but_keeps_those_inside() {
-    let redis = redis();
+    let t = test_store();
     let room = make_room(
-        redis.store.as_ref(),
+        t.store.as_ref(),
         "no-entry",
         with_method(1, QueueingMethod::Fifo),
     )
     .await;
-    let api = Api::new(state(redis.store.clone()));
+    let api = Api::new(state(t.store.clone()));
     let inside = api.join(&room, None).await;
     let waiter = api.join(&room, None).await;
     assert_eq!(waiter.json["state"], "waiting");
 
-    redis
-        .store
+    t.store
         .put_room(&room, &with_method(1, QueueingMethod::Reject))
         .await
         .unwrap();
@@ -139,15 +133,15 @@ async fn reject_takes_no_places_and_tells_waiters_but_keeps_those_inside() {
     );
     api.leave(&room, &inside.ticket()).await;
     assert!(
-        redis.store.tick(&room).await.unwrap().admitted.is_empty(),
+        t.store.tick(&room).await.unwrap().admitted.is_empty(),
         "nobody is let in"
     );
-    assert_eq!(redis.store.figures(&room).await.unwrap().places_given, 2);
+    assert_eq!(t.store.figures(&room).await.unwrap().places_given, 2);
 }
 
 #[tokio::test]
 async fn scheduled_windows_replace_the_settings_while_they_run() {
-    let redis = redis();
+    let t = test_store();
     let now = OffsetDateTime::now_utc();
     let phase_two = now + Duration::from_millis(1_500);
     let settings = RoomSettings {
@@ -172,8 +166,8 @@ async fn scheduled_windows_replace_the_settings_while_they_run() {
         ..with_method(1, QueueingMethod::Fifo)
     };
     settings.validate().unwrap();
-    let room = make_room(redis.store.as_ref(), "phases", settings.clone()).await;
-    let api = Api::new(state(redis.store.clone()));
+    let room = make_room(t.store.as_ref(), "phases", settings.clone()).await;
+    let api = Api::new(state(t.store.clone()));
     let states: Vec<Value> = {
         let mut v = Vec::new();
         for _ in 0..4 {
@@ -193,7 +187,7 @@ async fn scheduled_windows_replace_the_settings_while_they_run() {
         "phase two: reject"
     );
     assert_eq!(
-        redis.store.figures(&room).await.unwrap().settings,
+        t.store.figures(&room).await.unwrap().settings,
         settings,
         "stored as given"
     );
@@ -225,13 +219,13 @@ fn windows_are_validated() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_line_cap_gives_exactly_max_line_places_to_the_first_comers() {
-    let redis = redis();
+    let t = test_store();
     let settings = RoomSettings {
         max_line: Some(100),
         ..with_method(10, QueueingMethod::Fifo)
     };
-    let room = make_paused_room(redis.store.as_ref(), "first-100", settings).await;
-    let server = spawn(state(redis.store.clone()), None).await;
+    let room = make_paused_room(t.store.as_ref(), "first-100", settings).await;
+    let server = spawn(state(t.store.clone()), None).await;
     let attempts = Arc::new(AtomicUsize::new(0));
     let mut clients = Vec::new();
     for _ in 0..64 {
@@ -268,16 +262,16 @@ async fn the_line_cap_gives_exactly_max_line_places_to_the_first_comers() {
         "exactly the first 100 sequence numbers"
     );
     assert_eq!(sold_out, 300);
-    let f = redis.store.figures(&room).await.unwrap();
+    let f = t.store.figures(&room).await.unwrap();
     assert_eq!((f.places_given, f.waiting), (100, 100));
     server.stop().await;
 }
 
 #[tokio::test]
 async fn one_client_holds_at_most_its_cap_of_places() {
-    let redis = redis();
+    let t = test_store();
     let room = make_paused_room(
-        redis.store.as_ref(),
+        t.store.as_ref(),
         "capped",
         with_method(10, QueueingMethod::Fifo),
     )
@@ -286,25 +280,13 @@ async fn one_client_holds_at_most_its_cap_of_places() {
         holder: "203.0.113.7".into(),
         max: 2,
     };
-    let first = redis
-        .store
-        .join(&room, None, 0, Some(&limit))
-        .await
-        .unwrap();
-    redis
-        .store
-        .join(&room, None, 0, Some(&limit))
-        .await
-        .unwrap();
-    let third = redis
-        .store
-        .join(&room, None, 0, Some(&limit))
-        .await
-        .unwrap();
+    let first = t.store.join(&room, None, 0, Some(&limit)).await.unwrap();
+    t.store.join(&room, None, 0, Some(&limit)).await.unwrap();
+    let third = t.store.join(&room, None, 0, Some(&limit)).await.unwrap();
     assert_eq!(third.standing, Standing::LimitReached);
     assert_eq!(third.seq, None);
     // A kept place is not a new one; another client is not affected.
-    let again = redis
+    let again = t
         .store
         .join(&room, first.seq, 0, Some(&limit))
         .await
@@ -314,35 +296,26 @@ async fn one_client_holds_at_most_its_cap_of_places() {
         holder: "198.51.100.1".into(),
         max: 2,
     };
-    let r = redis
-        .store
-        .join(&room, None, 0, Some(&other))
-        .await
-        .unwrap();
+    let r = t.store.join(&room, None, 0, Some(&other)).await.unwrap();
     assert!(matches!(r.standing, Standing::Waiting { .. }));
-    assert_eq!(redis.store.figures(&room).await.unwrap().places_given, 3);
+    assert_eq!(t.store.figures(&room).await.unwrap().places_given, 3);
 }
 
 #[tokio::test]
 async fn the_front_of_the_line_reports_how_long_it_has_waited() {
-    let redis = redis();
-    let room = make_paused_room(redis.store.as_ref(), "patient", RoomSettings::default()).await;
+    let t = test_store();
+    let room = make_paused_room(t.store.as_ref(), "patient", RoomSettings::default()).await;
     assert_eq!(
-        redis
-            .store
-            .figures(&room)
-            .await
-            .unwrap()
-            .oldest_wait_seconds,
+        t.store.figures(&room).await.unwrap().oldest_wait_seconds,
         None
     );
-    redis.store.join(&room, None, 0, None).await.unwrap();
+    t.store.join(&room, None, 0, None).await.unwrap();
     tokio::time::sleep(Duration::from_millis(1_100)).await;
-    redis.store.join(&room, None, 0, None).await.unwrap();
-    let f = redis.store.figures(&room).await.unwrap();
+    t.store.join(&room, None, 0, None).await.unwrap();
+    let f = t.store.figures(&room).await.unwrap();
     assert_eq!(f.oldest_wait_seconds, Some(1));
-    redis.store.set_state(&room, RoomState::Open).await.unwrap();
-    redis.store.tick(&room).await.unwrap();
-    let f = redis.store.figures(&room).await.unwrap();
+    t.store.set_state(&room, RoomState::Open).await.unwrap();
+    t.store.tick(&room).await.unwrap();
+    let f = t.store.figures(&room).await.unwrap();
     assert_eq!((f.waiting, f.oldest_wait_seconds), (0, None));
 }

@@ -26,10 +26,10 @@ fn claims(kind: Kind, room: &str, seq: u64, expires_at: u64) -> Claims {
 
 #[tokio::test]
 async fn bad_tickets_are_refused_with_401_and_change_nothing() {
-    let redis = redis();
-    let room = make_room(redis.store.as_ref(), "alpha", RoomSettings::default()).await;
-    make_room(redis.store.as_ref(), "beta", RoomSettings::default()).await;
-    let api = Api::new(state(redis.store.clone()));
+    let t = test_store();
+    let room = make_room(t.store.as_ref(), "alpha", RoomSettings::default()).await;
+    make_room(t.store.as_ref(), "beta", RoomSettings::default()).await;
+    let api = Api::new(state(t.store.clone()));
     let good = api.join(&room, None).await.ticket();
     let beta_ticket = api.join(&common::room("beta"), None).await.ticket();
     let entry = api.join(&room, None).await; // capacity 100: admitted at once
@@ -61,7 +61,7 @@ async fn bad_tickets_are_refused_with_401_and_change_nothing() {
         ("garbage", "not a token".to_owned()),
         ("oversized", "a".repeat(4_000)),
     ];
-    let before = redis.store.figures(&room).await.unwrap();
+    let before = t.store.figures(&room).await.unwrap();
     for (what, bad) in &cases {
         for r in [
             api.status(&room, bad).await,
@@ -73,7 +73,7 @@ async fn bad_tickets_are_refused_with_401_and_change_nothing() {
         }
     }
     assert_eq!(
-        redis.store.figures(&room).await.unwrap(),
+        t.store.figures(&room).await.unwrap(),
         before,
         "state untouched"
     );
@@ -86,9 +86,9 @@ async fn bad_tickets_are_refused_with_401_and_change_nothing() {
 
 #[tokio::test]
 async fn a_refused_ticket_cookie_is_deleted_so_the_browser_can_join_afresh() {
-    let redis = redis();
-    let room = make_room(redis.store.as_ref(), "crumb", RoomSettings::default()).await;
-    let api = Api::new(state(redis.store.clone()));
+    let t = test_store();
+    let room = make_room(t.store.as_ref(), "crumb", RoomSettings::default()).await;
+    let api = Api::new(state(t.store.clone()));
     let r = api
         .send(
             Request::post(format!("/queue/{room}/join"))
@@ -121,14 +121,14 @@ async fn a_refused_ticket_cookie_is_deleted_so_the_browser_can_join_afresh() {
 
 #[tokio::test]
 async fn during_a_rotation_old_tokens_stay_valid_until_their_key_is_removed() {
-    let redis = redis();
-    let room = make_paused_room(redis.store.as_ref(), "rotate", RoomSettings::default()).await;
-    let old = Api::new(state(redis.store.clone()));
+    let t = test_store();
+    let room = make_paused_room(t.store.as_ref(), "rotate", RoomSettings::default()).await;
+    let old = Api::new(state(t.store.clone()));
     let ticket = old.join(&room, None).await.ticket();
 
     let both =
         Keyring::parse("k2:newer-secret-0123456789abcdef,k1:test-secret-0123456789abcdef").unwrap();
-    let rotating = Api::new(AppState::new(redis.store.clone(), both));
+    let rotating = Api::new(AppState::new(t.store.clone(), both));
     let r = rotating.status(&room, &ticket).await;
     assert_eq!(r.status, 200, "{}", r.json);
     assert_eq!(r.json["position"], 1);
@@ -141,7 +141,7 @@ async fn during_a_rotation_old_tokens_stay_valid_until_their_key_is_removed() {
     );
 
     let only_new = Keyring::parse("k2:newer-secret-0123456789abcdef").unwrap();
-    let rotated = Api::new(AppState::new(redis.store.clone(), only_new));
+    let rotated = Api::new(AppState::new(t.store.clone(), only_new));
     let r = rotated.status(&room, &ticket).await;
     assert_eq!(r.status, 401, "k1 removed: its tokens are refused");
     let r = rotated.status(&room, &fresh).await;
@@ -151,10 +151,10 @@ async fn during_a_rotation_old_tokens_stay_valid_until_their_key_is_removed() {
 
 #[tokio::test]
 async fn entry_tokens_are_checked_for_room_kind_expiry_and_a_running_session() {
-    let redis = redis();
-    let room = make_room(redis.store.as_ref(), "inside", RoomSettings::default()).await;
-    make_room(redis.store.as_ref(), "elsewhere", RoomSettings::default()).await;
-    let st = state(redis.store.clone());
+    let t = test_store();
+    let room = make_room(t.store.as_ref(), "inside", RoomSettings::default()).await;
+    make_room(t.store.as_ref(), "elsewhere", RoomSettings::default()).await;
+    let st = state(t.store.clone());
     let api = Api::new(st.clone());
     let admitted = api.join(&room, None).await;
     let entry = admitted.json["entry_token"].as_str().unwrap().to_owned();

@@ -10,7 +10,9 @@
 //! - [`promoter`]: the background loop that admits visitors every tick.
 //! - [`pacing`]: how often clients poll and what the ETA is (pure functions).
 //! - [`redis`]: the Redis store, one Lua script per multi-key change.
+//! - [`memory`]: the embedded store (no Redis), the same behaviour in-process.
 
+pub mod memory;
 pub mod pacing;
 pub mod promoter;
 pub mod redis;

@@ -13,6 +13,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode};
 use http_body_util::BodyExt;
 use origin::queue::QueueStore;
+use origin::queue::memory::MemoryStore;
 use origin::queue::redis::{RedisConfig, RedisStore};
 use origin::room::{RoomId, RoomSettings, RoomState};
 use origin::state::AppState;
@@ -31,8 +32,14 @@ pub fn redis_url() -> String {
     std::env::var("WR_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
 }
 
-/// A Redis store under a prefix of its own; its keys are deleted on drop.
-pub struct TestRedis {
+/// Which store the suite runs on: Redis (default) or the embedded store
+/// (`WR_TEST_STORE=memory`). Both must pass the same suite.
+pub fn on_memory() -> bool {
+    std::env::var("WR_TEST_STORE").is_ok_and(|v| v == "memory")
+}
+
+/// A store under a prefix of its own; on Redis its keys are deleted on drop.
+pub struct TestStore {
     pub store: Arc<dyn QueueStore>,
     pub prefix: String,
 }
@@ -45,8 +52,7 @@ pub fn unique_prefix() -> String {
     format!("test:{}:{n}:{r:08x}:", std::process::id())
 }
 
-/// Another connection to the same prefix (a second origin instance).
-pub fn connect(prefix: &str) -> Arc<dyn QueueStore> {
+fn redis_store(prefix: &str) -> Arc<dyn QueueStore> {
     Arc::new(
         RedisStore::connect(&RedisConfig {
             url: redis_url(),
@@ -57,16 +63,37 @@ pub fn connect(prefix: &str) -> Arc<dyn QueueStore> {
     )
 }
 
-pub fn redis() -> TestRedis {
+/// Another handle on the same store (a second origin instance): a second
+/// Redis connection, or the same embedded store shared in-process.
+pub fn connect(prefix: &str) -> Arc<dyn QueueStore> {
+    static SHARED: std::sync::Mutex<Vec<(String, Arc<dyn QueueStore>)>> =
+        std::sync::Mutex::new(Vec::new());
+    if !on_memory() {
+        return redis_store(prefix);
+    }
+    let mut shared = SHARED.lock().unwrap();
+    if let Some((_, store)) = shared.iter().find(|(p, _)| p == prefix) {
+        return store.clone();
+    }
+    let store: Arc<dyn QueueStore> = Arc::new(MemoryStore::new());
+    shared.push((prefix.to_owned(), store.clone()));
+    store
+}
+
+/// A fresh store for one test.
+pub fn test_store() -> TestStore {
     let prefix = unique_prefix();
-    TestRedis {
+    TestStore {
         store: connect(&prefix),
         prefix,
     }
 }
 
-impl Drop for TestRedis {
+impl Drop for TestStore {
     fn drop(&mut self) {
+        if on_memory() {
+            return;
+        }
         let Ok(client) = redis::Client::open(redis_url()) else {
             return;
         };

@@ -1,0 +1,539 @@
+//! The embedded store: the whole queue in this process's memory, for a
+//! single origin instance with nothing installed (no `--redis-url`).
+//!
+//! It follows the Redis scripts (`queue/redis/lua/*.lua`) step for step, with
+//! the same orderings, so the same test suite and a randomized parity test
+//! hold both to one behaviour. Each room sits behind its own mutex; every
+//! operation is one short critical section, which is what makes it atomic.
+//! Nothing survives a restart, and several instances cannot share it: for
+//! either, use Redis.
+
+mod ranked;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use async_trait::async_trait;
+use rand::RngExt;
+
+use ranked::{Entry, RankedSet};
+
+use super::{
+    LineView, PREQUEUE_SPAN, PlaceLimit, QueueStore, RoomFigures, Snapshot, Standing, StoreError,
+    TickReport,
+};
+use crate::room::{QueueingMethod, RoomId, RoomSettings, RoomState};
+
+/// Most waiters dropped for not polling in one tick (as the Redis store).
+const MAX_DROPS_PER_TICK: usize = 10_000;
+/// Most visitors admitted in one tick (as the Redis store).
+const MAX_ADMITS_PER_TICK: u64 = 20_000;
+
+/// One room's line, sessions and counters.
+#[derive(Default)]
+struct Room {
+    settings: RoomSettings,
+    state: Option<RoomState>,
+    seq: u64,
+    admitted: u64,
+    abandoned: u64,
+    allow: Option<f64>,
+    refill_at: Option<u64>,
+    rate_est: f64,
+    rate_at: Option<u64>,
+    mark_at: u64,
+    /// The line, ordered as Redis orders the waiting sorted set.
+    waiting: RankedSet,
+    /// seq -> (order score, last poll ms) of everyone in line.
+    waiters: HashMap<u64, (u64, u64)>,
+    /// (last poll ms, seq), to drop those who stopped polling.
+    seen: BTreeSet<(u64, u64)>,
+    /// seq -> end of session ms.
+    active: HashMap<u64, u64>,
+    /// (end of session ms, seq), to end sessions in order.
+    ending: BTreeSet<(u64, u64)>,
+    holders: HashMap<String, u32>,
+    /// seq -> join time ms, one a second at most.
+    marks: BTreeMap<u64, u64>,
+}
+
+/// What applies at one instant: the room's settings with a running window's
+/// values in place (`load_room` in the scripts' prelude).
+struct Effective {
+    state: RoomState,
+    capacity: u64,
+    rate: f64,
+    session_ms: u64,
+    abandon_ms: u64,
+    opens_at: Option<u64>,
+    max_line: u64,
+    method: QueueingMethod,
+}
+
+fn unix_ms(t: time::OffsetDateTime) -> i128 {
+    t.unix_timestamp_nanos() / 1_000_000
+}
+
+impl Room {
+    fn effective(&self, now: u64) -> Effective {
+        let s = &self.settings;
+        let now = i128::from(now);
+        let s = match s
+            .windows
+            .iter()
+            .find(|w| unix_ms(w.starts_at) <= now && now < unix_ms(w.ends_at))
+        {
+            Some(w) => s.in_window(w),
+            None => s.clone(),
+        };
+        Effective {
+            state: self.state.unwrap_or(RoomState::Open),
+            capacity: u64::from(s.capacity),
+            rate: s.admit_per_second,
+            session_ms: u64::from(s.session_seconds) * 1000,
+            abandon_ms: u64::from(s.abandon_seconds) * 1000,
+            opens_at: s.opens_at_ms(),
+            max_line: s.max_line.unwrap_or(0),
+            method: s.method,
+        }
+    }
+
+    fn opened(e: &Effective, now: u64) -> bool {
+        e.opens_at.is_none_or(|at| now >= at)
+    }
+
+    fn refusing(e: &Effective) -> bool {
+        e.state == RoomState::Closed || e.method == QueueingMethod::Reject
+    }
+
+    /// The token bucket, as `refill` in the prelude.
+    fn refill(&mut self, e: &Effective, now: u64) {
+        let burst = e.rate.max(1.0);
+        let mut allow = self.allow.unwrap_or(burst);
+        let last = self.refill_at.unwrap_or(now);
+        if now > last {
+            allow += e.rate * (now - last) as f64 / 1000.0;
+        }
+        self.allow = Some(allow.min(burst));
+        self.refill_at = Some(now.max(last));
+    }
+
+    fn expire(&mut self, now: u64) -> u64 {
+        let mut n = 0;
+        while let Some(&(until, seq)) = self.ending.first() {
+            if until > now {
+                break;
+            }
+            self.ending.pop_first();
+            self.active.remove(&seq);
+            n += 1;
+        }
+        n
+    }
+
+    fn admit_one(&mut self, e: &Effective, now: u64, seq: u64) -> u64 {
+        let until = now + e.session_ms;
+        if let Some(old) = self.active.insert(seq, until) {
+            self.ending.remove(&(old, seq));
+        }
+        self.ending.insert((until, seq));
+        self.admitted += 1;
+        until
+    }
+
+    fn session_end(&self, seq: u64, now: u64) -> Option<u64> {
+        self.active.get(&seq).copied().filter(|&until| until > now)
+    }
+
+    fn remove_waiter(&mut self, seq: u64) -> bool {
+        match self.waiters.remove(&seq) {
+            Some((score, seen)) => {
+                self.waiting.remove(&Entry { score, member: seq });
+                self.seen.remove(&(seen, seq));
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn touch(&mut self, seq: u64, now: u64) {
+        if let Some((_, seen)) = self.waiters.get_mut(&seq) {
+            self.seen.remove(&(*seen, seq));
+            *seen = now;
+            self.seen.insert((now, seq));
+        }
+    }
+
+    fn position(&self, e: &Effective, now: u64, seq: u64) -> Option<u64> {
+        if !Self::opened(e, now) || e.method == QueueingMethod::Random {
+            return None;
+        }
+        let (score, _) = self.waiters.get(&seq)?;
+        Some(
+            self.waiting.rank(&Entry {
+                score: *score,
+                member: seq,
+            }) as u64
+                + 1,
+        )
+    }
+
+    fn mark(&mut self, now: u64, seq: u64) {
+        if now.saturating_sub(self.mark_at) >= 1000 {
+            self.marks.insert(seq, now);
+            self.mark_at = now;
+        }
+    }
+
+    fn view(&self, e: &Effective, now: u64, seq: Option<u64>, standing: Standing) -> Snapshot {
+        Snapshot {
+            seq,
+            standing,
+            line: LineView {
+                state: e.state,
+                opens_at_ms: e.opens_at,
+                waiting: self.waiting.len() as u64,
+                admit_rate: self.rate_est,
+                abandon_ms: e.abandon_ms,
+                now_ms: now,
+            },
+        }
+    }
+}
+
+/// Where the store's time comes from.
+enum Clock {
+    System,
+    Fixed(Arc<AtomicU64>),
+}
+
+/// The queue in this process's memory.
+pub struct MemoryStore {
+    rooms: RwLock<HashMap<RoomId, Arc<Mutex<Room>>>>,
+    clock: Clock,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        MemoryStore::new()
+    }
+}
+
+impl MemoryStore {
+    /// An empty store on the system clock.
+    pub fn new() -> MemoryStore {
+        MemoryStore {
+            rooms: RwLock::new(HashMap::new()),
+            clock: Clock::System,
+        }
+    }
+
+    /// An empty store whose clock is `clock` (unix ms), stepped by a test.
+    pub fn with_fixed_clock(clock: Arc<AtomicU64>) -> MemoryStore {
+        MemoryStore {
+            rooms: RwLock::new(HashMap::new()),
+            clock: Clock::Fixed(clock),
+        }
+    }
+
+    fn now(&self) -> u64 {
+        match &self.clock {
+            Clock::System => std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+            Clock::Fixed(ms) => ms.load(Ordering::SeqCst),
+        }
+    }
+
+    fn room(&self, id: &RoomId) -> Result<Arc<Mutex<Room>>, StoreError> {
+        self.rooms
+            .read()
+            .map_err(|_| poisoned())?
+            .get(id)
+            .cloned()
+            .ok_or(StoreError::UnknownRoom)
+    }
+
+    /// Runs `f` on the room under its lock, with the store's time.
+    fn with_room<T>(
+        &self,
+        id: &RoomId,
+        f: impl FnOnce(&mut Room, u64) -> T,
+    ) -> Result<T, StoreError> {
+        let room = self.room(id)?;
+        let mut room = room.lock().map_err(|_| poisoned())?;
+        Ok(f(&mut room, self.now()))
+    }
+
+    /// Approximate heap bytes per waiting visitor in `room` (for the benchmarks).
+    pub fn bytes_per_waiter(&self, id: &RoomId) -> Result<f64, StoreError> {
+        self.with_room(id, |r, _| {
+            let n = r.waiters.len().max(1) as f64;
+            let map_entry = std::mem::size_of::<(u64, (u64, u64))>() + 1;
+            // HashMap buckets plus BTreeSet nodes (about 11 entries a node).
+            let waiters = r.waiters.capacity() * map_entry;
+            let seen = r.seen.len() * (std::mem::size_of::<(u64, u64)>() + 8);
+            (r.waiting.heap_bytes() + waiters + seen) as f64 / n
+        })
+    }
+}
+
+fn poisoned() -> StoreError {
+    StoreError::Protocol("a room's lock was poisoned by a panic".into())
+}
+
+#[async_trait]
+impl QueueStore for MemoryStore {
+    async fn put_room(&self, id: &RoomId, settings: &RoomSettings) -> Result<(), StoreError> {
+        let mut rooms = self.rooms.write().map_err(|_| poisoned())?;
+        let room = rooms.entry(id.clone()).or_default();
+        let mut room = room.lock().map_err(|_| poisoned())?;
+        let created = room.state.is_none();
+        if created || room.settings.admit_per_second != settings.admit_per_second {
+            room.rate_est = settings.admit_per_second;
+        }
+        room.settings = settings.clone();
+        if created {
+            room.state = Some(RoomState::Open);
+        }
+        Ok(())
+    }
+
+    async fn set_state(&self, id: &RoomId, state: RoomState) -> Result<(), StoreError> {
+        self.with_room(id, |r, _| r.state = Some(state))
+    }
+
+    async fn rooms(&self) -> Result<Vec<RoomId>, StoreError> {
+        let mut ids: Vec<RoomId> = self
+            .rooms
+            .read()
+            .map_err(|_| poisoned())?
+            .keys()
+            .cloned()
+            .collect();
+        ids.sort();
+        Ok(ids)
+    }
+
+    async fn figures(&self, id: &RoomId) -> Result<RoomFigures, StoreError> {
+        self.with_room(id, |r, now| {
+            let oldest_wait_seconds = r.waiting.first().and_then(|front| {
+                r.marks
+                    .range(..=front.member)
+                    .next_back()
+                    .map(|(_, &joined)| now.saturating_sub(joined) / 1000)
+            });
+            RoomFigures {
+                settings: r.settings.clone(),
+                state: r.state.unwrap_or(RoomState::Open),
+                waiting: r.waiting.len() as u64,
+                active: r.active.values().filter(|&&until| until > now).count() as u64,
+                admitted_total: r.admitted,
+                abandoned_total: r.abandoned,
+                places_given: r.seq,
+                admit_rate: r.rate_est,
+                oldest_wait_seconds,
+            }
+        })
+    }
+
+    async fn join(
+        &self,
+        id: &RoomId,
+        existing: Option<u64>,
+        draw: u64,
+        limit: Option<&PlaceLimit>,
+    ) -> Result<Snapshot, StoreError> {
+        self.with_room(id, |r, now| {
+            let e = r.effective(now);
+            if let Some(mine) = existing {
+                if let Some(until) = r.session_end(mine, now) {
+                    return r.view(&e, now, Some(mine), Standing::Admitted { until_ms: until });
+                }
+                if r.waiters.contains_key(&mine) {
+                    if Room::refusing(&e) {
+                        return r.view(&e, now, Some(mine), Standing::Closed);
+                    }
+                    r.touch(mine, now);
+                    let position = r.position(&e, now, mine);
+                    return r.view(&e, now, Some(mine), Standing::Waiting { position });
+                }
+            }
+            if Room::refusing(&e) {
+                return r.view(&e, now, None, Standing::Closed);
+            }
+            if e.max_line > 0 && r.seq >= e.max_line {
+                return r.view(&e, now, None, Standing::SoldOut);
+            }
+            if let Some(l) = limit.filter(|l| l.max > 0)
+                && r.holders.get(&l.holder).copied().unwrap_or(0) >= l.max
+            {
+                return r.view(&e, now, None, Standing::LimitReached);
+            }
+
+            r.seq += 1;
+            let seq = r.seq;
+            if let Some(l) = limit.filter(|l| l.max > 0) {
+                *r.holders.entry(l.holder.clone()).or_default() += 1;
+            }
+            r.mark(now, seq);
+            let is_open = Room::opened(&e, now);
+            if is_open && e.state == RoomState::Open {
+                if e.method == QueueingMethod::Passthrough {
+                    let until = r.admit_one(&e, now, seq);
+                    return r.view(&e, now, Some(seq), Standing::Admitted { until_ms: until });
+                }
+                if r.waiting.is_empty() {
+                    r.expire(now);
+                    if (r.active.len() as u64) < e.capacity {
+                        r.refill(&e, now);
+                        if r.allow.unwrap_or(0.0) >= 1.0 {
+                            r.allow = r.allow.map(|a| a - 1.0);
+                            let until = r.admit_one(&e, now, seq);
+                            return r.view(
+                                &e,
+                                now,
+                                Some(seq),
+                                Standing::Admitted { until_ms: until },
+                            );
+                        }
+                    }
+                }
+            }
+            let score = if is_open {
+                PREQUEUE_SPAN + seq
+            } else {
+                draw % PREQUEUE_SPAN
+            };
+            r.waiting.insert(Entry { score, member: seq });
+            r.waiters.insert(seq, (score, now));
+            r.seen.insert((now, seq));
+            let position = r.position(&e, now, seq);
+            r.view(&e, now, Some(seq), Standing::Waiting { position })
+        })
+    }
+
+    async fn status(&self, id: &RoomId, seq: u64) -> Result<Snapshot, StoreError> {
+        self.with_room(id, |r, now| {
+            let e = r.effective(now);
+            if let Some(until) = r.session_end(seq, now) {
+                return r.view(&e, now, Some(seq), Standing::Admitted { until_ms: until });
+            }
+            if Room::refusing(&e) {
+                return r.view(&e, now, Some(seq), Standing::Closed);
+            }
+            if !r.waiters.contains_key(&seq) {
+                return r.view(&e, now, Some(seq), Standing::Gone);
+            }
+            r.touch(seq, now);
+            let position = r.position(&e, now, seq);
+            r.view(&e, now, Some(seq), Standing::Waiting { position })
+        })
+    }
+
+    async fn leave(&self, id: &RoomId, seq: u64) -> Result<bool, StoreError> {
+        self.with_room(id, |r, _| {
+            let waited = r.remove_waiter(seq);
+            let inside = match r.active.remove(&seq) {
+                Some(until) => r.ending.remove(&(until, seq)),
+                None => false,
+            };
+            waited || inside
+        })
+    }
+
+    async fn session_active(&self, id: &RoomId, seq: u64) -> Result<bool, StoreError> {
+        self.with_room(id, |r, now| r.session_end(seq, now).is_some())
+    }
+
+    async fn tick(&self, id: &RoomId) -> Result<TickReport, StoreError> {
+        self.with_room(id, |r, now| {
+            let e = r.effective(now);
+            let expired = r.expire(now);
+
+            let cutoff = now.saturating_sub(e.abandon_ms);
+            let stale: Vec<u64> = r
+                .seen
+                .iter()
+                .take_while(|(seen, _)| *seen <= cutoff)
+                .take(MAX_DROPS_PER_TICK)
+                .map(|&(_, seq)| seq)
+                .collect();
+            for &seq in &stale {
+                r.remove_waiter(seq);
+            }
+            r.abandoned += stale.len() as u64;
+
+            let mut waiting = r.waiting.len() as u64;
+            let mut active = r.active.len() as u64;
+            let mut admitted = Vec::new();
+            if e.state == RoomState::Open
+                && Room::opened(&e, now)
+                && e.method != QueueingMethod::Reject
+            {
+                r.refill(&e, now);
+                let allow = r.allow.unwrap_or(0.0);
+                let k = if e.method == QueueingMethod::Passthrough {
+                    waiting.min(MAX_ADMITS_PER_TICK)
+                } else {
+                    let budget = allow.floor().max(0.0) as u64;
+                    budget
+                        .min(e.capacity.saturating_sub(active))
+                        .min(waiting)
+                        .min(MAX_ADMITS_PER_TICK)
+                };
+                for _ in 0..k {
+                    let index = if e.method == QueueingMethod::Random {
+                        rand::rng().random_range(0..r.waiting.len())
+                    } else {
+                        0
+                    };
+                    let Some(entry) = r.waiting.nth(index) else {
+                        break;
+                    };
+                    r.remove_waiter(entry.member);
+                    let until = now + e.session_ms;
+                    r.active.insert(entry.member, until);
+                    r.ending.insert((until, entry.member));
+                    admitted.push(entry.member);
+                }
+                let k = admitted.len() as u64;
+                if e.method != QueueingMethod::Passthrough {
+                    r.allow = Some(allow - k as f64);
+                }
+                r.admitted += k;
+
+                let dt = r.rate_at.map_or(0, |at| now.saturating_sub(at));
+                if waiting > 0 && dt > 0 && dt <= 5000 {
+                    let alpha = 1.0 - (-(dt as f64) / 30000.0).exp();
+                    r.rate_est += alpha * ((k * 1000) as f64 / dt as f64 - r.rate_est);
+                }
+                r.rate_at = Some(now);
+                waiting -= k;
+                active += k;
+            }
+
+            if waiting == 0 {
+                r.marks.clear();
+            } else if let Some(front) = r.waiting.first()
+                && front.score >= PREQUEUE_SPAN
+                && let Some((&keep, _)) = r.marks.range(..=front.member).next_back()
+            {
+                r.marks = r.marks.split_off(&keep);
+            }
+
+            TickReport {
+                admitted,
+                expired,
+                abandoned: stale.len() as u64,
+                active,
+                waiting,
+            }
+        })
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+}

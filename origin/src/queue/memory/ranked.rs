@@ -1,0 +1,299 @@
+//! An ordered set with rank, for the embedded store's line: insert, remove,
+//! rank and pick by index all in O(log n), so a status at the back of a
+//! million-long line costs what one at the front does.
+//!
+//! A treap (a binary search tree balanced by random priorities) with subtree
+//! sizes, in an arena of nodes. Keys order exactly as a Redis sorted set
+//! orders its entries: by score, then by member as text, so the embedded
+//! store and Redis give the same positions.
+
+use std::cmp::Ordering;
+
+/// A sorted-set entry: a score and an integer member.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The order in line.
+    pub score: u64,
+    /// The visitor's sequence number.
+    pub member: u64,
+}
+
+/// Decimal digits of `n`, as Redis stores a member.
+fn digits(n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[i..];
+        }
+    }
+}
+
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.score.cmp(&other.score).then_with(|| {
+            // Ties are broken as Redis does: members compared as text ("10" < "9").
+            let (mut a, mut b) = ([0u8; 20], [0u8; 20]);
+            digits(self.member, &mut a).cmp(digits(other.member, &mut b))
+        })
+    }
+}
+
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+const NIL: u32 = u32::MAX;
+
+#[derive(Clone, Copy)]
+struct Node {
+    entry: Entry,
+    priority: u32,
+    size: u32,
+    left: u32,
+    right: u32,
+}
+
+/// The ordered set. Callers keep their own member -> score map and only
+/// remove entries that are present.
+pub struct RankedSet {
+    nodes: Vec<Node>,
+    free: Vec<u32>,
+    root: u32,
+    seed: u64,
+}
+
+impl Default for RankedSet {
+    fn default() -> Self {
+        RankedSet {
+            nodes: Vec::new(),
+            free: Vec::new(),
+            root: NIL,
+            seed: 0x9E37_79B9_7F4A_7C15,
+        }
+    }
+}
+
+impl RankedSet {
+    /// How many entries.
+    pub fn len(&self) -> usize {
+        self.size(self.root) as usize
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.root == NIL
+    }
+
+    fn size(&self, t: u32) -> u32 {
+        if t == NIL {
+            0
+        } else {
+            self.nodes[t as usize].size
+        }
+    }
+
+    fn fix(&mut self, t: u32) {
+        let n = self.nodes[t as usize];
+        self.nodes[t as usize].size = 1 + self.size(n.left) + self.size(n.right);
+    }
+
+    fn next_priority(&mut self) -> u32 {
+        // xorshift64*: priorities only need to look random, not be secret.
+        self.seed ^= self.seed >> 12;
+        self.seed ^= self.seed << 25;
+        self.seed ^= self.seed >> 27;
+        (self.seed.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as u32
+    }
+
+    /// Splits `t` into entries `< key` and entries `>= key`.
+    fn split(&mut self, t: u32, key: &Entry) -> (u32, u32) {
+        if t == NIL {
+            return (NIL, NIL);
+        }
+        let node = self.nodes[t as usize];
+        if node.entry < *key {
+            let (l, r) = self.split(node.right, key);
+            self.nodes[t as usize].right = l;
+            self.fix(t);
+            (t, r)
+        } else {
+            let (l, r) = self.split(node.left, key);
+            self.nodes[t as usize].left = r;
+            self.fix(t);
+            (l, t)
+        }
+    }
+
+    /// Joins two trees where every entry of `a` is below every entry of `b`.
+    fn merge(&mut self, a: u32, b: u32) -> u32 {
+        if a == NIL {
+            return b;
+        }
+        if b == NIL {
+            return a;
+        }
+        if self.nodes[a as usize].priority > self.nodes[b as usize].priority {
+            let right = self.nodes[a as usize].right;
+            let m = self.merge(right, b);
+            self.nodes[a as usize].right = m;
+            self.fix(a);
+            a
+        } else {
+            let left = self.nodes[b as usize].left;
+            let m = self.merge(a, left);
+            self.nodes[b as usize].left = m;
+            self.fix(b);
+            b
+        }
+    }
+
+    /// Adds an entry (not already present).
+    pub fn insert(&mut self, entry: Entry) {
+        let node = Node {
+            entry,
+            priority: self.next_priority(),
+            size: 1,
+            left: NIL,
+            right: NIL,
+        };
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.nodes[id as usize] = node;
+                id
+            }
+            None => {
+                self.nodes.push(node);
+                (self.nodes.len() - 1) as u32
+            }
+        };
+        let (l, r) = self.split(self.root, &entry);
+        let l = self.merge(l, id);
+        self.root = self.merge(l, r);
+    }
+
+    /// Removes an entry; false when it was not there.
+    pub fn remove(&mut self, entry: &Entry) -> bool {
+        let (below, rest) = self.split(self.root, entry);
+        // Entries are unique, so `mid` is the entry's node or nothing.
+        let (mid, above) = self.split_after(rest, entry);
+        if mid != NIL {
+            self.free.push(mid);
+        }
+        self.root = self.merge(below, above);
+        mid != NIL
+    }
+
+    /// Splits `t` into entries `<= key` and entries `> key`.
+    fn split_after(&mut self, t: u32, key: &Entry) -> (u32, u32) {
+        if t == NIL {
+            return (NIL, NIL);
+        }
+        let node = self.nodes[t as usize];
+        if node.entry <= *key {
+            let (l, r) = self.split_after(node.right, key);
+            self.nodes[t as usize].right = l;
+            self.fix(t);
+            (t, r)
+        } else {
+            let (l, r) = self.split_after(node.left, key);
+            self.nodes[t as usize].left = r;
+            self.fix(t);
+            (l, t)
+        }
+    }
+
+    /// How many entries order before `entry`.
+    pub fn rank(&self, entry: &Entry) -> usize {
+        let mut t = self.root;
+        let mut below = 0;
+        while t != NIL {
+            let node = &self.nodes[t as usize];
+            if node.entry < *entry {
+                below += self.size(node.left) as usize + 1;
+                t = node.right;
+            } else {
+                t = node.left;
+            }
+        }
+        below
+    }
+
+    fn nth_in(&self, mut t: u32, mut i: usize) -> Option<Entry> {
+        while t != NIL {
+            let node = &self.nodes[t as usize];
+            let left = self.size(node.left) as usize;
+            match i.cmp(&left) {
+                Ordering::Less => t = node.left,
+                Ordering::Equal => return Some(node.entry),
+                Ordering::Greater => {
+                    i -= left + 1;
+                    t = node.right;
+                }
+            }
+        }
+        None
+    }
+
+    /// The entry at 0-based index `i` in order.
+    pub fn nth(&self, i: usize) -> Option<Entry> {
+        self.nth_in(self.root, i)
+    }
+
+    /// The smallest entry.
+    pub fn first(&self) -> Option<Entry> {
+        self.nth(0)
+    }
+
+    /// Memory held by the nodes, in bytes (for the benchmarks).
+    pub fn heap_bytes(&self) -> usize {
+        self.nodes.capacity() * std::mem::size_of::<Node>()
+            + self.free.capacity() * std::mem::size_of::<u32>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    fn e(score: u64, member: u64) -> Entry {
+        Entry { score, member }
+    }
+
+    #[test]
+    fn ties_order_by_member_text_as_redis_does() {
+        assert!(e(5, 10) < e(5, 9));
+        assert!(e(4, 9) < e(5, 10));
+        assert!(e(5, 1) < e(5, 10));
+    }
+
+    #[test]
+    fn matches_a_sorted_model_under_random_operations() {
+        let mut set = RankedSet::default();
+        let mut model: BTreeSet<Entry> = BTreeSet::new();
+        let mut x: u64 = 12345;
+        for _ in 0..20_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let entry = e((x >> 33) % 500, (x >> 20) % 300);
+            if (x >> 60).is_multiple_of(3) {
+                assert_eq!(set.remove(&entry), model.remove(&entry));
+            } else if model.insert(entry) {
+                set.insert(entry);
+            }
+            assert_eq!(set.len(), model.len());
+        }
+        for (i, entry) in model.iter().enumerate() {
+            assert_eq!(set.rank(entry), i);
+            assert_eq!(set.nth(i), Some(*entry));
+        }
+        assert_eq!(set.first(), model.iter().next().copied());
+    }
+}
