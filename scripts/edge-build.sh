@@ -3,7 +3,8 @@
 # worker-build with the project's own wasm-bindgen, esbuild and wasm-opt
 # (scripts/edge-tools.sh installs them) instead of its GitHub downloads.
 #
-# Usage: scripts/edge-build.sh [--dev]   (--dev: unoptimized, faster)
+# Usage: scripts/edge-build.sh [--dev] [--force]
+#   --dev: unoptimized, faster; --force: rebuild even if the inputs are unchanged
 # wrangler.toml's [build] runs this, so `wrangler dev` and `wrangler deploy`
 # build the same way.
 set -euo pipefail
@@ -11,7 +12,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$ROOT/scripts/edge-tools.sh"
 
-export WASM_BINDGEN_BIN="$ROOT/.tools/bin/wasm-bindgen"
+TOOLS="${WR_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/waiting-room/tools}"
+export WASM_BINDGEN_BIN="$TOOLS/bin/wasm-bindgen"
 # The native esbuild inside its npm package; the .bin shim is a node script
 # that does the same more slowly.
 ESBUILD_BIN="$ROOT/node_modules/@esbuild/linux-x64/bin/esbuild"
@@ -24,10 +26,34 @@ export WASM_OPT_BIN="$ROOT/node_modules/.bin/wasm-opt"
 export CARGO_PROFILE_RELEASE_OPT_LEVEL="${CARGO_PROFILE_RELEASE_OPT_LEVEL:-s}"
 
 mode=(--release)
-if [[ "${1:-}" == "--dev" ]]; then
-  mode=(--dev)
+force=""
+for arg in "$@"; do
+  case "$arg" in
+    --dev) mode=(--dev) ;;
+    --force) force=1 ;;
+    *) echo "usage: $0 [--dev] [--force]" >&2; exit 2 ;;
+  esac
+done
+
+# worker-build reruns wasm-bindgen and wasm-opt (about 20 s) even when
+# nothing changed, so skip it when the inputs hash the same as last time.
+BUILD="$ROOT/edge/build"
+inputs_hash() {
+  {
+    echo "${mode[*]} $CARGO_PROFILE_RELEASE_OPT_LEVEL"
+    cd "$ROOT"
+    find edge/src token/src -type f -print0 | sort -z | xargs -0 sha256sum
+    sha256sum Cargo.toml Cargo.lock edge/Cargo.toml token/Cargo.toml package-lock.json
+  } | sha256sum | cut -d' ' -f1
+}
+want="$(inputs_hash)"
+if [[ -z "$force" && -f "$BUILD/index.js" && -f "$BUILD/index_bg.wasm" \
+      && "$(cat "$BUILD/.inputs-hash" 2>/dev/null)" == "$want" ]]; then
+  echo "edge-build: up to date (edge/build/); --force rebuilds" >&2
+  exit 0
 fi
 
 cd "$ROOT/edge"
-"$ROOT/.tools/bin/worker-build" "${mode[@]}"
-ls -l "$ROOT/edge/build/index.js" "$ROOT/edge/build/index_bg.wasm" >&2
+"$TOOLS/bin/worker-build" "${mode[@]}"
+echo "$want" >"$BUILD/.inputs-hash"
+ls -l "$BUILD/index.js" "$BUILD/index_bg.wasm" >&2

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs every tool the edge worker needs to build and run offline, pinned,
-# into the project (.tools/ and node_modules/), skipping what is already there:
+# skipping what is already there: the cargo-built tools into a per-user cache
+# ($WR_TOOLS_DIR, default ~/.cache/waiting-room/tools; each is checked by its
+# version, so clones and CI runs on one machine share them and skip the
+# ~10 min compile), the npm ones into node_modules/:
 #   - worker-build 0.8.7 (cargo install)
 #   - wasm-bindgen-cli, EXACTLY the wasm-bindgen version in Cargo.lock
 #     (worker-build drives the lockfile's version, not its own)
@@ -14,7 +17,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-TOOLS="$ROOT/.tools"
+TOOLS="${WR_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/waiting-room/tools}"
 WORKER_BUILD_VERSION="0.8.7"
 
 log() { printf 'edge-tools: %s\n' "$*" >&2; }
@@ -36,9 +39,9 @@ cargo_tool() {
   if [[ -x "$TOOLS/bin/$bin" ]] && "$TOOLS/bin/$bin" --version 2>/dev/null | grep -qF "$version"; then
     return 0
   fi
-  log "installing $crate $version into .tools/ (a few minutes on a fresh machine)"
+  log "installing $crate $version into $TOOLS (a few minutes on a fresh machine)"
   # --locked: the crate's own lockfile, so the tool builds the same way every time.
-  # A private target dir under .tools keeps this out of the workspace's target/.
+  # A private target dir beside the tools keeps this out of the workspace's target/.
   local args=(--quiet --root "$TOOLS" --target-dir "$TOOLS/cargo-target" "$crate" --version "=$version")
   if ! cargo install --locked "${args[@]}"; then
     # A crate whose own lockfile pins a version the registry no longer

@@ -16,10 +16,12 @@ step "format"
 cargo fmt --all -- --check
 step "lint"
 cargo clippy --workspace --all-targets -- -D warnings
-step "the token crate builds for the edge (wasm32)"
+step "the token crate and the edge build for wasm32"
 cargo build -p token --target wasm32-unknown-unknown
-cargo clippy -p token --target wasm32-unknown-unknown -- -D warnings
+cargo clippy -p token -p edge --target wasm32-unknown-unknown -- -D warnings
 step "tests (real Redis on 127.0.0.1:6379)"
 cargo test --workspace
 step "the same origin suite on the embedded store"
 WR_TEST_STORE=memory cargo test -p origin --tests
+step "the edge end to end: the worker in workerd before a real origin, and chromium"
+scripts/edge-test.sh

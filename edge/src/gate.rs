@@ -1,0 +1,205 @@
+//! Every decision the edge makes about a request, as one plain function:
+//! [`decide`] takes the settings and what the request carries, and says
+//! where it goes. No I/O, no clock, no Workers types, so every rule is
+//! unit-tested natively (`gate/tests.rs`).
+//!
+//! The rules, in order (the first that applies wins):
+//! 1. `/queue/*` passes to the origin (the queue API).
+//! 2. `/waiting-room/{room}` is the edge's own waiting page for a
+//!    configured room (404 for others); `?to=` names where to go once
+//!    admitted, same-site paths only.
+//! 3. A `BYPASS_PATHS` prefix passes, and so does any `OPTIONS` request
+//!    (CORS preflights never carry credentials, so holding one would only
+//!    break the real request behind it, which is gated as usual).
+//! 4. A path no room protects passes.
+//! 5. A protected path passes with the bypass secret, or with a valid entry
+//!    token for its room (cookie `wr_entry_{room}` or header `Entry-Token`).
+//! 6. Otherwise the request is held. With `FAIL_MODE=open` and the queue
+//!    known to be down it passes; with it unknown the gate asks for a check
+//!    ([`Decision::CheckQueue`]) and is called again with the answer.
+//!    A held request gets the waiting page or the JSON 429 (see
+//!    [`crate::http::want`]).
+//!
+//! Paths are matched in their normalized form ([`crate::path::normalize`]).
+
+use token::Kind;
+
+use crate::config::{EdgeConfig, FailMode, PAGE_PREFIX, QUEUE_PREFIX};
+use crate::health::QueueHealth;
+use crate::http::{self, Lang, Want};
+use crate::path;
+
+/// Header naming an entry token (apps; browsers use the cookie).
+pub const ENTRY_TOKEN_HEADER: &str = "Entry-Token";
+/// Header carrying the operator's bypass secret.
+pub const BYPASS_HEADER: &str = "Waiting-Room-Bypass";
+/// Header the edge adds to everything it forwards, with `EDGE_SECRET`.
+pub const EDGE_HEADER: &str = "Waiting-Room-Edge";
+
+/// What the gate looks at in a request. Header values are as received
+/// (`None` when absent); nothing here has been checked yet.
+#[derive(Clone, Debug)]
+pub struct Input<'r> {
+    /// The HTTP method (`GET`, `POST`, ...).
+    pub method: &'r str,
+    /// The URL path as received, percent-encoding and all.
+    pub path: &'r str,
+    /// The query string without `?` (empty when none).
+    pub query: &'r str,
+    /// `Accept`.
+    pub accept: Option<&'r str>,
+    /// `Sec-Fetch-Mode` (browsers send `navigate` for page loads).
+    pub sec_fetch_mode: Option<&'r str>,
+    /// `Accept-Language`.
+    pub accept_language: Option<&'r str>,
+    /// `Cookie`.
+    pub cookie: Option<&'r str>,
+    /// `Entry-Token`.
+    pub entry_token: Option<&'r str>,
+    /// `Waiting-Room-Bypass`.
+    pub bypass: Option<&'r str>,
+    /// Unix seconds.
+    pub now: u64,
+    /// What is known about the queue API (see [`crate::health`]).
+    pub queue: QueueHealth,
+}
+
+/// Why a request goes to the origin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Pass<'c> {
+    /// `/queue/*`: the queue API.
+    Queue,
+    /// No room protects the path.
+    Unprotected,
+    /// Under a `BYPASS_PATHS` prefix.
+    BypassPath,
+    /// An `OPTIONS` request (a CORS preflight).
+    Preflight,
+    /// Carried the bypass secret.
+    BypassSecret,
+    /// A valid entry token for this room.
+    Admitted(&'c str),
+    /// Held, but `FAIL_MODE=open` and the queue is down.
+    FailOpen(&'c str),
+}
+
+/// Where a request goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision<'c> {
+    /// Forward to the origin unchanged (plus `Waiting-Room-Edge`).
+    Forward(Pass<'c>),
+    /// Answer with the room's waiting page (200, `no-store`).
+    WaitingPage {
+        /// The room.
+        room: &'c str,
+        /// Where to go once admitted: a same-site path and query.
+        target: String,
+        /// The page's language.
+        lang: Lang,
+    },
+    /// Answer 429 with the queue's URLs.
+    InQueue {
+        /// The room.
+        room: &'c str,
+        /// The path and query that was asked for.
+        target: String,
+    },
+    /// Held with `FAIL_MODE=open` and nothing recent known about the queue:
+    /// check it, then call [`decide`] again with [`Input::queue`] set.
+    CheckQueue,
+    /// An edge-owned path for a room that is not configured.
+    NotFound,
+}
+
+/// Decides where a request goes. See the module docs for the rules.
+#[must_use]
+pub fn decide<'c>(cfg: &'c EdgeConfig, input: &Input<'_>) -> Decision<'c> {
+    let normalized = path::normalize(input.path);
+
+    if path::has_prefix(&normalized, QUEUE_PREFIX) {
+        return Decision::Forward(Pass::Queue);
+    }
+    if let Some(rest) = normalized.strip_prefix(PAGE_PREFIX) {
+        let wanted = rest.split('/').next().unwrap_or("");
+        return match cfg.room(wanted) {
+            Some(room) => Decision::WaitingPage {
+                room,
+                target: path::query_param(input.query, "to")
+                    .as_deref()
+                    .and_then(path::safe_target)
+                    .unwrap_or("/")
+                    .to_owned(),
+                lang: http::lang(input.accept_language),
+            },
+            None => Decision::NotFound,
+        };
+    }
+    if cfg.is_bypass_path(&normalized) {
+        return Decision::Forward(Pass::BypassPath);
+    }
+    if input.method.eq_ignore_ascii_case("OPTIONS") {
+        return Decision::Forward(Pass::Preflight);
+    }
+    let Some(room) = cfg.room_for(&normalized) else {
+        return Decision::Forward(Pass::Unprotected);
+    };
+    if input
+        .bypass
+        .is_some_and(|secret| cfg.is_bypass_secret(secret))
+    {
+        return Decision::Forward(Pass::BypassSecret);
+    }
+    if has_entry(cfg, input, room) {
+        return Decision::Forward(Pass::Admitted(room));
+    }
+    if cfg.fail_mode == FailMode::Open {
+        match input.queue {
+            QueueHealth::Down => return Decision::Forward(Pass::FailOpen(room)),
+            QueueHealth::Unknown => return Decision::CheckQueue,
+            QueueHealth::Up => {}
+        }
+    }
+
+    let asked = if input.query.is_empty() {
+        input.path.to_owned()
+    } else {
+        format!("{}?{}", input.path, input.query)
+    };
+    match http::want(input.accept, input.sec_fetch_mode) {
+        Want::Page => Decision::WaitingPage {
+            room,
+            target: path::safe_target(&asked).unwrap_or("/").to_owned(),
+            lang: http::lang(input.accept_language),
+        },
+        Want::Json => Decision::InQueue {
+            room,
+            target: path::safe_target(&asked).unwrap_or("/").to_owned(),
+        },
+    }
+}
+
+/// The cookie that carries a room's entry token.
+#[must_use]
+pub fn entry_cookie_name(room: &str) -> String {
+    format!("wr_entry_{room}")
+}
+
+/// Whether the request carries a genuine, unexpired entry token for `room`,
+/// in its `Entry-Token` header or any of its `wr_entry_{room}` cookies.
+fn has_entry(cfg: &EdgeConfig, input: &Input<'_>, room: &str) -> bool {
+    let verifies = |token: &str| {
+        let token = token.trim();
+        token.len() <= token::MAX_TOKEN_LEN
+            && cfg.keys.verify(token, Kind::Entry, room, input.now).is_ok()
+    };
+    if input.entry_token.is_some_and(verifies) {
+        return true;
+    }
+    let name = entry_cookie_name(room);
+    input
+        .cookie
+        .is_some_and(|cookie| http::cookie_values(cookie, &name).any(verifies))
+}
+
+#[cfg(test)]
+mod tests;

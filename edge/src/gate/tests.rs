@@ -1,0 +1,614 @@
+//! Table-driven tests of every gate decision, with real tokens signed by
+//! the token crate (the origin's signer), so issuer and verifier meet here.
+
+use token::{Claims, Keyring, Kind};
+
+use super::*;
+use crate::config::EdgeConfig;
+use crate::http::Lang;
+
+const NOW: u64 = 1_800_000_000;
+const KEYS: &str = "k2:edge-gate-new-secret-0123,k1:edge-gate-old-secret-0123";
+const BYPASS: &str = "staff-bypass-secret-0123";
+const NAV: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+
+fn config(fail_mode: &str) -> EdgeConfig {
+    let fail_mode = fail_mode.to_owned();
+    EdgeConfig::from_vars(move |name| {
+        Some(
+            match name {
+                "ORIGIN_URL" => "http://127.0.0.1:8080",
+                "ROOMS" => {
+                    r#"[{"room":"concert","paths":["/book/","/api/"]},{"room":"vip","paths":["/book/vip/"]},{"room":"shop","paths":["/"]}]"#
+                }
+                "BYPASS_PATHS" => r#"["/static/","/favicon.ico"]"#,
+                "SIGNING_KEYS" => KEYS,
+                "EDGE_SECRET" => "edge-secret-0123456789",
+                "BYPASS_SECRET" => BYPASS,
+                "FAIL_MODE" => fail_mode.as_str(),
+                _ => return None,
+            }
+            .to_owned(),
+        )
+    })
+    .expect("test config is valid")
+}
+
+fn sign_with(keys: &str, kind: Kind, room: &str, expires_at: u64) -> String {
+    Keyring::parse(keys).expect("keys").sign(&Claims {
+        kind,
+        room: room.to_owned(),
+        visitor: 7,
+        seq: 3,
+        issued_at: NOW - 10,
+        expires_at,
+    })
+}
+
+fn entry(room: &str) -> String {
+    sign_with(KEYS, Kind::Entry, room, NOW + 60)
+}
+
+/// A request builder with browser-navigation defaults.
+#[derive(Clone)]
+struct Req {
+    method: &'static str,
+    path: &'static str,
+    query: &'static str,
+    accept: Option<&'static str>,
+    mode: Option<&'static str>,
+    lang: Option<&'static str>,
+    cookie: Option<String>,
+    header_token: Option<String>,
+    bypass: Option<&'static str>,
+    queue: QueueHealth,
+}
+
+fn nav(path: &'static str) -> Req {
+    Req {
+        method: "GET",
+        path,
+        query: "",
+        accept: Some(NAV),
+        mode: Some("navigate"),
+        lang: None,
+        cookie: None,
+        header_token: None,
+        bypass: None,
+        queue: QueueHealth::Up,
+    }
+}
+
+fn api(path: &'static str) -> Req {
+    Req {
+        accept: Some("application/json"),
+        mode: Some("cors"),
+        ..nav(path)
+    }
+}
+
+impl Req {
+    fn cookie(mut self, c: impl Into<String>) -> Req {
+        self.cookie = Some(c.into());
+        self
+    }
+    fn token(mut self, t: impl Into<String>) -> Req {
+        self.header_token = Some(t.into());
+        self
+    }
+    fn query(mut self, q: &'static str) -> Req {
+        self.query = q;
+        self
+    }
+    fn queue(mut self, q: QueueHealth) -> Req {
+        self.queue = q;
+        self
+    }
+    fn bypass(mut self, b: &'static str) -> Req {
+        self.bypass = Some(b);
+        self
+    }
+    fn lang(mut self, l: &'static str) -> Req {
+        self.lang = Some(l);
+        self
+    }
+    fn decide<'c>(&self, cfg: &'c EdgeConfig) -> Decision<'c> {
+        decide(
+            cfg,
+            &Input {
+                method: self.method,
+                path: self.path,
+                query: self.query,
+                accept: self.accept,
+                sec_fetch_mode: self.mode,
+                accept_language: self.lang,
+                cookie: self.cookie.as_deref(),
+                entry_token: self.header_token.as_deref(),
+                bypass: self.bypass,
+                now: NOW,
+                queue: self.queue,
+            },
+        )
+    }
+}
+
+fn page(room: &'static str, target: &str) -> Decision<'static> {
+    page_in(room, target, Lang::En)
+}
+
+fn page_in(room: &'static str, target: &str, lang: Lang) -> Decision<'static> {
+    Decision::WaitingPage {
+        room,
+        target: target.to_owned(),
+        lang,
+    }
+}
+
+fn in_queue(room: &'static str, target: &str) -> Decision<'static> {
+    Decision::InQueue {
+        room,
+        target: target.to_owned(),
+    }
+}
+
+fn check(cfg: &EdgeConfig, cases: Vec<(&str, Req, Decision<'static>)>) {
+    for (name, req, want) in cases {
+        assert_eq!(req.decide(cfg), want, "case: {name}");
+    }
+}
+
+#[test]
+fn tokens() {
+    let cfg = config("closed");
+    let forged = sign_with(
+        "k2:someone-elses-secret-0123",
+        Kind::Entry,
+        "concert",
+        NOW + 60,
+    );
+    let unknown_kid = sign_with(
+        "k9:edge-gate-new-secret-0123",
+        Kind::Entry,
+        "concert",
+        NOW + 60,
+    );
+    let old_key = sign_with(
+        "k1:edge-gate-old-secret-0123",
+        Kind::Entry,
+        "concert",
+        NOW + 60,
+    );
+    let expired = sign_with(KEYS, Kind::Entry, "concert", NOW);
+    let ticket = sign_with(KEYS, Kind::Ticket, "concert", NOW + 60);
+    let mut tampered = entry("concert");
+    tampered.push('A');
+    let cases = vec![
+        (
+            "valid cookie",
+            nav("/book/x").cookie(format!("wr_entry_concert={}", entry("concert"))),
+            Decision::Forward(Pass::Admitted("concert")),
+        ),
+        (
+            "valid header",
+            api("/api/seats").token(entry("concert")),
+            Decision::Forward(Pass::Admitted("concert")),
+        ),
+        (
+            "signed with the older key of a rotation",
+            nav("/book/x").cookie(format!("wr_entry_concert={old_key}")),
+            Decision::Forward(Pass::Admitted("concert")),
+        ),
+        (
+            "second of two same-name cookies",
+            nav("/book/x").cookie(format!(
+                "wr_entry_concert=junk; wr_entry_concert={}",
+                entry("concert")
+            )),
+            Decision::Forward(Pass::Admitted("concert")),
+        ),
+        ("no token", nav("/book/x"), page("concert", "/book/x")),
+        (
+            "expired",
+            nav("/book/x").cookie(format!("wr_entry_concert={expired}")),
+            page("concert", "/book/x"),
+        ),
+        (
+            "forged",
+            nav("/book/x").cookie(format!("wr_entry_concert={forged}")),
+            page("concert", "/book/x"),
+        ),
+        (
+            "unknown kid",
+            api("/book/x").token(unknown_kid),
+            in_queue("concert", "/book/x"),
+        ),
+        (
+            "tampered",
+            nav("/book/x").cookie(format!("wr_entry_concert={tampered}")),
+            page("concert", "/book/x"),
+        ),
+        (
+            "wrong room",
+            nav("/book/x").cookie(format!("wr_entry_concert={}", entry("vip"))),
+            page("concert", "/book/x"),
+        ),
+        (
+            "right token under the wrong cookie name",
+            nav("/book/x").cookie(format!("wr_entry_vip={}", entry("concert"))),
+            page("concert", "/book/x"),
+        ),
+        (
+            "a ticket is not an entry token",
+            nav("/book/x").cookie(format!("wr_entry_concert={ticket}")),
+            page("concert", "/book/x"),
+        ),
+        (
+            "vip room needs its own token",
+            nav("/book/vip/1").cookie(format!("wr_entry_concert={}", entry("concert"))),
+            page("vip", "/book/vip/1"),
+        ),
+        (
+            "garbage",
+            nav("/book/x")
+                .cookie("wr_entry_concert=%%%;;==")
+                .token("x".repeat(10_000)),
+            page("concert", "/book/x"),
+        ),
+    ];
+    check(&cfg, cases);
+}
+
+#[test]
+fn page_or_json() {
+    let cfg = config("closed");
+    let cases = vec![
+        (
+            "browser navigation",
+            nav("/book/x"),
+            page("concert", "/book/x"),
+        ),
+        (
+            "API call",
+            api("/api/seats"),
+            in_queue("concert", "/api/seats"),
+        ),
+        (
+            "query kept in the target",
+            nav("/book/x").query("seat=12&day=2"),
+            page("concert", "/book/x?seat=12&day=2"),
+        ),
+        (
+            "JSON keeps the query",
+            api("/api/seats").query("perf=1"),
+            in_queue("concert", "/api/seats?perf=1"),
+        ),
+        (
+            "curl's */* gets JSON",
+            Req {
+                accept: Some("*/*"),
+                mode: None,
+                ..nav("/book/x")
+            },
+            in_queue("concert", "/book/x"),
+        ),
+        (
+            "Korean page",
+            nav("/book/x").lang("ko-KR,ko;q=0.9,en;q=0.8"),
+            page_in("concert", "/book/x", Lang::Ko),
+        ),
+    ];
+    check(&cfg, cases);
+}
+
+#[test]
+fn paths() {
+    let cfg = config("closed");
+    let cases = vec![
+        (
+            "queue API passes",
+            api("/queue/concert/status"),
+            Decision::Forward(Pass::Queue),
+        ),
+        (
+            "queue join passes",
+            nav("/queue/concert/join"),
+            Decision::Forward(Pass::Queue),
+        ),
+        (
+            "queue passes even under a catch-all room",
+            nav("/queue/shop/join"),
+            Decision::Forward(Pass::Queue),
+        ),
+        (
+            "dot segments out of /queue/ are gated",
+            nav("/queue/%2e%2e/book/x"),
+            page("concert", "/queue/%2e%2e/book/x"),
+        ),
+        (
+            "bypass path",
+            nav("/static/app.css"),
+            Decision::Forward(Pass::BypassPath),
+        ),
+        (
+            "bypass file",
+            nav("/favicon.ico"),
+            Decision::Forward(Pass::BypassPath),
+        ),
+        (
+            "CORS preflight passes",
+            Req {
+                method: "OPTIONS",
+                accept: Some("*/*"),
+                mode: Some("cors"),
+                ..api("/api/seats")
+            },
+            Decision::Forward(Pass::Preflight),
+        ),
+        (
+            "POST is gated like GET",
+            Req {
+                method: "POST",
+                ..api("/api/holds")
+            },
+            in_queue("concert", "/api/holds"),
+        ),
+        (
+            "dot segments out of a bypass path are gated",
+            nav("/static/..%2Fbook/x"),
+            page("concert", "/static/..%2Fbook/x"),
+        ),
+        ("room prefix", nav("/book/x"), page("concert", "/book/x")),
+        ("folder itself", nav("/book"), page("concert", "/book")),
+        (
+            "longest prefix wins",
+            nav("/book/vip/2"),
+            page("vip", "/book/vip/2"),
+        ),
+        ("case folded", nav("/BOOK/x"), page("concert", "/BOOK/x")),
+        (
+            "encoded letters",
+            nav("/%62ook/x"),
+            page("concert", "/%62ook/x"),
+        ),
+        ("double slash", nav("//book//x"), page("concert", "/")),
+        ("backslash", nav("/book\\x"), page("concert", "/")),
+        ("catch-all room", nav("/about"), page("shop", "/about")),
+        ("root", nav("/"), page("shop", "/")),
+    ];
+    check(&cfg, cases);
+}
+
+#[test]
+fn unprotected_paths_pass_untouched() {
+    let cfg = EdgeConfig::from_vars(|name| {
+        Some(
+            match name {
+                "ORIGIN_URL" => "http://127.0.0.1:8080",
+                "ROOMS" => r#"[{"room":"concert","paths":["/book/"]}]"#,
+                "SIGNING_KEYS" => KEYS,
+                "EDGE_SECRET" => "edge-secret-0123456789",
+                _ => return None,
+            }
+            .to_owned(),
+        )
+    })
+    .expect("valid");
+    check(
+        &cfg,
+        vec![
+            ("home", nav("/"), Decision::Forward(Pass::Unprotected)),
+            (
+                "sibling",
+                nav("/books"),
+                Decision::Forward(Pass::Unprotected),
+            ),
+            ("api", api("/api/x"), Decision::Forward(Pass::Unprotected)),
+            (
+                "bypass header without a secret configured is ignored",
+                nav("/book/x").bypass("anything-anything-anything"),
+                page("concert", "/book/x"),
+            ),
+        ],
+    );
+}
+
+#[test]
+fn bypass_secret() {
+    let cfg = config("closed");
+    check(
+        &cfg,
+        vec![
+            (
+                "right secret",
+                nav("/book/x").bypass(BYPASS),
+                Decision::Forward(Pass::BypassSecret),
+            ),
+            (
+                "spaces around it",
+                api("/api/x").bypass(" staff-bypass-secret-0123 "),
+                Decision::Forward(Pass::BypassSecret),
+            ),
+            (
+                "wrong secret",
+                nav("/book/x").bypass("staff-bypass-secret-0124"),
+                page("concert", "/book/x"),
+            ),
+            (
+                "prefix of it",
+                api("/book/x").bypass("staff"),
+                in_queue("concert", "/book/x"),
+            ),
+            (
+                "empty",
+                api("/book/x").bypass(""),
+                in_queue("concert", "/book/x"),
+            ),
+        ],
+    );
+}
+
+#[test]
+fn fail_modes() {
+    let open = config("open");
+    let closed = config("closed");
+    check(
+        &open,
+        vec![
+            (
+                "open, queue down: page passes",
+                nav("/book/x").queue(QueueHealth::Down),
+                Decision::Forward(Pass::FailOpen("concert")),
+            ),
+            (
+                "open, queue down: API passes",
+                api("/api/x").queue(QueueHealth::Down),
+                Decision::Forward(Pass::FailOpen("concert")),
+            ),
+            (
+                "open, unknown: check first",
+                nav("/book/x").queue(QueueHealth::Unknown),
+                Decision::CheckQueue,
+            ),
+            (
+                "open, queue up: held",
+                nav("/book/x").queue(QueueHealth::Up),
+                page("concert", "/book/x"),
+            ),
+            (
+                "open, queue up: JSON held",
+                api("/api/x").queue(QueueHealth::Up),
+                in_queue("concert", "/api/x"),
+            ),
+            (
+                "open, valid token: no check needed",
+                nav("/book/x")
+                    .queue(QueueHealth::Unknown)
+                    .token(entry("concert")),
+                Decision::Forward(Pass::Admitted("concert")),
+            ),
+            (
+                "open, queue API: no check",
+                nav("/queue/concert/join").queue(QueueHealth::Unknown),
+                Decision::Forward(Pass::Queue),
+            ),
+        ],
+    );
+    // "/other" is protected by the catch-all "shop" room; with the queue up
+    // it is held like any other.
+    assert_eq!(
+        nav("/other").queue(QueueHealth::Unknown).decide(&open),
+        Decision::CheckQueue
+    );
+    check(
+        &closed,
+        vec![
+            (
+                "closed, queue down: page",
+                nav("/book/x").queue(QueueHealth::Down),
+                page("concert", "/book/x"),
+            ),
+            (
+                "closed, queue down: JSON",
+                api("/api/x").queue(QueueHealth::Down),
+                in_queue("concert", "/api/x"),
+            ),
+            (
+                "closed, unknown: never checks",
+                nav("/book/x").queue(QueueHealth::Unknown),
+                page("concert", "/book/x"),
+            ),
+        ],
+    );
+}
+
+#[test]
+fn waiting_page_route_and_redirect_targets() {
+    let cfg = config("closed");
+    let room_page = |query: &'static str| nav("/waiting-room/concert").query(query);
+    check(
+        &cfg,
+        vec![
+            (
+                "page with target",
+                room_page("to=%2Fbook%2Fx%3Fseat%3D1"),
+                page("concert", "/book/x?seat=1"),
+            ),
+            ("page without target", room_page(""), page("concert", "/")),
+            (
+                "unknown room",
+                nav("/waiting-room/nope"),
+                Decision::NotFound,
+            ),
+            (
+                "bad room id",
+                nav("/waiting-room/a%20b"),
+                Decision::NotFound,
+            ),
+            (
+                "dot segments out of the page route are gated",
+                nav("/waiting-room/..%2fbook/x"),
+                page("concert", "/waiting-room/..%2fbook/x"),
+            ),
+            (
+                "protocol-relative",
+                room_page("to=//evil.example/x"),
+                page("concert", "/"),
+            ),
+            (
+                "encoded protocol-relative",
+                room_page("to=%2F%2Fevil.example"),
+                page("concert", "/"),
+            ),
+            (
+                "double-encoded",
+                room_page("to=%252F%252Fevil.example"),
+                page("concert", "/"),
+            ),
+            (
+                "backslashes",
+                room_page("to=%5C%5Cevil.example"),
+                page("concert", "/"),
+            ),
+            (
+                "slash-backslash",
+                room_page("to=/%5Cevil.example"),
+                page("concert", "/"),
+            ),
+            (
+                "absolute URL",
+                room_page("to=https%3A%2F%2Fevil.example%2F"),
+                page("concert", "/"),
+            ),
+            (
+                "javascript:",
+                room_page("to=javascript:alert(1)"),
+                page("concert", "/"),
+            ),
+            (
+                "tab trick",
+                room_page("to=/%09/evil.example"),
+                page("concert", "/"),
+            ),
+            (
+                "plus is a space",
+                room_page("to=/+/evil.example"),
+                page("concert", "/"),
+            ),
+            (
+                "Korean page route",
+                room_page("to=/book/").lang("ko"),
+                page_in("concert", "/book/", Lang::Ko),
+            ),
+            (
+                "a valid token still gets the page (it moves on by itself)",
+                room_page("to=/book/").token(entry("concert")),
+                page("concert", "/book/"),
+            ),
+        ],
+    );
+}
+
+#[test]
+fn entry_cookie_names_follow_the_contract() {
+    assert_eq!(entry_cookie_name("concert"), "wr_entry_concert");
+}

@@ -1,0 +1,73 @@
+//! The waiting room's edge: a Cloudflare Worker (Rust to wasm) in front of
+//! the site. A protected request with a valid entry token goes to the
+//! origin; anyone else gets the waiting page (or, for API calls, a JSON 429
+//! with the queue's URLs). `/queue/*` and unprotected paths pass through.
+//!
+//! # Layout
+//! - [`config`]: the worker's `[vars]` and secrets, parsed and checked once.
+//! - [`gate`]: every decision, as the plain function [`gate::decide`].
+//! - [`path`], [`http`]: path normalization, same-site targets, header parsing.
+//! - [`health`]: what this isolate knows about the queue API (fail modes).
+//! - [`page`]: the waiting page (HTML, CSS, JS, English and Korean).
+//! - [`reply`]: the answers the edge gives itself, as plain data.
+//! - `runtime` (wasm only): the glue to the Workers runtime.
+//!
+//! This file is the thin adapter: it turns a request into a [`gate::Input`],
+//! asks [`gate::decide`], and forwards or answers. It holds no rule itself.
+//! See `docs/edge.md` for running, deploying and the settings.
+
+#![forbid(unsafe_code)]
+// Everything here handles what clients send: no panicking shortcuts.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+pub mod config;
+pub mod gate;
+pub mod health;
+pub mod http;
+pub mod page;
+pub mod path;
+pub mod reply;
+#[cfg(target_arch = "wasm32")]
+mod runtime;
+
+pub use config::{ConfigError, EdgeConfig, FailMode};
+pub use gate::{Decision, Input, Pass, decide};
+
+#[cfg(target_arch = "wasm32")]
+#[worker::event(fetch)]
+async fn fetch(
+    req: worker::Request,
+    env: worker::Env,
+    _ctx: worker::Context,
+) -> worker::Result<worker::Response> {
+    let Some(state) = runtime::state(&env) else {
+        return runtime::respond(reply::Reply::misconfigured());
+    };
+    let seen = runtime::Seen::of(&req)?;
+    let now_ms = runtime::now_ms();
+    let mut input = seen.input(now_ms / 1000, runtime::queue_health(now_ms));
+    let mut decision = decide(&state.cfg, &input);
+    if decision == Decision::CheckQueue {
+        // FAIL_MODE=open and nothing recent is known: ask, then decide again.
+        input.queue = runtime::probe(&state.cfg).await;
+        decision = decide(&state.cfg, &input);
+    }
+    match decision {
+        Decision::Forward(pass) => runtime::forward(req, &state.cfg, pass).await,
+        other => {
+            let fail_open = state.cfg.fail_mode == FailMode::Open;
+            runtime::respond(
+                reply::Reply::for_decision(&other, &state.page, fail_open)
+                    .unwrap_or_else(reply::Reply::misconfigured),
+            )
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! The answers the edge gives itself (everything that is not forwarded), as
+//! plain data: status, headers, body. The runtime adapter copies a
+//! [`Reply`] into a Workers `Response`; building it here keeps the exact
+//! bytes under native tests.
+
+use serde_json::json;
+
+use crate::gate::Decision;
+use crate::page::{Page, page_url};
+
+/// Seconds a JSON client is told to wait before retrying a held request.
+/// Apps should join at once and then poll as the status says; this is for
+/// clients that only read headers.
+pub const IN_QUEUE_RETRY_AFTER: &str = "5";
+
+/// Seconds a client is told to wait when the queue API is unreachable.
+pub const UNAVAILABLE_RETRY_AFTER: &str = "2";
+
+/// A complete response.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reply {
+    /// HTTP status.
+    pub status: u16,
+    /// Headers, in order.
+    pub headers: Vec<(&'static str, String)>,
+    /// The body (UTF-8).
+    pub body: String,
+}
+
+fn error_json(code: &str, message: &str) -> String {
+    json!({"error": {"code": code, "message": message}}).to_string()
+}
+
+fn json_reply(status: u16, body: String) -> Reply {
+    Reply {
+        status,
+        headers: vec![
+            ("Content-Type", "application/json".to_owned()),
+            ("Cache-Control", "no-store".to_owned()),
+        ],
+        body,
+    }
+}
+
+impl Reply {
+    /// The answer for a decision the edge makes itself; `None` for
+    /// [`Decision::Forward`] and [`Decision::CheckQueue`], which are not
+    /// answers.
+    #[must_use]
+    pub fn for_decision(decision: &Decision<'_>, page: &Page, fail_open: bool) -> Option<Reply> {
+        match decision {
+            Decision::WaitingPage { room, target, lang } => Some(Reply {
+                status: 200,
+                headers: vec![
+                    ("Content-Type", "text/html; charset=utf-8".to_owned()),
+                    ("Cache-Control", "no-store".to_owned()),
+                    ("Content-Security-Policy", page.csp().to_owned()),
+                    ("X-Content-Type-Options", "nosniff".to_owned()),
+                    ("Referrer-Policy", "same-origin".to_owned()),
+                    ("X-Robots-Tag", "noindex".to_owned()),
+                    // The same URL serves the page or the site, by cookie.
+                    ("Vary", "Cookie, Accept, Accept-Language".to_owned()),
+                ],
+                body: page.render(room, target, *lang, fail_open),
+            }),
+            Decision::InQueue { room, target } => {
+                let body = json!({
+                    "error": {
+                        "code": "in_queue",
+                        "message": "This resource is behind a waiting room. Join the line, poll \
+                                    its status, and retry with the entry token once admitted.",
+                    },
+                    "queue": {
+                        "room": room,
+                        "join": format!("/queue/{room}/join"),
+                        "status": format!("/queue/{room}/status"),
+                        "page": page_url(room, target),
+                    },
+                });
+                let mut reply = json_reply(429, body.to_string());
+                reply
+                    .headers
+                    .push(("Retry-After", IN_QUEUE_RETRY_AFTER.to_owned()));
+                Some(reply)
+            }
+            Decision::NotFound => Some(Reply::not_found()),
+            Decision::Forward(_) | Decision::CheckQueue => None,
+        }
+    }
+
+    /// 404 for an edge-owned path of an unknown room.
+    #[must_use]
+    pub fn not_found() -> Reply {
+        json_reply(
+            404,
+            error_json("unknown_room", "No waiting room has this name."),
+        )
+    }
+
+    /// 502 when a request could not be forwarded to the origin at all.
+    /// `queue` says whether it was the queue API (then clients back off and
+    /// retry; with `FAIL_MODE=open` the waiting page tries the site).
+    #[must_use]
+    pub fn origin_unreachable(queue: bool) -> Reply {
+        let (code, message) = if queue {
+            (
+                "queue_unavailable",
+                "The waiting room cannot be reached just now. Retry shortly.",
+            )
+        } else {
+            (
+                "origin_unreachable",
+                "The site cannot be reached just now. Retry shortly.",
+            )
+        };
+        let mut reply = json_reply(502, error_json(code, message));
+        reply
+            .headers
+            .push(("Retry-After", UNAVAILABLE_RETRY_AFTER.to_owned()));
+        reply
+    }
+
+    /// 500 when the edge's own settings are invalid: the operator's mistake,
+    /// logged in full; the visitor gets no detail.
+    #[must_use]
+    pub fn misconfigured() -> Reply {
+        json_reply(
+            500,
+            error_json(
+                "edge_misconfigured",
+                "The waiting room is not configured correctly.",
+            ),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::*;
+    use crate::config::PageStyle;
+    use crate::http::Lang;
+
+    fn header<'a>(reply: &'a Reply, name: &str) -> Option<&'a str> {
+        reply
+            .headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    #[test]
+    fn in_queue_has_the_contract_shape() {
+        let page = Page::new(&PageStyle::default());
+        let decision = Decision::InQueue {
+            room: "concert",
+            target: "/api/seats?x=1".to_owned(),
+        };
+        let reply = Reply::for_decision(&decision, &page, false).expect("answer");
+        assert_eq!(reply.status, 429);
+        assert_eq!(header(&reply, "Retry-After"), Some("5"));
+        assert_eq!(header(&reply, "Cache-Control"), Some("no-store"));
+        let body: Value = serde_json::from_str(&reply.body).expect("json");
+        assert_eq!(body["error"]["code"], "in_queue");
+        assert!(body["error"]["message"].is_string());
+        assert_eq!(body["queue"]["room"], "concert");
+        assert_eq!(body["queue"]["join"], "/queue/concert/join");
+        assert_eq!(body["queue"]["status"], "/queue/concert/status");
+        assert_eq!(
+            body["queue"]["page"],
+            "/waiting-room/concert?to=%2Fapi%2Fseats%3Fx%3D1"
+        );
+    }
+
+    #[test]
+    fn waiting_page_is_html_and_never_cached() {
+        let page = Page::new(&PageStyle::default());
+        let decision = Decision::WaitingPage {
+            room: "concert",
+            target: "/book/".to_owned(),
+            lang: Lang::Ko,
+        };
+        let reply = Reply::for_decision(&decision, &page, false).expect("answer");
+        assert_eq!(reply.status, 200);
+        assert_eq!(
+            header(&reply, "Content-Type"),
+            Some("text/html; charset=utf-8")
+        );
+        assert_eq!(header(&reply, "Cache-Control"), Some("no-store"));
+        assert_eq!(header(&reply, "Content-Security-Policy"), Some(page.csp()));
+        assert!(reply.body.contains("<html lang=\"ko\">"));
+    }
+
+    #[test]
+    fn error_replies_use_the_contract_error_shape() {
+        for (reply, status, code) in [
+            (Reply::not_found(), 404, "unknown_room"),
+            (Reply::origin_unreachable(true), 502, "queue_unavailable"),
+            (Reply::origin_unreachable(false), 502, "origin_unreachable"),
+            (Reply::misconfigured(), 500, "edge_misconfigured"),
+        ] {
+            assert_eq!(reply.status, status);
+            let body: Value = serde_json::from_str(&reply.body).expect("json");
+            assert_eq!(body["error"]["code"], code);
+            assert!(body["error"]["message"].is_string());
+        }
+    }
+
+    #[test]
+    fn forwards_are_not_answers() {
+        let page = Page::new(&PageStyle::default());
+        assert!(Reply::for_decision(&Decision::CheckQueue, &page, false).is_none());
+        assert!(
+            Reply::for_decision(
+                &Decision::Forward(crate::gate::Pass::Unprotected),
+                &page,
+                false
+            )
+            .is_none()
+        );
+    }
+}

@@ -1,0 +1,247 @@
+//! The glue to the Workers runtime (wasm only): reading the settings from
+//! `Env`, copying what the gate looks at out of a `Request`, forwarding to
+//! the origin, checking the queue's health, and turning a [`Reply`] into a
+//! `Response`.
+//!
+//! No decisions here: everything that could be a rule lives in
+//! [`crate::gate`], where it is tested natively.
+
+use std::cell::{Cell, OnceCell};
+use std::pin::pin;
+use std::rc::Rc;
+use std::time::Duration;
+
+use futures_util::future::{Either, select};
+use worker::wasm_bindgen::JsValue;
+use worker::{
+    AbortController, Date, Delay, Env, Fetch, Headers, Method, Request, RequestInit,
+    RequestRedirect, Response, Result, console_error, console_warn,
+};
+
+use crate::config::EdgeConfig;
+use crate::gate::{BYPASS_HEADER, EDGE_HEADER, ENTRY_TOKEN_HEADER, Input, Pass};
+use crate::health::{HealthMemory, PROBE_TIMEOUT_MS, QueueHealth, status_means_down};
+use crate::page::Page;
+use crate::reply::Reply;
+
+/// The settings and the prepared page, built once per isolate.
+pub struct State {
+    /// The parsed settings.
+    pub cfg: EdgeConfig,
+    /// The page parts that depend only on the settings.
+    pub page: Page,
+}
+
+/// The worker's variables and secrets, by name. Settings that need it are
+/// JSON; `[vars]` may hold them as a JSON string or as a TOML table/array
+/// (which the runtime hands over as an object), so both are read.
+fn lookup(env: &Env, name: &str) -> Option<String> {
+    if let Ok(value) = env.var(name) {
+        return Some(value.to_string());
+    }
+    env.object_var::<serde_json::Value>(name)
+        .ok()
+        .map(|value| value.to_string())
+}
+
+thread_local! {
+    // wasm32 has one thread: these are per-isolate memories.
+    static STATE: OnceCell<Option<Rc<State>>> = const { OnceCell::new() };
+    static HEALTH: Cell<HealthMemory> = Cell::new(HealthMemory::default());
+}
+
+/// The isolate's settings, parsed on first use; `None` when they are
+/// invalid, which is logged on every request (so the operator sees it).
+pub fn state(env: &Env) -> Option<Rc<State>> {
+    let cached = STATE.with(|cell| {
+        cell.get_or_init(|| {
+            EdgeConfig::from_vars(|name| lookup(env, name))
+                .map(|cfg| {
+                    let page = Page::new(&cfg.page);
+                    Rc::new(State { cfg, page })
+                })
+                .map_err(|e| console_error!("waiting-room edge: {e}"))
+                .ok()
+        })
+        .clone()
+    });
+    if cached.is_none() {
+        console_error!("waiting-room edge: configuration invalid, see above");
+    }
+    cached
+}
+
+/// Unix milliseconds.
+pub fn now_ms() -> u64 {
+    Date::now().as_millis()
+}
+
+/// What this isolate knows about the queue API now.
+pub fn queue_health(now_ms: u64) -> QueueHealth {
+    HEALTH.with(|cell| cell.get().get(now_ms))
+}
+
+fn record_health(up: bool) {
+    HEALTH.with(|cell| {
+        let mut memory = cell.get();
+        memory.record(up, now_ms());
+        cell.set(memory);
+    });
+}
+
+/// Owned copies of what the gate reads, so [`Input`] can borrow them.
+pub struct Seen {
+    method: String,
+    path: String,
+    query: String,
+    accept: Option<String>,
+    sec_fetch_mode: Option<String>,
+    accept_language: Option<String>,
+    cookie: Option<String>,
+    entry_token: Option<String>,
+    bypass: Option<String>,
+}
+
+impl Seen {
+    /// Copies the URL parts and headers the gate looks at.
+    pub fn of(req: &Request) -> Result<Seen> {
+        let url = req.url()?;
+        let headers = req.headers();
+        let get = |name: &str| headers.get(name).ok().flatten();
+        Ok(Seen {
+            method: req.inner().method(),
+            path: url.path().to_owned(),
+            query: url.query().unwrap_or("").to_owned(),
+            accept: get("Accept"),
+            sec_fetch_mode: get("Sec-Fetch-Mode"),
+            accept_language: get("Accept-Language"),
+            cookie: get("Cookie"),
+            entry_token: get(ENTRY_TOKEN_HEADER),
+            bypass: get(BYPASS_HEADER),
+        })
+    }
+
+    /// The gate's view of the request.
+    pub fn input(&self, now: u64, queue: QueueHealth) -> Input<'_> {
+        Input {
+            method: &self.method,
+            path: &self.path,
+            query: &self.query,
+            accept: self.accept.as_deref(),
+            sec_fetch_mode: self.sec_fetch_mode.as_deref(),
+            accept_language: self.accept_language.as_deref(),
+            cookie: self.cookie.as_deref(),
+            entry_token: self.entry_token.as_deref(),
+            bypass: self.bypass.as_deref(),
+            now,
+            queue,
+        }
+    }
+}
+
+/// Request headers not copied to the origin: the runtime sets the
+/// transport ones itself, a client must not choose the edge's secret
+/// header, and the bypass secret stays at the edge.
+const NOT_FORWARDED: [&str; 6] = [
+    "host",
+    "content-length",
+    "connection",
+    "transfer-encoding",
+    "waiting-room-edge",
+    "waiting-room-bypass",
+];
+
+/// Sends the request to the origin as received (same method, path, query,
+/// headers and body; redirects handed back, not followed), plus
+/// `Waiting-Room-Edge`. Queue API answers also update the health memory.
+pub async fn forward(req: Request, cfg: &EdgeConfig, pass: Pass<'_>) -> Result<Response> {
+    let queue = pass == Pass::Queue;
+    let url = req.url()?;
+    let mut target = format!("{}{}", cfg.origin, url.path());
+    if let Some(query) = url.query() {
+        target.push('?');
+        target.push_str(query);
+    }
+    let headers = Headers::new();
+    for (name, value) in req.headers().entries() {
+        if !NOT_FORWARDED.iter().any(|n| name.eq_ignore_ascii_case(n)) {
+            headers.append(&name, &value)?;
+        }
+    }
+    headers.set(EDGE_HEADER, &cfg.edge_secret)?;
+    let method = req.method();
+    let body = match method {
+        Method::Get | Method::Head => None,
+        _ => req.inner().body().map(JsValue::from),
+    };
+    let mut init = RequestInit::new();
+    init.with_method(method)
+        .with_headers(headers)
+        .with_redirect(RequestRedirect::Manual)
+        .with_body(body);
+    let outbound = Request::new_with_init(&target, &init)?;
+    match Fetch::Request(outbound).send().await {
+        Ok(response) => {
+            if queue {
+                record_health(!status_means_down(response.status_code()));
+            }
+            Ok(response)
+        }
+        Err(e) => {
+            console_warn!("waiting-room edge: origin unreachable: {e}");
+            if queue {
+                record_health(false);
+            }
+            respond(Reply::origin_unreachable(queue))
+        }
+    }
+}
+
+/// Asks the origin's `/readyz` (which answers 200 only while its queue
+/// store answers), with a timeout, and remembers the answer.
+pub async fn probe(cfg: &EdgeConfig) -> QueueHealth {
+    let up = readyz(cfg).await;
+    record_health(up);
+    if up {
+        QueueHealth::Up
+    } else {
+        QueueHealth::Down
+    }
+}
+
+async fn readyz(cfg: &EdgeConfig) -> bool {
+    let headers = Headers::new();
+    if headers.set(EDGE_HEADER, &cfg.edge_secret).is_err() {
+        return false;
+    }
+    let mut init = RequestInit::new();
+    init.with_headers(headers)
+        .with_redirect(RequestRedirect::Manual);
+    let Ok(request) = Request::new_with_init(&format!("{}/readyz", cfg.origin), &init) else {
+        return false;
+    };
+    let controller = AbortController::default();
+    let signal = controller.signal();
+    let fetch = Fetch::Request(request);
+    let send = pin!(fetch.send_with_signal(&signal));
+    let timeout = pin!(Delay::from(Duration::from_millis(PROBE_TIMEOUT_MS)));
+    match select(send, timeout).await {
+        Either::Left((Ok(response), _)) => response.status_code() == 200,
+        Either::Left((Err(_), _)) => false,
+        Either::Right(_) => {
+            controller.abort();
+            false
+        }
+    }
+}
+
+/// A [`Reply`] as a Workers `Response`.
+pub fn respond(reply: Reply) -> Result<Response> {
+    let headers = Headers::new();
+    for (name, value) in &reply.headers {
+        headers.set(name, value)?;
+    }
+    Ok(Response::from_bytes(reply.body.into_bytes())?
+        .with_status(reply.status)
+        .with_headers(headers))
+}
