@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every check and test of the project: formatting, lints, the token
-# crate for wasm32, and the whole test suite against a real Redis. Installs
-# and starts what it needs; skips what is already there.
+# crate for wasm32, the whole test suite against a real Redis, and
+# schemathesis against a running origin. Installs and starts what it needs;
+# skips what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -21,3 +22,5 @@ cargo build -p token --target wasm32-unknown-unknown
 cargo clippy -p token --target wasm32-unknown-unknown -- -D warnings
 step "tests (real Redis on 127.0.0.1:6379)"
 cargo test --workspace
+step "schemathesis: the API against its own OpenAPI document (a running origin)"
+./scripts/schemathesis.sh
