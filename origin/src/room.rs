@@ -169,7 +169,7 @@ pub struct RoomSettings {
     #[schema(value_type = Option<String>, format = DateTime, pattern = r"^[2-9]\d{3}-")]
     pub opens_at: Option<OffsetDateTime>,
     /// How many places the line ever gives (`None`: no cap).
-    #[schema(minimum = 1, maximum = 18_446_744_073_709_551_615_u64)]
+    #[schema(minimum = 1, maximum = 9_007_199_254_740_991_u64)]
     pub max_line: Option<u64>,
     /// How the next visitors are picked.
     pub method: QueueingMethod,

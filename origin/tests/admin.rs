@@ -205,6 +205,17 @@ async fn patch_merges_and_null_clears() {
         (2.5, None, 4)
     );
 
+    // The largest line cap the store keeps exactly round-trips.
+    let r = api
+        .admin(
+            "PATCH",
+            "/admin/rooms/tune",
+            r#"{"max_line": 9007199254740991}"#,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.json);
+    assert_eq!(r.json["settings"]["max_line"], 9_007_199_254_740_991_u64);
+
     let r = api
         .admin("PATCH", "/admin/rooms/nosuchroom", r#"{"capacity": 3}"#)
         .await;
@@ -340,6 +351,8 @@ async fn bad_settings_are_refused_and_change_nothing() {
         (r#"{"opens_at": 1893499200}"#.into(), 422, "invalid_body"),
         (r#"{"max_line": 0}"#.into(), 422, "invalid_body"),
         (r#"{"max_line": -5}"#.into(), 422, "invalid_body"),
+        (r#"{"max_line": 9007199254740992}"#.into(), 422, "invalid_body"),
+        (r#"{"max_line": 9223372036854775808}"#.into(), 422, "invalid_body"),
         (r#"{"method": "lifo"}"#.into(), 422, "invalid_body"),
         (
             r#"{"windows": [{"starts_at": "2030-01-02T00:00:00Z", "ends_at": "2030-01-01T00:00:00Z"}]}"#
@@ -397,4 +410,31 @@ async fn unknown_rooms_are_404_on_every_admin_route() {
         assert_eq!(r.error_code(), "unknown_room");
     }
     assert!(redis.store.rooms().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn an_unreachable_store_is_503_on_admin_routes_after_the_key_check() {
+    let store = std::sync::Arc::new(
+        origin::queue::redis::RedisStore::connect(&origin::queue::redis::RedisConfig {
+            url: "redis://127.0.0.1:1".into(), // nothing listens on port 1
+            prefix: unique_prefix(),
+            timeout: Duration::from_millis(200),
+        })
+        .unwrap(),
+    );
+    let api = Api::new(admin_state(store));
+    for (method, uri, body) in [
+        ("GET", "/admin/rooms", ""),
+        ("GET", "/admin/rooms/any", ""),
+        ("PUT", "/admin/rooms/any", r#"{"capacity": 3}"#),
+        ("PATCH", "/admin/rooms/any", r#"{"capacity": 3}"#),
+        ("POST", "/admin/rooms/any/pause", ""),
+    ] {
+        let r = api.admin(method, uri, body).await;
+        assert_eq!(r.status, 503, "{method} {uri}: {}", r.json);
+        assert_eq!(r.error_code(), "store_unavailable");
+        assert!(r.headers.contains_key("retry-after"));
+        let r = api.admin_as(None, method, uri, body).await;
+        assert_eq!(r.status, 401, "the key is checked first");
+    }
 }

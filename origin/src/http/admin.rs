@@ -146,6 +146,23 @@ fn invalid(e: impl std::fmt::Display) -> ApiError {
     ApiError::InvalidBody(e.to_string())
 }
 
+/// Largest `max_line` the store keeps exactly: its scripts count in
+/// doubles, exact up to 2^53 (which is also the largest integer every JSON
+/// client reads exactly).
+// TODO(lead): belongs in `RoomSettings::validate`, so the --rooms file gets it too.
+pub const MAX_LINE: u64 = (1 << 53) - 1;
+
+/// The room's own rules, plus what the store can represent.
+fn validate(settings: &RoomSettings) -> Result<(), ApiError> {
+    settings.validate().map_err(invalid)?;
+    if settings.max_line.is_some_and(|n| n > MAX_LINE) {
+        return Err(invalid(format_args!(
+            "max_line: must be at most {MAX_LINE}, or null for no cap"
+        )));
+    }
+    Ok(())
+}
+
 /// Every room with its settings and live figures.
 #[utoipa::path(
     get,
@@ -232,7 +249,7 @@ async fn put_room(
 ) -> Result<Json<AdminRoom>, ApiError> {
     let fields: Map<String, Value> = optional_json(body)?;
     let settings = merge(&RoomSettings::default(), fields)?;
-    settings.validate().map_err(invalid)?;
+    validate(&settings)?;
     state.store.put_room(&room, &settings).await?;
     tracing::info!(?settings, "room put");
     room_view(&state, &room).await
@@ -273,7 +290,7 @@ async fn patch_room(
     let changes: Map<String, Value> = optional_json(body)?;
     let current = state.store.figures(&room).await?.settings;
     let settings = merge(&current, changes)?;
-    settings.validate().map_err(invalid)?;
+    validate(&settings)?;
     if settings != current {
         state.store.put_room(&room, &settings).await?;
         tracing::info!(?settings, "room patched");

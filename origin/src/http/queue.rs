@@ -80,7 +80,7 @@ struct StatusBody {
     #[schema(required = true)]
     eta_seconds: Option<u64>,
     /// How long to wait before polling again.
-    #[schema(minimum = 1000)]
+    #[schema(minimum = 1000, maximum = 60000)]
     poll_after_ms: u64,
     room: RoomBody,
     /// The ticket (join only); also set as the cookie `wr_ticket_{room}`.
