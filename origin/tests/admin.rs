@@ -328,6 +328,7 @@ async fn bad_settings_are_refused_and_change_nothing() {
         ("{".into(), 400, "malformed_json"),
         (r#"{"capacity": 3"#.into(), 400, "malformed_json"),
         ("capacity=3".into(), 400, "malformed_json"),
+        ("\x0c".into(), 400, "malformed_json"),
         ("[]".into(), 422, "invalid_body"),
         ("3".into(), 422, "invalid_body"),
         ("null".into(), 422, "invalid_body"),
