@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every check and test of the project: formatting, lints, the token
-# crate for wasm32, and the whole test suite against a real Redis. Installs
-# and starts what it needs; skips what is already there.
+# crate for wasm32, the whole test suite against a real Redis, and
+# schemathesis against a running origin. Installs and starts what it needs;
+# skips what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -25,3 +26,5 @@ step "the same origin suite on the embedded store"
 WR_TEST_STORE=memory cargo test -p origin --tests
 step "the edge end to end: the worker in workerd before a real origin, and chromium"
 scripts/edge-test.sh
+step "schemathesis: the API against its own OpenAPI document (a running origin)"
+./scripts/schemathesis.sh

@@ -44,6 +44,25 @@ pub struct Config {
     /// How often the promoter admits, in milliseconds.
     #[arg(long, env = "WR_TICK_MS", default_value_t = 100, value_parser = clap::value_parser!(u64).range(10..=10_000))]
     pub tick_ms: u64,
+
+    /// The admin API's key (`Authorization: Bearer <key>`), at least 16 bytes.
+    /// Unset: the admin API refuses every call (401).
+    #[arg(long, env = "WR_ADMIN_KEY", hide_env_values = true, value_parser = parse_secret)]
+    pub admin_key: Option<String>,
+
+    /// The secret the edge sends in `Waiting-Room-Edge`, at least 16 bytes. Only
+    /// requests carrying it may name the client address (`CF-Connecting-IP`);
+    /// all others are keyed by the TCP peer. Unset: `CF-Connecting-IP` is never trusted.
+    #[arg(long, env = "WR_EDGE_SECRET", hide_env_values = true, value_parser = parse_secret)]
+    pub edge_secret: Option<String>,
+
+    /// Joins per second one client address may make (0 = no limit).
+    #[arg(long, env = "WR_IP_JOIN_RATE", default_value_t = 0)]
+    pub ip_join_rate: u32,
+
+    /// Places one client address may hold in a room at once (0 = no limit).
+    #[arg(long, env = "WR_IP_MAX_PLACES", default_value_t = 0)]
+    pub ip_max_places: u32,
 }
 
 impl Config {
@@ -55,6 +74,17 @@ impl Config {
     /// The Redis command timeout.
     pub fn redis_timeout(&self) -> Duration {
         Duration::from_millis(self.redis_timeout_ms)
+    }
+}
+
+/// Shortest admin key or edge secret accepted: anything shorter is guessable.
+pub const MIN_SECRET_LEN: usize = 16;
+
+fn parse_secret(raw: &str) -> Result<String, String> {
+    if raw.len() < MIN_SECRET_LEN {
+        Err(format!("must be at least {MIN_SECRET_LEN} bytes"))
+    } else {
+        Ok(raw.to_owned())
     }
 }
 
@@ -76,6 +106,8 @@ mod tests {
         assert_eq!(cfg.listen.to_string(), "127.0.0.1:8080");
         assert_eq!(cfg.tick_ms, 100);
         assert!(cfg.redis_url.is_none());
+        assert!(cfg.admin_key.is_none() && cfg.edge_secret.is_none());
+        assert_eq!((cfg.ip_join_rate, cfg.ip_max_places), (0, 0));
     }
 
     #[test]
@@ -85,6 +117,9 @@ mod tests {
             &["origin", "--tick-ms", "0"],
             &["origin", "--redis-prefix", "{x}"],
             &["origin", "--unknown"],
+            &["origin", "--admin-key", "short"],
+            &["origin", "--edge-secret", "short"],
+            &["origin", "--ip-join-rate", "-1"],
         ] {
             assert!(Config::try_parse_from(args).is_err(), "{args:?}");
         }

@@ -61,6 +61,22 @@ pub enum ApiError {
     /// The request's headers are larger than the server accepts.
     #[error("request headers too large")]
     HeadersTooLarge,
+    /// The admin API was called without `Authorization: Bearer <admin key>`.
+    #[error("the admin API needs Authorization: Bearer <admin key>")]
+    MissingAdminKey,
+    /// The admin key presented is wrong.
+    #[error("the admin key is not valid")]
+    InvalidAdminKey,
+    /// The origin runs without `--admin-key`, so the admin API refuses every call.
+    #[error("the admin API is off: this origin was started without --admin-key")]
+    AdminDisabled,
+    /// The client address made more joins than `--ip-join-rate` allows;
+    /// retry after the given number of seconds.
+    #[error("too many joins from this address, retry in {retry_after_secs} s")]
+    RateLimited {
+        /// Seconds until a join would be accepted (at least 1).
+        retry_after_secs: u64,
+    },
     /// The client address already holds as many places in the room as allowed.
     #[error("this address already holds as many places in this room as allowed")]
     TooManyPlaces,
@@ -82,12 +98,15 @@ impl ApiError {
             | ApiError::InvalidTicket { .. }
             | ApiError::MissingEntry
             | ApiError::InvalidEntry(_)
-            | ApiError::SessionEnded => StatusCode::UNAUTHORIZED,
+            | ApiError::SessionEnded
+            | ApiError::MissingAdminKey
+            | ApiError::InvalidAdminKey
+            | ApiError::AdminDisabled => StatusCode::UNAUTHORIZED,
             ApiError::MalformedBody(_) => StatusCode::BAD_REQUEST,
             ApiError::InvalidBody(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            ApiError::TooManyPlaces => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::TooManyPlaces | ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -108,6 +127,10 @@ impl ApiError {
             ApiError::InvalidBody(_) => "invalid_body",
             ApiError::BodyTooLarge => "body_too_large",
             ApiError::HeadersTooLarge => "headers_too_large",
+            ApiError::MissingAdminKey => "missing_admin_key",
+            ApiError::InvalidAdminKey => "invalid_admin_key",
+            ApiError::AdminDisabled => "admin_disabled",
+            ApiError::RateLimited { .. } => "rate_limited",
             ApiError::TooManyPlaces => "too_many_places",
             ApiError::StoreUnavailable => "store_unavailable",
             ApiError::Internal => "internal",
@@ -143,6 +166,15 @@ impl IntoResponse for ApiError {
             }
             ApiError::TooManyPlaces => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("60"));
+            }
+            ApiError::RateLimited { retry_after_secs } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
+            }
+            ApiError::MissingAdminKey | ApiError::InvalidAdminKey | ApiError::AdminDisabled => {
+                headers.insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Bearer realm=\"admin\""),
+                );
             }
             ApiError::InvalidTicket {
                 clear_cookie: Some(name),

@@ -7,10 +7,13 @@
 //! - [`queue`]: the line: the store trait, the promoter, pacing (ETA and poll
 //!   interval), the Redis store with its Lua scripts (`queue/redis/lua`)
 //!   and the embedded store (`queue/memory`).
-//! - [`http`]: the router, one module per resource (`queue`, `health`), the
-//!   extractors, and the entry check protected routes use.
+//! - [`http`]: the router, one module per resource (`queue`, `admin`,
+//!   `health`, `metrics`, `openapi`), the extractors, the client address and
+//!   abuse limits (`client`), and the entry check protected routes use.
+//! - [`telemetry`]: the Prometheus recorder, metric names, and the loop that
+//!   refreshes the per-room gauges.
 //! - [`error`]: the one error type and its JSON shape.
-//! - [`state`]: what handlers share.
+//! - [`state`]: what handlers share (store, keys, admin key, abuse limits).
 //!
 //! The token format itself lives in the `token` crate, shared with the edge.
 
@@ -20,6 +23,7 @@ pub mod http;
 pub mod queue;
 pub mod room;
 pub mod state;
+pub mod telemetry;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -31,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
+use crate::http::client::ClientPolicy;
 use crate::queue::QueueStore;
 use crate::queue::redis::{RedisConfig, RedisStore};
 use crate::state::AppState;
@@ -82,6 +87,27 @@ pub fn store(config: &Config) -> Result<Arc<dyn QueueStore>, StartError> {
     Ok(Arc::new(store))
 }
 
+/// The state handlers share, from the configuration: the admin key (a
+/// warning when there is none) and the abuse limits.
+pub fn app_state(config: &Config, store: Arc<dyn QueueStore>, keys: Keyring) -> AppState {
+    let mut state = AppState::new(store, keys).with_clients(ClientPolicy::new(
+        config.edge_secret.as_deref(),
+        config.ip_join_rate,
+        config.ip_max_places,
+    ));
+    match &config.admin_key {
+        Some(key) => state = state.with_admin_key(key),
+        None => tracing::warn!("no --admin-key: the admin API refuses every call (401)"),
+    }
+    if config.edge_secret.is_none() && (config.ip_join_rate > 0 || config.ip_max_places > 0) {
+        tracing::warn!(
+            "no --edge-secret: abuse limits count the TCP peer; behind the edge that is \
+             the edge itself, so every visitor would share one address"
+        );
+    }
+    state
+}
+
 /// Creates or updates the rooms of the `--rooms` file.
 pub async fn apply_rooms_file(config: &Config, store: &dyn QueueStore) -> Result<(), StartError> {
     let Some(path) = &config.rooms else {
@@ -98,8 +124,12 @@ pub async fn apply_rooms_file(config: &Config, store: &dyn QueueStore) -> Result
     Ok(())
 }
 
-/// Serves the app and runs the promoter until `shutdown` completes, then
-/// lets in-flight requests finish and stops the promoter cleanly.
+/// How often the per-room metrics are read from the store.
+const METRICS_REFRESH: Duration = Duration::from_secs(1);
+
+/// Serves the app and runs the promoter, the metrics refresh and the join
+/// limiter's housekeeping until `shutdown` completes, then lets in-flight
+/// requests finish and stops the background tasks cleanly.
 pub async fn run(
     state: AppState,
     listener: TcpListener,
@@ -113,6 +143,14 @@ pub async fn run(
         tick,
         cancel.clone(),
     ));
+    tasks.spawn(telemetry::run(
+        state.store.clone(),
+        METRICS_REFRESH,
+        cancel.clone(),
+    ));
+    if state.clients.limits_joins() {
+        tasks.spawn(state.clients.clone().housekeeping(cancel.clone()));
+    }
     let stop = cancel.clone();
     let served = http::serve(listener, http::app(state), async move {
         shutdown.await;

@@ -3,7 +3,6 @@
 
 use clap::Parser;
 use origin::config::Config;
-use origin::state::AppState;
 use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
@@ -31,7 +30,7 @@ async fn start(config: Config) -> Result<(), Box<dyn std::error::Error>> {
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     tracing::info!(listen = %config.listen, "origin listening");
     origin::run(
-        AppState::new(store, keys),
+        origin::app_state(&config, store, keys),
         listener,
         config.tick(),
         shutdown_signal(),

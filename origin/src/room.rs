@@ -7,6 +7,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
+use utoipa::ToSchema;
 
 /// A room id: `^[a-z0-9][a-z0-9-]{0,63}$`, checked once at the edge of the
 /// program so every other layer can trust it (it is safe inside store keys,
@@ -43,7 +44,7 @@ impl fmt::Display for RoomId {
 }
 
 /// Whether a room lets people in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RoomState {
     /// Joins take places and the promoter admits.
@@ -77,7 +78,7 @@ impl RoomState {
 }
 
 /// How a room picks whom to admit next; an operator can switch it live.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum QueueingMethod {
     /// In order of join (the default).
@@ -116,23 +117,28 @@ impl QueueingMethod {
 
 /// A scheduled phase of an event: between `starts_at` and `ends_at` the
 /// given settings replace the room's own (fields left out keep the room's).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Window {
     /// Start of the window (inclusive).
     #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime, pattern = r"^[2-9]\d{3}-")]
     pub starts_at: OffsetDateTime,
     /// End of the window (exclusive).
     #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime, pattern = r"^[2-9]\d{3}-")]
     pub ends_at: OffsetDateTime,
     /// Capacity during the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 1_000_000)]
     pub capacity: Option<u32>,
     /// Admit rate during the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(exclusive_minimum = 0, maximum = 1_000_000)]
     pub admit_per_second: Option<f64>,
     /// Session length for visitors admitted during the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 86_400)]
     pub session_seconds: Option<u32>,
     /// Queueing method during the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -142,26 +148,33 @@ pub struct Window {
 /// A room's settings, as the admin API and the `--rooms` file spell them.
 /// Missing fields take the defaults below; unknown fields are refused so a
 /// typo never passes silently.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct RoomSettings {
     /// Most visitors inside at once.
+    #[schema(minimum = 1, maximum = 1_000_000)]
     pub capacity: u32,
     /// Visitors let in per second, at most.
+    #[schema(exclusive_minimum = 0, maximum = 1_000_000)]
     pub admit_per_second: f64,
     /// How long an entry lasts, from admission.
+    #[schema(minimum = 1, maximum = 86_400)]
     pub session_seconds: u32,
     /// How long a waiter who stopped polling keeps the place.
+    #[schema(minimum = 3, maximum = 86_400)]
     pub abandon_seconds: u32,
     /// Before this instant the room is a pre-queue: places are drawn at random
     /// at the opening.
     #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime, pattern = r"^[2-9]\d{3}-")]
     pub opens_at: Option<OffsetDateTime>,
     /// How many places the line ever gives (`None`: no cap).
+    #[schema(minimum = 1, maximum = 9_007_199_254_740_991_u64)]
     pub max_line: Option<u64>,
     /// How the next visitors are picked.
     pub method: QueueingMethod,
     /// Scheduled phases, in time order, not overlapping.
+    #[schema(max_items = 32)]
     pub windows: Vec<Window>,
 }
 
@@ -230,8 +243,11 @@ impl RoomSettings {
         {
             return err("opens_at", "must be a date between the years 2000 and 9999");
         }
-        if self.max_line == Some(0) {
-            return err("max_line", "must be at least 1, or null for no cap");
+        if self.max_line.is_some_and(|n| n == 0 || n > Self::MAX_LINE) {
+            return err(
+                "max_line",
+                "must be between 1 and 9007199254740991 (2^53-1), or null for no cap",
+            );
         }
         if self.windows.len() > Self::MAX_WINDOWS {
             return err("windows", "at most 32 windows");
@@ -255,6 +271,9 @@ impl RoomSettings {
         }
         Ok(())
     }
+
+    /// Largest line cap: the stores keep numbers a Lua script can hold exactly.
+    pub const MAX_LINE: u64 = (1 << 53) - 1;
 
     /// Most scheduled windows per room.
     pub const MAX_WINDOWS: usize = 32;
@@ -398,6 +417,10 @@ mod tests {
             },
             RoomSettings {
                 max_line: Some(0),
+                ..Default::default()
+            },
+            RoomSettings {
+                max_line: Some(RoomSettings::MAX_LINE + 1),
                 ..Default::default()
             },
         ];

@@ -1,10 +1,13 @@
-//! What every handler shares: the queue's store and the signing keys. Built
-//! once at start.
+//! What every handler shares: the queue's store, the signing keys, the admin
+//! key and the abuse limits. Built once at start.
 
 use std::sync::Arc;
 
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
 use token::Keyring;
 
+use crate::http::client::ClientPolicy;
 use crate::queue::QueueStore;
 
 /// The application state handed to every handler.
@@ -14,14 +17,75 @@ pub struct AppState {
     pub store: Arc<dyn QueueStore>,
     /// Signs tickets and entry tokens (first key) and verifies them (all keys).
     pub keys: Arc<Keyring>,
+    /// The admin API's key; `None`: the admin API refuses every call.
+    pub admin_key: Option<Arc<Secret>>,
+    /// Who a client is and how much it may do (join rate, places per address).
+    pub clients: Arc<ClientPolicy>,
 }
 
 impl AppState {
-    /// Builds the state from its parts.
+    /// Builds the state from its parts, with no admin key and no abuse limits.
     pub fn new(store: Arc<dyn QueueStore>, keys: Keyring) -> AppState {
         AppState {
             store,
             keys: Arc::new(keys),
+            admin_key: None,
+            clients: Arc::new(ClientPolicy::default()),
+        }
+    }
+
+    /// Turns the admin API on with this key.
+    pub fn with_admin_key(mut self, key: &str) -> AppState {
+        self.admin_key = Some(Arc::new(Secret::new(key)));
+        self
+    }
+
+    /// Sets the abuse limits and the edge secret.
+    pub fn with_clients(mut self, clients: ClientPolicy) -> AppState {
+        self.clients = Arc::new(clients);
+        self
+    }
+}
+
+/// A shared secret (the admin key, the edge secret), kept as its SHA-256 so
+/// comparing takes the same time whatever the presented value's length or
+/// content.
+pub struct Secret([u8; 32]);
+
+impl Secret {
+    /// Keeps `raw`'s digest.
+    pub fn new(raw: &str) -> Secret {
+        Secret(Sha256::digest(raw.as_bytes()).into())
+    }
+
+    /// Whether `presented` is the secret, compared in constant time.
+    pub fn matches(&self, presented: &[u8]) -> bool {
+        let digest: [u8; 32] = Sha256::digest(presented).into();
+        digest.ct_eq(&self.0).into()
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_match_only_themselves() {
+        let s = Secret::new("0123456789abcdef");
+        assert!(s.matches(b"0123456789abcdef"));
+        for other in [
+            &b""[..],
+            b"0123456789abcde",
+            b"0123456789abcdeF",
+            b"0123456789abcdef ",
+        ] {
+            assert!(!s.matches(other), "{other:?}");
         }
     }
 }

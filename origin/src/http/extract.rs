@@ -113,7 +113,11 @@ pub fn optional_json<T: DeserializeOwned + Default>(
             ApiError::MalformedBody(rejection.body_text())
         }
     })?;
-    if bytes.iter().all(u8::is_ascii_whitespace) {
+    // Only JSON's own whitespace counts as "no body": a form feed is not JSON.
+    if bytes
+        .iter()
+        .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+    {
         return Ok(T::default());
     }
     // Syntax first, shape second: `{"a":` is malformed (400) even though a

@@ -1,26 +1,55 @@
 //! Liveness and readiness: `/healthz` answers while the process runs,
 //! `/readyz` only while the store answers too.
 
+use axum::Json;
 use axum::extract::State;
-use axum::routing::get;
-use axum::{Json, Router};
-use serde_json::{Value, json};
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
+use super::openapi::ErrorBody;
 use crate::error::ApiError;
 use crate::state::AppState;
 
 /// The health routes.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(healthz))
+        .routes(routes!(readyz))
 }
 
-async fn healthz() -> Json<Value> {
-    Json(json!({"status": "ok"}))
+/// A health answer.
+#[derive(Serialize, ToSchema)]
+struct Health {
+    /// `ok` (process up) or `ready` (store reachable too).
+    #[schema(pattern = "^(ok|ready)$")]
+    status: &'static str,
 }
 
-async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+/// Liveness: 200 while the process runs.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "operations",
+    responses((status = 200, description = "The process runs", body = Health)),
+)]
+async fn healthz() -> Json<Health> {
+    Json(Health { status: "ok" })
+}
+
+/// Readiness: 200 while the store answers, else 503.
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    tag = "operations",
+    responses(
+        (status = 200, description = "The store answers", body = Health),
+        (status = 503, description = "`store_unavailable`: the store cannot be reached",
+            body = ErrorBody, headers(("Retry-After" = u32, description = "Seconds to wait"))),
+    ),
+)]
+async fn readyz(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
     state.store.ping().await?;
-    Ok(Json(json!({"status": "ready"})))
+    Ok(Json(Health { status: "ready" }))
 }

@@ -1,13 +1,20 @@
 //! The HTTP layer: one module per resource, each with its `router()`, merged
-//! here into the app; plus the layers every route shares (tracing, panic
-//! catching, header size limit, JSON 404/405).
+//! here into the app and into the OpenAPI document (each route is
+//! registered once, with its description, through `utoipa_axum`); plus the
+//! layers every route shares (tracing, latency metrics, panic catching,
+//! header size limit, JSON 404/405).
 
+mod admin;
+pub mod client;
 pub mod entry;
 pub mod extract;
 mod health;
+mod metrics;
+pub mod openapi;
 mod queue;
 
 use std::future::Future;
+use std::net::SocketAddr;
 
 use axum::Router;
 use axum::extract::Request;
@@ -17,6 +24,9 @@ use axum::response::{IntoResponse, Response};
 use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
+use utoipa::OpenApi;
+use utoipa::openapi::{RefOr, Required};
+use utoipa_axum::router::OpenApiRouter;
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -25,11 +35,40 @@ use crate::state::AppState;
 /// hundred bytes; anything near this is abuse or a broken client.
 pub const MAX_HEADER_BYTES: usize = 16 * 1024;
 
+/// Every route with its description.
+fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        .merge(queue::router())
+        .merge(admin::router())
+        .merge(health::router())
+        .merge(metrics::router())
+        .merge(openapi::router())
+}
+
+/// The OpenAPI document of every route [`app`] serves.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    let mut doc = routes().split_for_parts().1;
+    // Every body this API takes may be left out: join and leave take none
+    // (or `{}`), PUT then means all defaults, PATCH no change.
+    for item in doc.paths.paths.values_mut() {
+        for op in [&mut item.put, &mut item.post, &mut item.patch]
+            .into_iter()
+            .flatten()
+        {
+            if let Some(RefOr::T(body)) = &mut op.request_body {
+                body.required = Some(Required::False);
+            }
+        }
+    }
+    doc
+}
+
 /// The whole application.
 pub fn app(state: AppState) -> Router {
-    Router::new()
-        .merge(queue::router())
-        .merge(health::router())
+    // Installs the metrics recorder before the first request is timed.
+    crate::telemetry::handle();
+    let (router, _) = routes().split_for_parts();
+    router
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(middleware::from_fn(limit_headers))
@@ -39,6 +78,7 @@ pub fn app(state: AppState) -> Router {
                 ApiError::Internal.into_response()
             },
         ))
+        .layer(middleware::from_fn(metrics::track))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }
@@ -58,7 +98,8 @@ async fn limit_headers(request: Request, next: Next) -> Response {
 }
 
 /// Serves `app` on `listener` until `shutdown` completes; in-flight requests
-/// finish first.
+/// finish first. Handlers see the TCP peer's address (`ConnectInfo`), which
+/// the abuse limits key clients by.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
@@ -72,7 +113,10 @@ pub async fn serve(
             tracing::debug!(error = %e, "cannot set TCP_NODELAY");
         }
     });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
 }

@@ -4,25 +4,29 @@
 //! `Authorization: Bearer` (apps).
 
 use axum::Json;
-use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use token::{Claims, Kind};
+use tracing::instrument;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
+use super::client::Client;
 use super::extract::{
     Room, clear_cookie, entry_cookie, insecure_loopback, optional_json, presented_ticket,
     set_cookie, ticket_cookie, verify,
 };
+use super::openapi::{ErrorBody, RoomPath};
 use crate::error::ApiError;
 use crate::queue::{PREQUEUE_SPAN, Snapshot, Standing, pacing};
-use crate::room::RoomId;
+use crate::room::{RoomId, RoomState};
 use crate::state::AppState;
 
 /// Largest body a queue route accepts (they take none, or `{}`).
@@ -32,41 +36,72 @@ const MAX_BODY: usize = 1024;
 const TICKET_LIFETIME_SECS: u64 = 24 * 3600;
 
 /// The queue routes.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/queue/{room}/join", post(join))
-        .route("/queue/{room}/status", get(status))
-        .route("/queue/{room}/leave", post(leave))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(join))
+        .routes(routes!(status))
+        .routes(routes!(leave))
         .layer(DefaultBodyLimit::max(MAX_BODY))
 }
 
-/// The join body: nothing yet, but unknown fields are refused so a client
-/// that thinks it sends options hears that they are ignored.
-#[derive(Deserialize, Default)]
+/// The join and leave body: nothing yet (empty, or `{}`), but unknown fields
+/// are refused so a client that thinks it sends options hears that they are
+/// ignored.
+#[derive(Deserialize, Default, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct JoinBody {}
+struct EmptyBody {}
+
+/// Where the visitor stands.
+#[derive(Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+enum VisitorState {
+    /// In line (`position` says where, once the room has opened).
+    Waiting,
+    /// Let in: `entry_token` and `entry_expires_at` are set.
+    Admitted,
+    /// A genuine ticket whose place is gone (left, abandoned, session ended): join again.
+    Expired,
+    /// The room is closed: no place is given or kept.
+    Closed,
+    /// The line cap is reached: no place was given.
+    SoldOut,
+}
 
 /// The contract's status body.
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 struct StatusBody {
-    state: &'static str,
+    state: VisitorState,
+    /// 1 = next; null unless waiting, and while waiting before the opening.
+    #[schema(required = true, minimum = 1)]
     position: Option<u64>,
+    /// Everyone in line in this room.
     waiting: u64,
+    /// Expected wait, from the rate actually achieved; null before the opening and while paused.
+    #[schema(required = true)]
     eta_seconds: Option<u64>,
+    /// How long to wait before polling again.
+    #[schema(minimum = 1000, maximum = 60000)]
     poll_after_ms: u64,
     room: RoomBody,
+    /// The ticket (join only); also set as the cookie `wr_ticket_{room}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     ticket: Option<String>,
+    /// Only when admitted; also set as the cookie `wr_entry_{room}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     entry_token: Option<String>,
+    /// Only when admitted: when the entry token ends (RFC 3339).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime)]
     entry_expires_at: Option<String>,
 }
 
-#[derive(Serialize)]
+/// The room a status body is about.
+#[derive(Serialize, ToSchema)]
 struct RoomBody {
     id: String,
-    state: &'static str,
+    state: RoomState,
+    /// The opening (RFC 3339); null when the room has none.
+    #[schema(required = true, format = DateTime)]
     opens_at: Option<String>,
 }
 
@@ -185,13 +220,13 @@ fn respond(
     }
 
     let (state_name, position) = match snap.standing {
-        Standing::Waiting { position } => ("waiting", position),
-        Standing::Admitted { .. } => ("admitted", None),
-        Standing::Gone => ("expired", None),
-        Standing::Closed => ("closed", None),
-        Standing::SoldOut => ("sold_out", None),
+        Standing::Waiting { position } => (VisitorState::Waiting, position),
+        Standing::Admitted { .. } => (VisitorState::Admitted, None),
+        Standing::Gone => (VisitorState::Expired, None),
+        Standing::Closed => (VisitorState::Closed, None),
+        Standing::SoldOut => (VisitorState::SoldOut, None),
         // Refused before a body is built (see join).
-        Standing::LimitReached => ("sold_out", None),
+        Standing::LimitReached => (VisitorState::SoldOut, None),
     };
     let body = StatusBody {
         state: state_name,
@@ -201,7 +236,7 @@ fn respond(
         poll_after_ms: pacing::poll_after_ms(snap.standing, line),
         room: RoomBody {
             id: room.to_string(),
-            state: line.state.as_str(),
+            state: line.state,
             opens_at: line.opens_at_ms.and_then(rfc3339_ms),
         },
         ticket,
@@ -217,20 +252,53 @@ fn respond(
     response
 }
 
-/// `POST /queue/{room}/join`: a place in line, the existing place of a valid
-/// ticket, or admission at once when nobody waits and there is room.
+/// Join the room's line.
+///
+/// Gives a place in line and a ticket, gives back the place of a valid
+/// ticket (never a second place), or admits at once when the room is open,
+/// nobody waits and there is room. A closed room answers `closed`, a room
+/// whose line cap is reached `sold_out`; neither takes a place. The ticket
+/// is also set as the cookie `wr_ticket_{room}` (HttpOnly, SameSite=Lax,
+/// Path=/, Secure except on plain-http loopback), and when admitted the
+/// entry token as `wr_entry_{room}`.
+#[utoipa::path(
+    post,
+    path = "/queue/{room}/join",
+    tag = "queue",
+    params(RoomPath),
+    request_body(content = EmptyBody, description = "Nothing, or `{}`"),
+    security((), ("ticket" = [])),
+    responses(
+        (status = 200, description = "Where the visitor stands, with its ticket", body = StatusBody,
+            headers(("Set-Cookie" = String, description = "`wr_ticket_{room}`, and `wr_entry_{room}` when admitted"))),
+        (status = 400, description = "`malformed_json`: the body is not JSON", body = ErrorBody),
+        (status = 401, description = "`invalid_ticket`: the ticket presented is forged, malformed, expired or for another room", body = ErrorBody),
+        (status = 404, description = "`unknown_room`", body = ErrorBody),
+        (status = 413, description = "`body_too_large`: over 1 KiB", body = ErrorBody),
+        (status = 422, description = "`invalid_body`: JSON other than `{}`", body = ErrorBody),
+        (status = 429, description = "`rate_limited` (too many joins from this address) or \
+            `too_many_places` (this address holds as many places as allowed); no place was taken",
+            body = ErrorBody, headers(("Retry-After" = u32, description = "Seconds to wait"))),
+        (status = 503, description = "`store_unavailable`", body = ErrorBody,
+            headers(("Retry-After" = u32, description = "Seconds to wait"))),
+    ),
+)]
+#[instrument(skip_all, fields(%room, client = %client))]
 async fn join(
     State(state): State<AppState>,
     Room(room): Room,
+    Client(client): Client,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let JoinBody {} = optional_json(body)?;
+    let EmptyBody {} = optional_json(body)?;
+    state.clients.check_join(&client)?;
     let claims = ticket_claims(&state, &headers, &room, unix_now()).await?;
     let draw = rand::random::<u64>() % PREQUEUE_SPAN;
+    let limit = state.clients.place_limit(&client);
     let snap = state
         .store
-        .join(&room, claims.as_ref().map(|c| c.seq), draw, None)
+        .join(&room, claims.as_ref().map(|c| c.seq), draw, limit.as_ref())
         .await?;
     if snap.standing == Standing::LimitReached {
         return Err(ApiError::TooManyPlaces);
@@ -243,7 +311,27 @@ async fn join(
     Ok(respond(&state, &room, &headers, snap, visitor, true))
 }
 
-/// `GET /queue/{room}/status`: where the ticket's holder stands.
+/// Where the ticket's holder stands.
+///
+/// Also records that the visitor still polls (a waiter who stops polling
+/// for the room's abandon time loses the place). When admitted, the answer
+/// carries the entry token, also set as the cookie `wr_entry_{room}`.
+#[utoipa::path(
+    get,
+    path = "/queue/{room}/status",
+    tag = "queue",
+    params(RoomPath),
+    security(("ticket" = [])),
+    responses(
+        (status = 200, description = "Where the visitor stands", body = StatusBody,
+            headers(("Set-Cookie" = String, description = "`wr_entry_{room}` when admitted"))),
+        (status = 401, description = "`missing_ticket` or `invalid_ticket`", body = ErrorBody),
+        (status = 404, description = "`unknown_room`", body = ErrorBody),
+        (status = 503, description = "`store_unavailable`", body = ErrorBody,
+            headers(("Retry-After" = u32, description = "Seconds to wait"))),
+    ),
+)]
+#[instrument(skip_all, fields(%room))]
 async fn status(
     State(state): State<AppState>,
     Room(room): Room,
@@ -261,15 +349,36 @@ async fn status(
     ))
 }
 
-/// `POST /queue/{room}/leave`: gives up the place or the session at once and
-/// deletes the room's cookies.
+/// Give up the place in line or the session.
+///
+/// The slot is free at once; the room's cookies are deleted.
+#[utoipa::path(
+    post,
+    path = "/queue/{room}/leave",
+    tag = "queue",
+    params(RoomPath),
+    request_body(content = EmptyBody, description = "Nothing, or `{}`"),
+    security(("ticket" = [])),
+    responses(
+        (status = 204, description = "Left",
+            headers(("Set-Cookie" = String, description = "Deletes `wr_ticket_{room}` and `wr_entry_{room}`"))),
+        (status = 400, description = "`malformed_json`", body = ErrorBody),
+        (status = 401, description = "`missing_ticket` or `invalid_ticket`", body = ErrorBody),
+        (status = 404, description = "`unknown_room`", body = ErrorBody),
+        (status = 413, description = "`body_too_large`: over 1 KiB", body = ErrorBody),
+        (status = 422, description = "`invalid_body`: JSON other than `{}`", body = ErrorBody),
+        (status = 503, description = "`store_unavailable`", body = ErrorBody,
+            headers(("Retry-After" = u32, description = "Seconds to wait"))),
+    ),
+)]
+#[instrument(skip_all, fields(%room))]
 async fn leave(
     State(state): State<AppState>,
     Room(room): Room,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let JoinBody {} = optional_json(body)?;
+    let EmptyBody {} = optional_json(body)?;
     let claims = required_claims(&state, &headers, &room, unix_now()).await?;
     state.store.leave(&room, claims.seq).await?;
     let mut response = StatusCode::NO_CONTENT.into_response();

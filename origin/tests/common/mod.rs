@@ -313,3 +313,36 @@ pub async fn spawn(state: AppState, promoter_tick: Option<Duration>) -> Running 
         task: Some(task),
     }
 }
+
+/// The admin key of [`admin_state`].
+pub const ADMIN_KEY: &str = "admin-key-for-tests-0123456789";
+
+/// A state with the admin API on ([`ADMIN_KEY`]).
+pub fn admin_state(store: Arc<dyn QueueStore>) -> AppState {
+    state(store).with_admin_key(ADMIN_KEY)
+}
+
+impl Api {
+    /// An admin call with `key` (None: no Authorization header) and a raw body.
+    pub async fn admin_as(
+        &self,
+        key: Option<&str>,
+        method: &str,
+        uri: &str,
+        body: impl Into<Body>,
+    ) -> Reply {
+        let mut req = Request::builder()
+            .method(method)
+            .uri(uri)
+            .header("content-type", "application/json");
+        if let Some(k) = key {
+            req = req.header("authorization", format!("Bearer {k}"));
+        }
+        self.send(req.body(body.into()).unwrap()).await
+    }
+
+    /// An admin call with the right key.
+    pub async fn admin(&self, method: &str, uri: &str, body: impl Into<Body>) -> Reply {
+        self.admin_as(Some(ADMIN_KEY), method, uri, body).await
+    }
+}

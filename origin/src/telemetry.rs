@@ -1,0 +1,173 @@
+//! Metrics: the process-wide Prometheus recorder (`metrics` with
+//! `metrics-exporter-prometheus`, which writes the exposition format), the
+//! metric names, and the loop that refreshes the per-room gauges from the
+//! store. The HTTP side (the `/metrics` route and the latency middleware)
+//! is in `http::metrics`; nothing here knows HTTP.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use metrics::{Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use tokio_util::sync::CancellationToken;
+
+use crate::queue::{QueueStore, StoreError};
+
+/// Histogram: seconds from request to response, by `route` (the matched
+/// route pattern, or `unmatched`), `method` and `status`.
+pub const HTTP_DURATION: &str = "wr_http_request_duration_seconds";
+/// Gauge per `room`: everyone in line.
+pub const ROOM_WAITING: &str = "wr_room_waiting";
+/// Gauge per `room`: visitors inside now.
+pub const ROOM_ACTIVE: &str = "wr_room_active";
+/// Gauge per `room`: most visitors inside at once (the setting).
+pub const ROOM_CAPACITY: &str = "wr_room_capacity";
+/// Counter per `room`: admitted since the room was created.
+pub const ROOM_ADMITTED: &str = "wr_room_admitted_total";
+/// Counter per `room`: waiters dropped for not polling since the room was created.
+pub const ROOM_ABANDONED: &str = "wr_room_abandoned_total";
+/// Gauge per `room`: admissions per second actually achieved recently.
+pub const ROOM_ADMIT_RATE: &str = "wr_room_admit_rate";
+/// Gauge per `room`: how long the visitor at the front has waited (0 when nobody waits).
+pub const ROOM_OLDEST_WAIT: &str = "wr_room_oldest_wait_seconds";
+/// Gauge per `room` and `state` (open, paused, closed): 1 for the room's state, else 0.
+pub const ROOM_STATE: &str = "wr_room_state";
+/// Gauge: 1 when the last refresh of the room figures reached the store, else 0.
+pub const STORE_UP: &str = "wr_store_up";
+/// Counter: joins refused by `--ip-join-rate`.
+pub const JOINS_RATE_LIMITED: &str = "wr_joins_rate_limited_total";
+
+/// Latency buckets in seconds: a join is about a millisecond on loopback
+/// Redis; the slow end is the store timeout.
+const LATENCY_BUCKETS: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+];
+
+/// The recorder's handle, installed as the global recorder on first use.
+/// Installing can only fail when something else installed a recorder first;
+/// then this handle renders only what it records itself (nothing), and
+/// start-up says so in the log.
+pub fn handle() -> &'static PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE.get_or_init(|| {
+        let builder = PrometheusBuilder::new()
+            .set_buckets_for_metric(Matcher::Full(HTTP_DURATION.into()), LATENCY_BUCKETS)
+            .unwrap_or_else(|_| PrometheusBuilder::new());
+        let recorder = builder.build_recorder();
+        let handle = recorder.handle();
+        if let Err(e) = metrics::set_global_recorder(recorder) {
+            tracing::warn!(error = %e, "another metrics recorder is installed; /metrics stays empty");
+        }
+        describe();
+        handle
+    })
+}
+
+fn describe() {
+    describe_histogram!(
+        HTTP_DURATION,
+        Unit::Seconds,
+        "Time from request to response, by matched route, method and status."
+    );
+    describe_gauge!(ROOM_WAITING, "Everyone in line, per room.");
+    describe_gauge!(ROOM_ACTIVE, "Visitors inside now, per room.");
+    describe_gauge!(
+        ROOM_CAPACITY,
+        "Most visitors inside at once (setting), per room."
+    );
+    describe_counter!(
+        ROOM_ADMITTED,
+        "Visitors admitted since the room was created."
+    );
+    describe_counter!(
+        ROOM_ABANDONED,
+        "Waiters dropped for not polling since the room was created."
+    );
+    describe_gauge!(
+        ROOM_ADMIT_RATE,
+        "Admissions per second actually achieved recently, per room."
+    );
+    describe_gauge!(
+        ROOM_OLDEST_WAIT,
+        Unit::Seconds,
+        "How long the visitor at the front of the line has waited, per room."
+    );
+    describe_gauge!(
+        ROOM_STATE,
+        "1 for the room's state (open, paused, closed), else 0."
+    );
+    describe_gauge!(
+        STORE_UP,
+        "1 when the last refresh of room figures reached the store, else 0."
+    );
+    describe_counter!(
+        JOINS_RATE_LIMITED,
+        "Joins refused by the per-address join rate."
+    );
+}
+
+/// Reads every room's figures into the per-room gauges.
+async fn refresh(store: &dyn QueueStore) -> Result<(), StoreError> {
+    for room in store.rooms().await? {
+        let f = match store.figures(&room).await {
+            Ok(f) => f,
+            Err(StoreError::UnknownRoom) => continue,
+            Err(e) => return Err(e),
+        };
+        let id = room.to_string();
+        gauge!(ROOM_WAITING, "room" => id.clone()).set(f.waiting as f64);
+        gauge!(ROOM_ACTIVE, "room" => id.clone()).set(f.active as f64);
+        gauge!(ROOM_CAPACITY, "room" => id.clone()).set(f64::from(f.settings.capacity));
+        counter!(ROOM_ADMITTED, "room" => id.clone()).absolute(f.admitted_total);
+        counter!(ROOM_ABANDONED, "room" => id.clone()).absolute(f.abandoned_total);
+        let rate = if f.admit_rate.is_finite() {
+            f.admit_rate
+        } else {
+            0.0
+        };
+        gauge!(ROOM_ADMIT_RATE, "room" => id.clone()).set(rate);
+        gauge!(ROOM_OLDEST_WAIT, "room" => id.clone())
+            .set(f.oldest_wait_seconds.unwrap_or(0) as f64);
+        for state in [
+            crate::room::RoomState::Open,
+            crate::room::RoomState::Paused,
+            crate::room::RoomState::Closed,
+        ] {
+            let on = if state == f.state { 1.0 } else { 0.0 };
+            gauge!(ROOM_STATE, "room" => id.clone(), "state" => state.as_str()).set(on);
+        }
+    }
+    Ok(())
+}
+
+/// Refreshes the room gauges and runs the recorder's upkeep every
+/// `interval` until `cancel` fires. A failing store is logged when it starts
+/// and stops failing, not on every round.
+pub async fn run(store: Arc<dyn QueueStore>, interval: Duration, cancel: CancellationToken) {
+    let handle = handle();
+    let mut failing = false;
+    loop {
+        match refresh(store.as_ref()).await {
+            Ok(()) => {
+                if failing {
+                    tracing::info!("metrics: store reachable again");
+                    failing = false;
+                }
+                gauge!(STORE_UP).set(1.0);
+            }
+            Err(e) => {
+                if !failing {
+                    tracing::warn!(error = %e, "metrics: cannot read room figures");
+                    failing = true;
+                }
+                gauge!(STORE_UP).set(0.0);
+            }
+        }
+        handle.run_upkeep();
+        tokio::select! {
+            () = cancel.cancelled() => break,
+            () = tokio::time::sleep(interval) => {}
+        }
+    }
+    tracing::info!("metrics refresh stopped");
+}
