@@ -74,6 +74,7 @@ pub fn store(config: &Config) -> Result<Arc<dyn QueueStore>, StartError> {
         url: url.clone(),
         prefix: config.redis_prefix.clone(),
         timeout: config.redis_timeout(),
+        cluster: config.redis_cluster,
     })?;
     Ok(Arc::new(store))
 }
