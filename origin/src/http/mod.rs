@@ -16,7 +16,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnFailure, TraceLayer};
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -39,7 +39,13 @@ pub fn app(state: AppState) -> Router {
                 ApiError::Internal.into_response()
             },
         ))
-        .layer(TraceLayer::new_for_http())
+        // 5xx are logged where they arise (error.rs, rate-limited during a
+        // store outage); the trace layer's own per-response error line would
+        // log every failed request of an outage again.
+        .layer(
+            TraceLayer::new_for_http()
+                .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
+        )
         .with_state(state)
 }
 
