@@ -116,7 +116,8 @@ pub async fn the_prequeue_draws_places_at_the_opening_and_later_joins_queue_behi
     }
 
     let order = promote(store.as_ref(), &room, 60, 1_000).await;
-    let early_seqs: Vec<u64> = (1..=40).collect();
+    // Sequence numbers start at the room's base, not at 1.
+    let early_seqs: Vec<u64> = early.iter().map(|t| seq_of(t, &room)).collect();
     let mut first: Vec<u64> = order[..40].to_vec();
     assert_ne!(
         first, early_seqs,

@@ -16,8 +16,8 @@ if room.state == 'closed' then
 end
 
 -- A valid ticket whose place still stands gets that place back, never a second one.
-local mine = ARGV[2]
-if mine ~= '' then
+local mine = member_of(room, ARGV[2])
+if mine then
   local until_ms = tonumber(redis.call('ZSCORE', ACTIVE, mine))
   if until_ms and until_ms > now then
     return view(room, now, 'admitted', tonumber(mine), nil, until_ms)
@@ -33,6 +33,7 @@ if room.max_line > 0 and room.seq >= room.max_line then
 end
 
 -- The order of the line is this counter: one atomic step, never a clock.
+-- (The ticket gets base + seq; see member_of.)
 local seq = redis.call('HINCRBY', ROOM, 'seq', 1)
 local member = int(seq)
 local is_open = opened(room, now)

@@ -3,11 +3,12 @@
 -- Every script gets the same four keys, all under the room's hash tag, so a
 -- script touches one slot and runs unchanged on Redis Cluster:
 --   KEYS[1] room hash: settings, counters, admission budget, rate estimate
---   KEYS[2] waiting zset: member = seq, score = order in line
---   KEYS[3] seen zset: member = seq, score = last poll (ms)
---   KEYS[4] active zset: member = seq, score = end of session (ms)
--- Members are the visitor's sequence number as decimal text: what else a
--- visitor is lives in its signed ticket, not here.
+--   KEYS[2] waiting zset: member (see below), score = order in line
+--   KEYS[3] seen zset: member, score = last poll (ms)
+--   KEYS[4] active zset: member, score = end of session (ms)
+-- Members are short decimal integers (1, 2, 3, ... in order of joining):
+-- what else a visitor is lives in its signed ticket, not here. The ticket
+-- carries the sequence number base + member (see member_of).
 -- Time always comes from Redis (TIME), so origin instances with skewed clocks
 -- agree on openings, expiry and the budget.
 
@@ -36,7 +37,7 @@ end
 -- The room's settings and counters, or nil when the room does not exist.
 local function load_room()
   local v = redis.call('HMGET', ROOM, 'state', 'capacity', 'rate', 'session_ms',
-    'abandon_ms', 'opens_at', 'max_line', 'seq', 'allow', 'refill_at', 'rate_est', 'rate_at')
+    'abandon_ms', 'opens_at', 'max_line', 'seq', 'allow', 'refill_at', 'rate_est', 'rate_at', 'base')
   if not v[1] then
     return nil
   end
@@ -53,7 +54,27 @@ local function load_room()
     refill_at = tonumber(v[10]),
     rate_est = tonumber(v[11]) or 0,
     rate_at = tonumber(v[12]),
+    base = tonumber(v[13]) or 0,
   }
+end
+
+-- A visitor's sequence number is the room's base plus its member. The base
+-- is set once, when the room is created, from the clock (ms * 1000): a room
+-- created again after Redis lost its data starts far above every number the
+-- lost line gave out, so a ticket from before the loss never names a new
+-- visitor's place (it reads as gone). Members stay short, which keeps the
+-- sorted sets small. Returns the member as text, or nil when the sequence
+-- number was never given out by this room.
+local function member_of(room, seq_text)
+  local n = tonumber(seq_text)
+  if not n then
+    return nil
+  end
+  local m = n - room.base
+  if m < 1 or m > room.seq then
+    return nil
+  end
+  return string.format('%d', m)
 end
 
 local function opened(room, now)
@@ -98,7 +119,9 @@ end
 -- The answer of join and status, one flat array:
 -- {outcome, seq, position, until_ms, waiting, state, opens_at, rate_est, abandon_ms, now}
 -- with -1 for "none" and the rate as text (Lua numbers would be truncated).
-local function view(room, now, outcome, seq, pos, until_ms)
-  return { outcome, seq or -1, pos or -1, until_ms or 0, redis.call('ZCARD', WAITING),
+-- `member` is the visitor's member number; the answer carries base + member.
+local function view(room, now, outcome, member, pos, until_ms)
+  local seq = member and (room.base + member) or -1
+  return { outcome, seq, pos or -1, until_ms or 0, redis.call('ZCARD', WAITING),
     room.state, room.opens_at, real(room.rate_est), room.abandon_ms, now }
 end

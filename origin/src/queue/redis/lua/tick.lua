@@ -43,7 +43,7 @@ if room.state == 'open' and opened(room, now) then
         adds[#adds + 1] = until_ms
         adds[#adds + 1] = popped[j]
         members[#members + 1] = popped[j]
-        out[#out + 1] = tonumber(popped[j])
+        out[#out + 1] = room.base + tonumber(popped[j])
       end
       redis.call('ZADD', ACTIVE, unpack(adds))
       redis.call('ZREM', SEEN, unpack(members))
