@@ -152,7 +152,8 @@ impl RedisStore {
 /// Only errors that mean the request or the reply itself is wrong are
 /// `Protocol` (500); everything else (I/O, timeouts, a node loading its data
 /// or failing over, a cluster without quorum, a script killed for running
-/// long, memory full) is `Unavailable` (503, retried), because a client
+/// long, memory full, a NOSCRIPT that outlived the reload because a node
+/// changed in between) is `Unavailable` (503, retried), because a client
 /// retrying an outage is harmless and an outage reported as a bug is not.
 fn store_error(e: RedisError) -> StoreError {
     match e.kind() {
@@ -161,8 +162,7 @@ fn store_error(e: RedisError) -> StoreError {
         | ErrorKind::Server(
             ServerErrorKind::ResponseError
             | ServerErrorKind::CrossSlot
-            | ServerErrorKind::ExecAbort
-            | ServerErrorKind::NoScript,
+            | ServerErrorKind::ExecAbort,
         ) => StoreError::Protocol(e.to_string()),
         _ => StoreError::Unavailable(e.to_string()),
     }
