@@ -116,3 +116,77 @@ async fn scripts_are_reloaded_when_a_node_has_forgotten_them() {
         assert_eq!(store.tick(r).await.unwrap().waiting, 1);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_node_is_503_within_the_timeout_and_its_return_is_picked_up() {
+    let mut cluster = start_cluster().await;
+    let prefix = unique_prefix();
+    let timeout = Duration::from_millis(500);
+    let store: Arc<dyn QueueStore> = Arc::new(
+        RedisStore::connect(&RedisConfig {
+            url: cluster.urls(),
+            prefix: prefix.clone(),
+            timeout,
+            cluster: true,
+        })
+        .unwrap(),
+    );
+    let settings = RoomSettings::default();
+    let door = make_room(store.as_ref(), "door", settings.clone()).await;
+    let owner = cluster.owner_of(&RoomKeys::new(&prefix, &door).room);
+    let node = cluster
+        .nodes
+        .iter_mut()
+        .find(|n| n.port == owner)
+        .expect("the owner is one of ours");
+
+    node.kill();
+    for _ in 0..3 {
+        let start = std::time::Instant::now();
+        let result = store.join(&door, None, 0, None).await;
+        assert!(
+            matches!(result, Err(origin::queue::StoreError::Unavailable(_))),
+            "{result:?}"
+        );
+        assert!(
+            start.elapsed() < timeout + Duration::from_millis(500),
+            "answered after {:?}",
+            start.elapsed()
+        );
+    }
+    // Not ready once the cluster sees the node down (cluster-node-timeout
+    // is 2 s in these tests).
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while store.ping().await.is_ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still ready with a node down"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // The node comes back (same port, same cluster config, no data): the
+    // cluster heals and the store uses the node again without a restart.
+    tokio::task::block_in_place(|| node.restart());
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match store.put_room(&door, &settings).await {
+            Ok(()) => break,
+            Err(e) => assert!(
+                std::time::Instant::now() < deadline,
+                "the store never used the node again: {e}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let snap = store.join(&door, None, 0, None).await.unwrap();
+    assert!(snap.seq.is_some());
+    // Every node sees the cluster whole again a moment later.
+    while store.ping().await.is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not ready after the node returned"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

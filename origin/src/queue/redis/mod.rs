@@ -260,9 +260,23 @@ impl QueueStore for RedisStore {
 
     async fn ping(&self) -> Result<(), StoreError> {
         let mut conn = self.conn.clone();
-        // On a cluster PING goes to every node: ready only when each answers.
+        // On a cluster PING goes to every node the client is connected to.
         self.within(redis::cmd("PING").query_async::<String>(&mut conn))
-            .await
-            .map(drop)
+            .await?;
+        if let Conn::Cluster(_) = &self.conn {
+            // A node that died is simply not asked by PING; the cluster's
+            // own view catches it (after cluster-node-timeout), and with
+            // Redis's default full-coverage rule a failed cluster refuses
+            // every command anyway.
+            let info: String = self
+                .within(redis::cmd("CLUSTER").arg("INFO").query_async(&mut conn))
+                .await?;
+            if !info.contains("cluster_state:ok") {
+                return Err(StoreError::Unavailable(
+                    "the Redis Cluster reports cluster_state:fail".into(),
+                ));
+            }
+        }
+        Ok(())
     }
 }
