@@ -120,10 +120,10 @@ fn run(args: &Args) -> Result<(), Error> {
         Some(_) => None,
         None => Some(RedisProcess::start()?),
     };
-    let url = match (&args.redis_url, &own_redis) {
-        (Some(url), _) => url.clone(),
-        (None, Some(p)) => p.url(),
-        (None, None) => unreachable!("a Redis was started above"),
+    let url = match (&own_redis, &args.redis_url) {
+        (Some(p), _) => p.url(),
+        (None, Some(url)) => url.clone(),
+        (None, None) => return Err("no Redis to use".into()),
     };
     let redis_config = RedisConfig {
         url,

@@ -131,13 +131,9 @@ struct Setup {
     _dir: TempDir,
 }
 
-fn setup(extra: &[&str]) -> Setup {
+fn setup() -> Setup {
     let dir = TempDir::new("faults");
-    let server = if extra.is_empty() {
-        RedisServer::start(&dir.0)
-    } else {
-        RedisServer::start_with(&dir.0, extra)
-    };
+    let server = RedisServer::start(&dir.0);
     let inner: Arc<dyn QueueStore> = Arc::new(
         RedisStore::connect(&RedisConfig {
             url: server.url(),
@@ -213,7 +209,7 @@ async fn wait_recovered(http: &reqwest::Client, base: &str, room: &RoomId, ticke
 #[tokio::test]
 async fn a_frozen_redis_is_503_within_the_timeout_and_the_origin_recovers() {
     let (logs, _guard) = capture_logs();
-    let mut s = setup(&[]);
+    let mut s = setup();
     let room = make_paused_room(s.store.as_ref(), "frozen", RoomSettings::default()).await;
     let origin = spawn(state(s.store.clone() as Arc<dyn QueueStore>), Some(TICK)).await;
     let base = origin.url("");
@@ -254,7 +250,7 @@ async fn a_frozen_redis_is_503_within_the_timeout_and_the_origin_recovers() {
 #[tokio::test]
 async fn a_killed_redis_is_503_and_a_restarted_one_is_used_again_scripts_and_all() {
     let (logs, _guard) = capture_logs();
-    let mut s = setup(&[]);
+    let mut s = setup();
     let settings = RoomSettings {
         capacity: 1,
         admit_per_second: 100.0,

@@ -13,6 +13,7 @@ use time::OffsetDateTime;
 
 use super::*;
 
+/// An open room's settings with `capacity` and a rate that never limits.
 pub fn settings(capacity: u32) -> RoomSettings {
     RoomSettings {
         capacity,
@@ -21,6 +22,7 @@ pub fn settings(capacity: u32) -> RoomSettings {
     }
 }
 
+/// A join to an open, empty room with capacity is admitted at once, with both cookies.
 pub async fn an_empty_room_with_free_capacity_admits_at_once(store: Arc<dyn QueueStore>) {
     let room = make_room(store.as_ref(), "quiet", settings(5)).await;
     let api = Api::new(state(store.clone()));
@@ -44,6 +46,7 @@ pub async fn an_empty_room_with_free_capacity_admits_at_once(store: Arc<dyn Queu
     );
 }
 
+/// Cookies carry `Secure` unless the request came over plain-http loopback.
 pub async fn cookies_are_secure_off_loopback(store: Arc<dyn QueueStore>) {
     let room = make_room(store.as_ref(), "shop", settings(5)).await;
     let api = Api::new(state(store.clone()));
@@ -62,6 +65,7 @@ pub async fn cookies_are_secure_off_loopback(store: Arc<dyn QueueStore>) {
     );
 }
 
+/// Before the opening places are drawn, not given in arrival order; later joins queue behind in order.
 pub async fn the_prequeue_draws_places_at_the_opening_and_later_joins_queue_behind(
     store: Arc<dyn QueueStore>,
 ) {
@@ -131,6 +135,7 @@ pub async fn the_prequeue_draws_places_at_the_opening_and_later_joins_queue_behi
     assert_eq!(order[40..], late[..], "later joins are admitted in order");
 }
 
+/// An ended session frees its slot for the next in line and its entry token stops working.
 pub async fn an_ended_session_frees_its_slot_and_its_token_is_refused(store: Arc<dyn QueueStore>) {
     let s = RoomSettings {
         session_seconds: 1,
@@ -173,6 +178,7 @@ pub async fn an_ended_session_frees_its_slot_and_its_token_is_refused(store: Arc
     );
 }
 
+/// A waiter who stops polling for the abandon time loses the place; one who polls keeps it.
 pub async fn waiters_who_stop_polling_are_dropped_and_their_place_freed(
     store: Arc<dyn QueueStore>,
 ) {
@@ -208,6 +214,7 @@ pub async fn waiters_who_stop_polling_are_dropped_and_their_place_freed(
     assert_eq!(api.status(&room, &stays.ticket()).await.json["position"], 1);
 }
 
+/// Leaving frees a place in line or a slot inside at once.
 pub async fn leaving_frees_the_slot_or_the_place_at_once(store: Arc<dyn QueueStore>) {
     let room = make_room(store.as_ref(), "door", settings(1)).await;
     let api = Api::new(state(store.clone()));
@@ -247,6 +254,7 @@ pub async fn leaving_frees_the_slot_or_the_place_at_once(store: Arc<dyn QueueSto
     assert_eq!(api.status(&room, &d.ticket()).await.json["position"], 1);
 }
 
+/// A rejoin with a valid ticket (bearer or cookie) gets the same place, never a second one.
 pub async fn rejoining_with_a_valid_ticket_keeps_the_place(store: Arc<dyn QueueStore>) {
     let room = make_paused_room(store.as_ref(), "keep", settings(1)).await;
     let api = Api::new(state(store.clone()));
@@ -284,6 +292,7 @@ pub async fn rejoining_with_a_valid_ticket_keeps_the_place(store: Arc<dyn QueueS
     assert_ne!(seq_of(&back.ticket(), &room), seq_of(&tickets[0], &room));
 }
 
+/// Paused rooms queue and admit nobody; closed rooms take no places and keep those inside.
 pub async fn pausing_stops_admissions_and_closing_takes_no_places(store: Arc<dyn QueueStore>) {
     let room = make_paused_room(store.as_ref(), "gate", settings(10)).await;
     let api = Api::new(state(store.clone()));
@@ -312,6 +321,7 @@ pub async fn pausing_stops_admissions_and_closing_takes_no_places(store: Arc<dyn
     );
 }
 
+/// The ETA starts from the configured rate, then follows the achieved one; polls are paced.
 pub async fn status_reports_an_eta_from_the_achieved_rate_and_paces_polls(
     store: Arc<dyn QueueStore>,
 ) {
