@@ -12,7 +12,15 @@ use std::time::Duration;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::{ClusterClientBuilder, ClusterConfig};
 use redis::cluster_async::ClusterConnection;
-use redis::{Cmd, Pipeline, RedisFuture, Value};
+use redis::io::tcp::TcpSettings;
+use redis::{Cmd, IntoConnectionInfo, Pipeline, RedisFuture, Value};
+
+/// The client's default leaves Nagle's algorithm on: a small command written
+/// while an earlier one is unacknowledged then waits for the ACK (up to the
+/// peer's delayed-ACK timer), which puts milliseconds into a request's tail.
+fn tcp() -> TcpSettings {
+    TcpSettings::default().set_nodelay(true)
+}
 
 /// A cheap-to-clone handle to one Redis server or to a Redis Cluster.
 #[derive(Clone)]
@@ -29,7 +37,8 @@ pub enum Conn {
 impl Conn {
     /// One server at `url` (`redis://host:port/db`).
     pub fn single(url: &str, timeout: Duration) -> redis::RedisResult<Conn> {
-        let client = redis::Client::open(url)?;
+        let info = url.into_connection_info()?.set_tcp_settings(tcp());
+        let client = redis::Client::open(info)?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(timeout))
             .set_response_timeout(Some(timeout))
@@ -46,6 +55,7 @@ impl Conn {
     /// discovered from them).
     pub fn cluster(seeds: &[&str], timeout: Duration) -> redis::RedisResult<Conn> {
         let client = ClusterClientBuilder::new(seeds.iter().copied())
+            .tcp_settings(tcp())
             .connection_timeout(timeout)
             .response_timeout(timeout)
             // The default (16 retries, waits up to minutes) suits batch jobs,
