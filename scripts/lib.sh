@@ -31,10 +31,17 @@ wait_port() {
   return 1
 }
 
+# redis-server and redis-cli on PATH: the cluster, fault and persistence
+# tests and the benchmark start their own servers with them.
+ensure_redis_tools() {
+  command -v redis-server >/dev/null || apt_install redis-server
+  command -v redis-cli >/dev/null || apt_install redis-tools
+}
+
 # Redis on 127.0.0.1:6379, without persistence (the project's tests own no data).
 ensure_redis() {
+  ensure_redis_tools
   port_open 6379 && return 0
-  command -v redis-server >/dev/null || apt_install redis-server
   redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no >/dev/null
   wait_port 6379 Redis
 }

@@ -20,9 +20,14 @@ pub struct Config {
     #[arg(long, env = "WR_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
 
-    /// Redis URL for the queue, e.g. redis://127.0.0.1:6379.
+    /// Redis URL for the queue, e.g. redis://127.0.0.1:6379. With
+    /// --redis-cluster: one or more seed nodes of the cluster, comma-separated.
     #[arg(long, env = "WR_REDIS_URL")]
     pub redis_url: Option<String>,
+
+    /// --redis-url is a Redis Cluster (its seed nodes), not one server.
+    #[arg(long, env = "WR_REDIS_CLUSTER", value_parser = clap::builder::BoolishValueParser::new())]
+    pub redis_cluster: bool,
 
     /// Put before every Redis key, so several deployments (or tests) can share one Redis.
     #[arg(long, env = "WR_REDIS_PREFIX", default_value = "", value_parser = parse_prefix)]
@@ -108,6 +113,27 @@ mod tests {
         assert!(cfg.redis_url.is_none());
         assert!(cfg.admin_key.is_none() && cfg.edge_secret.is_none());
         assert_eq!((cfg.ip_join_rate, cfg.ip_max_places), (0, 0));
+        assert!(!cfg.redis_cluster);
+    }
+
+    #[test]
+    fn cluster_mode_is_a_flag_or_its_variable() {
+        let cfg = Config::try_parse_from([
+            "origin",
+            "--redis-cluster",
+            "--redis-url",
+            "redis://10.0.0.1:7000,redis://10.0.0.2:7000",
+        ])
+        .unwrap();
+        assert!(cfg.redis_cluster);
+        // The variable is checked by name, not set: tests share the process
+        // environment and run in parallel.
+        let command = <Config as clap::CommandFactory>::command();
+        let arg = command
+            .get_arguments()
+            .find(|a| a.get_id() == "redis_cluster")
+            .unwrap();
+        assert_eq!(arg.get_env().unwrap(), "WR_REDIS_CLUSTER");
     }
 
     #[test]

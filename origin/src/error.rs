@@ -2,6 +2,8 @@
 //! shape: `{"error": {"code": "snake_case", "message": "human text"}}` with
 //! the matching status. Internal details are logged, never sent.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -143,7 +145,11 @@ impl From<StoreError> for ApiError {
         match e {
             StoreError::UnknownRoom => ApiError::UnknownRoom,
             StoreError::Unavailable(detail) => {
-                tracing::warn!(%detail, "store unavailable");
+                if outage_log_due() {
+                    tracing::warn!(%detail, "store unavailable (more within {OUTAGE_LOG_SECS} s are logged at debug)");
+                } else {
+                    tracing::debug!(%detail, "store unavailable");
+                }
                 ApiError::StoreUnavailable
             }
             StoreError::Protocol(detail) => {
@@ -152,6 +158,24 @@ impl From<StoreError> for ApiError {
             }
         }
     }
+}
+
+/// How often a store outage is logged at warn level by the request path.
+/// During an outage every request fails; one line per request would bury
+/// the log (the promoter and `/readyz` report the outage too).
+const OUTAGE_LOG_SECS: u64 = 10;
+
+/// True at most once per `OUTAGE_LOG_SECS`, across all requests.
+fn outage_log_due() -> bool {
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let last = LAST.load(Ordering::Relaxed);
+    now >= last.saturating_add(OUTAGE_LOG_SECS)
+        && LAST
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
 }
 
 impl IntoResponse for ApiError {

@@ -73,6 +73,11 @@ pub fn keyring(config: &Config) -> Result<Keyring, StartError> {
 /// the embedded in-process store.
 pub fn store(config: &Config) -> Result<Arc<dyn QueueStore>, StartError> {
     let Some(url) = &config.redis_url else {
+        if config.redis_cluster {
+            return Err(StartError::Config(
+                "--redis-cluster needs --redis-url with the cluster's seed nodes".into(),
+            ));
+        }
         tracing::info!(
             "no --redis-url: the queue lives in this process (embedded store); \
              it is lost on restart and cannot be shared by several instances"
@@ -83,6 +88,7 @@ pub fn store(config: &Config) -> Result<Arc<dyn QueueStore>, StartError> {
         url: url.clone(),
         prefix: config.redis_prefix.clone(),
         timeout: config.redis_timeout(),
+        cluster: config.redis_cluster,
     })?;
     Ok(Arc::new(store))
 }

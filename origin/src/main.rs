@@ -9,7 +9,9 @@ use tracing_subscriber::EnvFilter;
 async fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+            // The Redis client logs every reconnection attempt (many a second
+            // while Redis is away); the store reports outages itself, once.
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,redis=off")),
         )
         .init();
     let config = Config::parse();

@@ -420,6 +420,7 @@ async fn an_unreachable_store_is_503_on_admin_routes_after_the_key_check() {
             url: "redis://127.0.0.1:1".into(), // nothing listens on port 1
             prefix: unique_prefix(),
             timeout: Duration::from_millis(200),
+            cluster: false,
         })
         .unwrap(),
     );

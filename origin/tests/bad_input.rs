@@ -202,6 +202,7 @@ async fn an_unreachable_store_is_503_not_a_hang_or_a_500() {
             url: "redis://127.0.0.1:1".into(), // nothing listens on port 1
             prefix: unique_prefix(),
             timeout: std::time::Duration::from_millis(200),
+            cluster: false,
         })
         .unwrap(),
     );

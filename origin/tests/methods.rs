@@ -40,7 +40,9 @@ async fn random_admits_a_lottery_draw_within_capacity() {
     }
     t.store.set_state(&room, RoomState::Open).await.unwrap();
     let order = promote(t.store.as_ref(), &room, 200, 1_000).await;
-    let in_order: Vec<u64> = (1..=200).collect();
+    // Sequence numbers run from the room's base + 1, in order of joining.
+    let first = *order.iter().min().unwrap();
+    let in_order: Vec<u64> = (first..first + 200).collect();
     assert_ne!(order, in_order, "drawn, not first come");
     let mut sorted = order.clone();
     sorted.sort_unstable();
@@ -256,9 +258,12 @@ async fn the_line_cap_gives_exactly_max_line_places_to_the_first_comers() {
         sold_out += s;
     }
     placed.sort_unstable();
+    // The first 100 numbers the room gave (from its base + 1, no gaps); with
+    // places_given == 100 below, nobody else got one.
+    let first = placed[0];
     assert_eq!(
         placed,
-        (1..=100).collect::<Vec<u64>>(),
+        (first..first + 100).collect::<Vec<u64>>(),
         "exactly the first 100 sequence numbers"
     );
     assert_eq!(sold_out, 300);
@@ -318,4 +323,33 @@ async fn the_front_of_the_line_reports_how_long_it_has_waited() {
     t.store.tick(&room).await.unwrap();
     let f = t.store.figures(&room).await.unwrap();
     assert_eq!((f.waiting, f.oldest_wait_seconds), (0, None));
+}
+
+#[tokio::test]
+async fn numbers_from_an_earlier_life_of_a_room_never_name_a_new_place() {
+    // The room is lost (a restart without persistence, or the embedded
+    // store's process restarting) and created again: its new line must not
+    // honour the old line's tickets.
+    let before = test_store();
+    let room = make_paused_room(before.store.as_ref(), "reborn", RoomSettings::default()).await;
+    let old = before.store.join(&room, None, 0, None).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let after = test_store();
+    make_paused_room(after.store.as_ref(), "reborn", RoomSettings::default()).await;
+    for _ in 0..3 {
+        after.store.join(&room, None, 0, None).await.unwrap();
+    }
+    let seq = old.seq.unwrap();
+    let status = after.store.status(&room, seq).await.unwrap();
+    assert_eq!(
+        status.standing,
+        Standing::Gone,
+        "an old number is gone, not someone's place"
+    );
+    assert!(
+        !after.store.leave(&room, seq).await.unwrap(),
+        "and frees nobody's place"
+    );
+    assert!(!after.store.session_active(&room, seq).await.unwrap());
+    assert_eq!(after.store.figures(&room).await.unwrap().waiting, 3);
 }

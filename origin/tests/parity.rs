@@ -104,6 +104,7 @@ async fn same_answers(initial: RoomSettings, ops: Vec<Op>) -> Result<(), TestCas
             url: redis_url(),
             prefix: prefix.clone(),
             timeout: Duration::from_secs(5),
+            cluster: false,
         })
         .unwrap()
         .with_fixed_clock(clock.clone()),

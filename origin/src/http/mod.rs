@@ -23,7 +23,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnFailure, TraceLayer};
 use utoipa::OpenApi;
 use utoipa::openapi::{RefOr, Required};
 use utoipa_axum::router::OpenApiRouter;
@@ -79,7 +79,13 @@ pub fn app(state: AppState) -> Router {
             },
         ))
         .layer(middleware::from_fn(metrics::track))
-        .layer(TraceLayer::new_for_http())
+        // 5xx are logged where they arise (error.rs, rate-limited during a
+        // store outage); the trace layer's own per-response error line would
+        // log every failed request of an outage again.
+        .layer(
+            TraceLayer::new_for_http()
+                .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
+        )
         .with_state(state)
 }
 

@@ -3,6 +3,9 @@
 //! server on a loopback port.
 #![allow(dead_code)] // each test file uses its own subset
 
+pub mod scenarios;
+pub mod servers;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -58,6 +61,7 @@ fn redis_store(prefix: &str) -> Arc<dyn QueueStore> {
             url: redis_url(),
             prefix: prefix.to_owned(),
             timeout: Duration::from_secs(5),
+            cluster: false,
         })
         .unwrap(),
     )

@@ -35,6 +35,9 @@ const MAX_ADMITS_PER_TICK: u64 = 20_000;
 struct Room {
     settings: RoomSettings,
     state: Option<RoomState>,
+    /// Sequence numbers are `base + member`; see `member_of`.
+    base: u64,
+    /// Members given so far (the last member).
     seq: u64,
     admitted: u64,
     abandoned: u64,
@@ -97,6 +100,15 @@ impl Room {
             max_line: s.max_line.unwrap_or(0),
             method: s.method,
         }
+    }
+
+    /// The member a sequence number names, if this room gave it out: as the
+    /// Redis store, numbers start at a base taken from the clock when the
+    /// room is created, so a ticket from an earlier life of the room (before
+    /// a restart) never names a new visitor's place.
+    fn member_of(&self, seq: u64) -> Option<u64> {
+        seq.checked_sub(self.base)
+            .filter(|m| (1..=self.seq).contains(m))
     }
 
     fn opened(e: &Effective, now: u64) -> bool {
@@ -186,9 +198,11 @@ impl Room {
         }
     }
 
-    fn view(&self, e: &Effective, now: u64, seq: Option<u64>, standing: Standing) -> Snapshot {
+    /// An answer about `member` (the visitor's place), carrying its
+    /// sequence number `base + member`.
+    fn view(&self, e: &Effective, now: u64, member: Option<u64>, standing: Standing) -> Snapshot {
         Snapshot {
-            seq,
+            seq: member.map(|m| self.base + m),
             standing,
             line: LineView {
                 state: e.state,
@@ -286,6 +300,7 @@ fn poisoned() -> StoreError {
 #[async_trait]
 impl QueueStore for MemoryStore {
     async fn put_room(&self, id: &RoomId, settings: &RoomSettings) -> Result<(), StoreError> {
+        let now = self.now();
         let mut rooms = self.rooms.write().map_err(|_| poisoned())?;
         let room = rooms.entry(id.clone()).or_default();
         let mut room = room.lock().map_err(|_| poisoned())?;
@@ -296,6 +311,7 @@ impl QueueStore for MemoryStore {
         room.settings = settings.clone();
         if created {
             room.state = Some(RoomState::Open);
+            room.base = now * 1000;
         }
         Ok(())
     }
@@ -347,7 +363,7 @@ impl QueueStore for MemoryStore {
     ) -> Result<Snapshot, StoreError> {
         self.with_room(id, |r, now| {
             let e = r.effective(now);
-            if let Some(mine) = existing {
+            if let Some(mine) = existing.and_then(|seq| r.member_of(seq)) {
                 if let Some(until) = r.session_end(mine, now) {
                     return r.view(&e, now, Some(mine), Standing::Admitted { until_ms: until });
                 }
@@ -417,26 +433,30 @@ impl QueueStore for MemoryStore {
     async fn status(&self, id: &RoomId, seq: u64) -> Result<Snapshot, StoreError> {
         self.with_room(id, |r, now| {
             let e = r.effective(now);
-            if let Some(until) = r.session_end(seq, now) {
-                return r.view(&e, now, Some(seq), Standing::Admitted { until_ms: until });
+            let mine = r.member_of(seq);
+            if let Some(until) = mine.and_then(|m| r.session_end(m, now)) {
+                return r.view(&e, now, mine, Standing::Admitted { until_ms: until });
             }
             if Room::refusing(&e) {
-                return r.view(&e, now, Some(seq), Standing::Closed);
+                return r.view(&e, now, mine, Standing::Closed);
             }
-            if !r.waiters.contains_key(&seq) {
-                return r.view(&e, now, Some(seq), Standing::Gone);
-            }
-            r.touch(seq, now);
-            let position = r.position(&e, now, seq);
-            r.view(&e, now, Some(seq), Standing::Waiting { position })
+            let Some(m) = mine.filter(|m| r.waiters.contains_key(m)) else {
+                return r.view(&e, now, mine, Standing::Gone);
+            };
+            r.touch(m, now);
+            let position = r.position(&e, now, m);
+            r.view(&e, now, mine, Standing::Waiting { position })
         })
     }
 
     async fn leave(&self, id: &RoomId, seq: u64) -> Result<bool, StoreError> {
         self.with_room(id, |r, _| {
-            let waited = r.remove_waiter(seq);
-            let inside = match r.active.remove(&seq) {
-                Some(until) => r.ending.remove(&(until, seq)),
+            let Some(m) = r.member_of(seq) else {
+                return false;
+            };
+            let waited = r.remove_waiter(m);
+            let inside = match r.active.remove(&m) {
+                Some(until) => r.ending.remove(&(until, m)),
                 None => false,
             };
             waited || inside
@@ -444,7 +464,11 @@ impl QueueStore for MemoryStore {
     }
 
     async fn session_active(&self, id: &RoomId, seq: u64) -> Result<bool, StoreError> {
-        self.with_room(id, |r, now| r.session_end(seq, now).is_some())
+        self.with_room(id, |r, now| {
+            r.member_of(seq)
+                .and_then(|m| r.session_end(m, now))
+                .is_some()
+        })
     }
 
     async fn tick(&self, id: &RoomId) -> Result<TickReport, StoreError> {
@@ -496,7 +520,7 @@ impl QueueStore for MemoryStore {
                     let until = now + e.session_ms;
                     r.active.insert(entry.member, until);
                     r.ending.insert((until, entry.member));
-                    admitted.push(entry.member);
+                    admitted.push(r.base + entry.member);
                 }
                 let k = admitted.len() as u64;
                 if e.method != QueueingMethod::Passthrough {

@@ -11,11 +11,11 @@ use crate::room::RoomId;
 pub struct RoomKeys {
     /// Hash: settings, counters, admission budget, achieved rate.
     pub room: String,
-    /// Sorted set: member seq, score order in line.
+    /// Sorted set: member seq - base, score order in line.
     pub waiting: String,
-    /// Sorted set: member seq, score last poll (ms).
+    /// Sorted set: member seq - base, score last poll (ms).
     pub seen: String,
-    /// Sorted set: member seq, score end of session (ms).
+    /// Sorted set: member seq - base, score end of session (ms).
     pub active: String,
     /// Hash: client -> places given (the per-client cap).
     pub holders: String,

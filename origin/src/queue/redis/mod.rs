@@ -2,7 +2,13 @@
 //! so each operation is one atomic step whatever the number of origin
 //! instances. This module only assembles keys and arguments and parses
 //! replies; the queue's rules live in the scripts.
+//!
+//! The same code runs on one Redis server or on a Redis Cluster ([`conn`]):
+//! every script touches only its room's keys, which share the hash tag
+//! `{room}` and so one slot, and the room index `wr:rooms` is only ever read
+//! or written by single-key commands.
 
+mod conn;
 mod keys;
 mod reply;
 mod scripts;
@@ -12,9 +18,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{AsyncCommands, Script, Value};
+use redis::{AsyncCommands, ErrorKind, RedisError, Script, ServerErrorKind, Value};
 
+use conn::Conn;
 pub use keys::RoomKeys;
 use scripts::Scripts;
 
@@ -32,19 +38,23 @@ const MAX_ADMITS_PER_TICK: u32 = 20_000;
 /// How to reach Redis.
 #[derive(Clone, Debug)]
 pub struct RedisConfig {
-    /// `redis://host:port/db`
+    /// `redis://host:port/db`; with `cluster`, one or more seed nodes of the
+    /// cluster, comma-separated.
     pub url: String,
     /// Put before every key (tests give each test its own); no braces.
     pub prefix: String,
-    /// How long one command may take before the request fails with 503.
+    /// How long one store call may take before the request fails with 503.
     pub timeout: Duration,
+    /// Talk to a Redis Cluster rather than one server.
+    pub cluster: bool,
 }
 
-/// The queue on one Redis server.
+/// The queue on one Redis server or a Redis Cluster.
 pub struct RedisStore {
-    conn: ConnectionManager,
+    conn: Conn,
     prefix: String,
     scripts: Scripts,
+    timeout: Duration,
     clock: Option<Arc<AtomicU64>>,
 }
 
@@ -57,19 +67,28 @@ impl RedisStore {
                 "the key prefix must not contain braces".into(),
             ));
         }
-        let client = redis::Client::open(config.url.as_str())
-            .map_err(|e| StoreError::Unavailable(format!("bad Redis URL: {e}")))?;
-        let manager_config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(config.timeout))
-            .set_response_timeout(Some(config.timeout))
-            .set_number_of_retries(1)
-            .set_max_delay(Duration::from_secs(2));
-        let conn =
-            ConnectionManager::new_lazy_with_config(client, manager_config).map_err(unavailable)?;
+        let urls: Vec<&str> = config
+            .url
+            .split(',')
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .collect();
+        let bad_url = |e: RedisError| StoreError::Unavailable(format!("bad Redis URL: {e}"));
+        let conn = match (config.cluster, urls.as_slice()) {
+            (_, []) => return Err(StoreError::Unavailable("no Redis URL".into())),
+            (false, [url]) => Conn::single(url, config.timeout).map_err(bad_url)?,
+            (false, _) => {
+                return Err(StoreError::Unavailable(
+                    "several Redis URLs are only accepted for a cluster (--redis-cluster)".into(),
+                ));
+            }
+            (true, seeds) => Conn::cluster(seeds, config.timeout).map_err(bad_url)?,
+        };
         Ok(RedisStore {
             conn,
             prefix: config.prefix.clone(),
             scripts: Scripts::new(),
+            timeout: config.timeout,
             clock: None,
         })
     }
@@ -105,7 +124,26 @@ impl RedisStore {
             call.arg(*arg);
         }
         let mut conn = self.conn.clone();
-        call.invoke_async(&mut conn).await.map_err(unavailable)
+        // EVALSHA, and after a NOSCRIPT (a restarted or new node) SCRIPT LOAD
+        // and EVALSHA again; on a cluster SCRIPT LOAD goes to every node.
+        self.within(call.invoke_async(&mut conn)).await
+    }
+
+    /// Runs one store call under the store's deadline. The client's own
+    /// timeouts bound each command, not a call that first waits for a
+    /// reconnection, so without this a request could hang on a stopped
+    /// Redis for several timeouts.
+    async fn within<T>(
+        &self,
+        call: impl Future<Output = redis::RedisResult<T>>,
+    ) -> Result<T, StoreError> {
+        match tokio::time::timeout(self.timeout, call).await {
+            Ok(result) => result.map_err(store_error),
+            Err(_) => Err(StoreError::Unavailable(format!(
+                "no answer within {} ms",
+                self.timeout.as_millis()
+            ))),
+        }
     }
 }
 
@@ -138,11 +176,24 @@ fn windows_for_scripts(s: &RoomSettings) -> String {
     serde_json::Value::Array(windows).to_string()
 }
 
-fn unavailable(e: redis::RedisError) -> StoreError {
-    if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal() {
-        StoreError::Unavailable(e.to_string())
-    } else {
-        StoreError::Protocol(e.to_string())
+/// Sorts a Redis error into "retry later" and "this code is wrong".
+///
+/// Only errors that mean the request or the reply itself is wrong are
+/// `Protocol` (500); everything else (I/O, timeouts, a node loading its data
+/// or failing over, a cluster without quorum, a script killed for running
+/// long, memory full, a NOSCRIPT that outlived the reload because a node
+/// changed in between) is `Unavailable` (503, retried), because a client
+/// retrying an outage is harmless and an outage reported as a bug is not.
+fn store_error(e: RedisError) -> StoreError {
+    match e.kind() {
+        ErrorKind::Parse
+        | ErrorKind::UnexpectedReturnType
+        | ErrorKind::Server(
+            ServerErrorKind::ResponseError
+            | ServerErrorKind::CrossSlot
+            | ServerErrorKind::ExecAbort,
+        ) => StoreError::Protocol(e.to_string()),
+        _ => StoreError::Unavailable(e.to_string()),
     }
 }
 
@@ -165,10 +216,9 @@ impl QueueStore for RedisStore {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         self.run(&self.scripts.put_room, room, &args).await?;
         let mut conn = self.conn.clone();
-        let _: i64 = conn
-            .sadd(keys::rooms_index(&self.prefix), room.as_str())
-            .await
-            .map_err(unavailable)?;
+        let _: i64 = self
+            .within(conn.sadd(keys::rooms_index(&self.prefix), room.as_str()))
+            .await?;
         Ok(())
     }
 
@@ -183,10 +233,9 @@ impl QueueStore for RedisStore {
 
     async fn rooms(&self) -> Result<Vec<RoomId>, StoreError> {
         let mut conn = self.conn.clone();
-        let ids: Vec<String> = conn
-            .smembers(keys::rooms_index(&self.prefix))
-            .await
-            .map_err(unavailable)?;
+        let ids: Vec<String> = self
+            .within(conn.smembers(keys::rooms_index(&self.prefix)))
+            .await?;
         let mut rooms: Vec<RoomId> = ids.iter().filter_map(|id| RoomId::parse(id)).collect();
         rooms.sort();
         Ok(rooms)
@@ -251,10 +300,23 @@ impl QueueStore for RedisStore {
 
     async fn ping(&self) -> Result<(), StoreError> {
         let mut conn = self.conn.clone();
-        redis::cmd("PING")
-            .query_async::<String>(&mut conn)
-            .await
-            .map(drop)
-            .map_err(unavailable)
+        // On a cluster PING goes to every node the client is connected to.
+        self.within(redis::cmd("PING").query_async::<String>(&mut conn))
+            .await?;
+        if let Conn::Cluster(_) = &self.conn {
+            // A node that died is simply not asked by PING; the cluster's
+            // own view catches it (after cluster-node-timeout), and with
+            // Redis's default full-coverage rule a failed cluster refuses
+            // every command anyway.
+            let info: String = self
+                .within(redis::cmd("CLUSTER").arg("INFO").query_async(&mut conn))
+                .await?;
+            if !info.contains("cluster_state:ok") {
+                return Err(StoreError::Unavailable(
+                    "the Redis Cluster reports cluster_state:fail".into(),
+                ));
+            }
+        }
+        Ok(())
     }
 }

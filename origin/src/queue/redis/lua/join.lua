@@ -15,8 +15,8 @@ end
 
 -- A valid ticket whose place still stands gets that place back, never a
 -- second one; those inside stay inside even when the room stops taking places.
-local mine = ARGV[2]
-if mine ~= '' then
+local mine = member_of(room, ARGV[2]) -- nil: no ticket, or a number never given
+if mine then
   local until_ms = tonumber(redis.call('ZSCORE', ACTIVE, mine))
   if until_ms and until_ms > now then
     return view(room, now, 'admitted', tonumber(mine), nil, until_ms)
@@ -42,6 +42,7 @@ if max_places > 0 and (tonumber(redis.call('HGET', HOLDERS, holder)) or 0) >= ma
 end
 
 -- The order of the line is this counter: one atomic step, never a clock.
+-- (The ticket gets base + seq; see member_of.)
 local seq = redis.call('HINCRBY', ROOM, 'seq', 1)
 local member = int(seq)
 if max_places > 0 then

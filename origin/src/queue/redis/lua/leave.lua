@@ -2,9 +2,14 @@
 -- ARGV[2] the visitor's seq
 -- Returns how many entries were removed (0 or 1), or -1 when the room does not exist.
 
-if redis.call('EXISTS', ROOM) == 0 then
+local room = load_room(now_ms())
+if not room then
   return -1
 end
-local n = redis.call('ZREM', WAITING, ARGV[2]) + redis.call('ZREM', ACTIVE, ARGV[2])
-redis.call('ZREM', SEEN, ARGV[2])
+local mine = member_of(room, ARGV[2])
+if not mine then
+  return 0
+end
+local n = redis.call('ZREM', WAITING, mine) + redis.call('ZREM', ACTIVE, mine)
+redis.call('ZREM', SEEN, mine)
 return n

@@ -9,8 +9,9 @@
 --   KEYS[5] holders hash: client -> places given (the per-address cap)
 --   KEYS[6] marks zset: member = join time (ms), score = seq; at most one
 --           a second, so the wait of the front of the line can be told
--- Members are the visitor's sequence number as decimal text: what else a
--- visitor is lives in its signed ticket, not here.
+-- Members are short decimal integers (1, 2, 3, ... in order of joining):
+-- what else a visitor is lives in its signed ticket, not here. The ticket
+-- carries the sequence number base + member (see member_of).
 -- Time always comes from Redis (TIME), so origin instances with skewed clocks
 -- agree on openings, expiry and the budget.
 
@@ -41,7 +42,7 @@ end
 local function load_room(now)
   local v = redis.call('HMGET', ROOM, 'state', 'capacity', 'rate', 'session_ms',
     'abandon_ms', 'opens_at', 'max_line', 'seq', 'allow', 'refill_at', 'rate_est', 'rate_at',
-    'method', 'windows', 'mark_at')
+    'method', 'windows', 'mark_at', 'base')
   if not v[1] then
     return nil
   end
@@ -60,6 +61,7 @@ local function load_room(now)
     rate_at = tonumber(v[12]),
     method = v[13] or 'fifo',
     mark_at = tonumber(v[15]) or 0,
+    base = tonumber(v[16]) or 0,
   }
   if v[14] and v[14] ~= '' and v[14] ~= '[]' then
     for _, w in ipairs(cjson.decode(v[14])) do
@@ -73,6 +75,25 @@ local function load_room(now)
     end
   end
   return room
+end
+
+-- A visitor's sequence number is the room's base plus its member. The base
+-- is set once, when the room is created, from the clock (ms * 1000): a room
+-- created again after Redis lost its data starts far above every number the
+-- lost line gave out, so a ticket from before the loss never names a new
+-- visitor's place (it reads as gone). Members stay short, which keeps the
+-- sorted sets small. Returns the member as text, or nil when the sequence
+-- number was never given out by this room.
+local function member_of(room, seq_text)
+  local n = tonumber(seq_text)
+  if not n then
+    return nil
+  end
+  local m = n - room.base
+  if m < 1 or m > room.seq then
+    return nil
+  end
+  return string.format('%d', m)
 end
 
 -- Closed rooms and the reject method give no places and keep none in line.
@@ -123,8 +144,10 @@ end
 -- The answer of join and status, one flat array:
 -- {outcome, seq, position, until_ms, waiting, state, opens_at, rate_est, abandon_ms, now}
 -- with -1 for "none" and the rate as text (Lua numbers would be truncated).
-local function view(room, now, outcome, seq, pos, until_ms)
-  return { outcome, seq or -1, pos or -1, until_ms or 0, redis.call('ZCARD', WAITING),
+-- `member` is the visitor's member number; the answer carries base + member.
+local function view(room, now, outcome, member, pos, until_ms)
+  local seq = member and (room.base + member) or -1
+  return { outcome, seq, pos or -1, until_ms or 0, redis.call('ZCARD', WAITING),
     room.state, room.opens_at, real(room.rate_est), room.abandon_ms, now }
 end
 

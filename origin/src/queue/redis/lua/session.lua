@@ -2,10 +2,12 @@
 -- ARGV[2] the visitor's seq
 -- Returns 1 (running), 0 (ended, left or never admitted) or -1 (no such room).
 
-if redis.call('EXISTS', ROOM) == 0 then
+local room = load_room(now_ms())
+if not room then
   return -1
 end
-local until_ms = tonumber(redis.call('ZSCORE', ACTIVE, ARGV[2]))
+local mine = member_of(room, ARGV[2])
+local until_ms = mine and tonumber(redis.call('ZSCORE', ACTIVE, mine))
 if until_ms and until_ms > now_ms() then
   return 1
 end

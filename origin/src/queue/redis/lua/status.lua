@@ -8,17 +8,17 @@ local room = load_room(now)
 if not room then
   return { 'unknown' }
 end
-local mine = ARGV[2]
+local mine = member_of(room, ARGV[2]) -- nil: a number this room never gave
 local seq = tonumber(mine)
 
-local until_ms = tonumber(redis.call('ZSCORE', ACTIVE, mine))
+local until_ms = mine and tonumber(redis.call('ZSCORE', ACTIVE, mine))
 if until_ms and until_ms > now then
   return view(room, now, 'admitted', seq, nil, until_ms)
 end
 if refusing(room) then
   return view(room, now, 'closed', seq)
 end
-if not redis.call('ZSCORE', WAITING, mine) then
+if not (mine and redis.call('ZSCORE', WAITING, mine)) then
   return view(room, now, 'gone', seq)
 end
 redis.call('ZADD', SEEN, int(now), mine)

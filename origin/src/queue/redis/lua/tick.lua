@@ -3,7 +3,7 @@
 -- ARGV[3] most visitors admitted in one tick
 -- ARGV[4] the pre-queue span (scores below it are pre-queue draws)
 -- Both bound how long the script holds Redis.
--- Returns {active, waiting, expired, abandoned, admitted seq...} after the
+-- Returns {active, waiting, expired, abandoned, admitted seq (base + member)...} after the
 -- step, or {-1} when the room does not exist.
 
 local CHUNK = 500 -- arguments per command, well under Lua's stack limit
@@ -67,7 +67,7 @@ if room.state == 'open' and opened(room, now) and room.method ~= 'reject' then
       for j = i, math.min(i + CHUNK - 1, #members) do
         adds[#adds + 1] = until_ms
         adds[#adds + 1] = members[j]
-        out[#out + 1] = tonumber(members[j])
+        out[#out + 1] = room.base + tonumber(members[j])
       end
       redis.call('ZADD', ACTIVE, unpack(adds))
       redis.call('ZREM', SEEN, unpack(members, i, math.min(i + CHUNK - 1, #members)))

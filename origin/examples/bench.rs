@@ -1,0 +1,756 @@
+//! The queue's benchmark, in one run (`scripts/bench.sh` builds it in
+//! release mode and runs it; BENCHMARKS.md records what it printed):
+//!
+//! 1. HTTP throughput and latency at `--connections` keep-alive connections
+//!    against the origin's own `/healthz` (the ceiling of the HTTP stack on
+//!    this machine), then `join`, then `status` at the front and at the back
+//!    of a line of `--line` visitors; each phase is `--requests` requests,
+//!    cut short after `--seconds`.
+//! 2. Store memory per waiting visitor with `--line` waiting in one room
+//!    (Redis `INFO memory`, before and after filling the line).
+//! 3. The time of one promoter tick that admits 1,000 visitors from the
+//!    front of that line (`--ticks` of them, through the store API, as the
+//!    promoter calls it).
+//!
+//! The origin runs in this process on its own two-thread runtime (as the
+//! binary does on a two-core machine), serving the real router and
+//! promoter on a loopback port; the load comes from a separate runtime over
+//! plain HTTP/1.1. The line is filled through the store API (the same
+//! atomic join as HTTP, without a million HTTP round trips). Redis is a
+//! `redis-server` this program starts on a free loopback port and stops at
+//! the end, unless `--redis-url` names one. Nothing leaves 127.0.0.1.
+
+use std::net::SocketAddr;
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::{Parser, ValueEnum};
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Bytes;
+use hyper_util::rt::TokioIo;
+use origin::queue::QueueStore;
+use origin::queue::redis::{RedisConfig, RedisStore};
+use origin::room::{RoomId, RoomSettings, RoomState};
+use origin::state::AppState;
+use token::{Claims, Keyring, Kind};
+
+/// The signing key of this run (tickets for the status phases are signed
+/// here with the origin's key, for visitors placed through the store).
+const KEYS: &str = "bench:bench-secret-0123456789abcdef";
+/// The room of the big line.
+const LINE_ROOM: &str = "bench-line";
+
+#[derive(Parser, Debug)]
+#[command(about = "Benchmarks the queue: HTTP throughput and p99, store memory, promoter tick")]
+struct Args {
+    /// Which store the origin runs on.
+    #[arg(long, value_enum, default_value_t = StoreKind::Redis)]
+    store: StoreKind,
+    /// Use this Redis instead of starting one (memory figures then include
+    /// whatever else it holds). With --redis-cluster, comma-separated seeds.
+    #[arg(long)]
+    redis_url: Option<String>,
+    /// --redis-url is a Redis Cluster.
+    #[arg(long)]
+    redis_cluster: bool,
+    /// Concurrent keep-alive HTTP connections.
+    #[arg(long, default_value_t = 64)]
+    connections: usize,
+    /// Requests per HTTP phase and round.
+    #[arg(long, default_value_t = 50_000)]
+    requests: u64,
+    /// Rounds of all HTTP phases, interleaved, so a burst of load from
+    /// elsewhere on a shared machine hits every phase alike; each phase's
+    /// figures are over all its rounds.
+    #[arg(long, default_value_t = 3)]
+    rounds: u32,
+    /// Longest an HTTP phase may run, in seconds.
+    #[arg(long, default_value_t = 30)]
+    seconds: u64,
+    /// Visitors waiting in the big line.
+    #[arg(long, default_value_t = 1_000_000)]
+    line: u64,
+    /// Promoter ticks of 1,000 admissions to time.
+    #[arg(long, default_value_t = 20)]
+    ticks: u32,
+    /// Tiny counts, for CI: proves the benchmark runs, measures nothing.
+    #[arg(long)]
+    smoke: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum StoreKind {
+    /// Redis (a server this program starts, or --redis-url).
+    Redis,
+    /// The embedded in-process store (pending: it lands with its own change).
+    Memory,
+}
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+fn main() -> ExitCode {
+    let mut args = Args::parse();
+    if args.smoke {
+        args.requests = args.requests.min(2_000);
+        args.line = args.line.min(20_000);
+        args.ticks = args.ticks.min(3);
+        args.seconds = args.seconds.min(10);
+        args.rounds = 1;
+    }
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &Args) -> Result<(), Error> {
+    if args.store == StoreKind::Memory {
+        return Err(
+            "--store memory: the embedded store is not in this build yet \
+                    (pending; see BENCHMARKS.md)"
+                .into(),
+        );
+    }
+    let own_redis = match &args.redis_url {
+        Some(_) => None,
+        None => Some(RedisProcess::start()?),
+    };
+    let url = match (&own_redis, &args.redis_url) {
+        (Some(p), _) => p.url(),
+        (None, Some(url)) => url.clone(),
+        (None, None) => return Err("no Redis to use".into()),
+    };
+    let redis_config = RedisConfig {
+        url,
+        prefix: String::new(),
+        timeout: Duration::from_secs(10),
+        cluster: args.redis_cluster,
+    };
+
+    // The origin's runtime: two workers, like the binary on this machine.
+    let server_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("origin")
+        .enable_all()
+        .build()?;
+    // The load generator's (and the bench's own store calls').
+    let load_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("load")
+        .enable_all()
+        .build()?;
+
+    // Each runtime gets its own store (its own connection, driven by its
+    // own threads).
+    let origin_store: Arc<dyn QueueStore> = {
+        let _guard = server_rt.enter();
+        Arc::new(RedisStore::connect(&redis_config)?)
+    };
+    let store: Arc<dyn QueueStore> = {
+        let _guard = load_rt.enter();
+        Arc::new(RedisStore::connect(&redis_config)?)
+    };
+
+    let keys = Keyring::parse(KEYS).map_err(|e| format!("keys: {e}"))?;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let addr: SocketAddr = server_rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let state = AppState::new(origin_store, keys.clone());
+        tokio::spawn(origin::run(
+            state,
+            listener,
+            Duration::from_millis(100),
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        Ok::<_, Error>(addr)
+    })?;
+
+    let report = load_rt.block_on(measure(
+        args,
+        store.clone(),
+        &keys,
+        addr,
+        own_redis.as_ref(),
+    ));
+    // Stop the origin, promoter included, before timing ticks by hand: its
+    // own ticks would admit the batches first.
+    let _ = stop.send(());
+    server_rt.shutdown_timeout(Duration::from_secs(5));
+    let mut report = report?;
+    let line = RoomId::parse(LINE_ROOM).ok_or("room id")?;
+    report.tick_ms = load_rt.block_on(time_ticks(store.as_ref(), &line, args.ticks))?;
+    print_report(args, &report);
+    Ok(())
+}
+
+/// Everything one run measured.
+struct Report {
+    phases: Vec<Phase>,
+    fill_seconds: f64,
+    memory_per_waiter: Option<f64>,
+    tick_ms: Vec<f64>,
+}
+
+/// One HTTP phase's outcome.
+struct Phase {
+    name: String,
+    ok: u64,
+    errors: u64,
+    seconds: f64,
+    latencies_us: Vec<u32>,
+    /// Redis time per script call in this phase (µs), when measured.
+    script_us: Option<f64>,
+    /// CPU time per request (µs) of the origin's threads, the load
+    /// generator's, and redis-server (when this program started it).
+    cpu_us: [Option<f64>; 3],
+}
+
+impl Phase {
+    /// Adds another round of the same phase: requests, time and latencies
+    /// add up; per-request figures become request-weighted averages.
+    fn absorb(&mut self, other: Phase) {
+        let (n, m) = (self.ok as f64, other.ok as f64);
+        let mix = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) if n + m > 0.0 => Some((a * n + b * m) / (n + m)),
+            (a, b) => a.or(b),
+        };
+        self.script_us = mix(self.script_us, other.script_us);
+        for k in 0..3 {
+            self.cpu_us[k] = mix(self.cpu_us[k], other.cpu_us[k]);
+        }
+        self.ok += other.ok;
+        self.errors += other.errors;
+        self.seconds += other.seconds;
+        self.latencies_us.extend(other.latencies_us);
+    }
+
+    fn per_second(&self) -> f64 {
+        self.ok as f64 / self.seconds
+    }
+
+    fn percentile_ms(&self, p: f64) -> f64 {
+        if self.latencies_us.is_empty() {
+            return f64::NAN;
+        }
+        let i = ((self.latencies_us.len() as f64 - 1.0) * p).round() as usize;
+        f64::from(self.latencies_us[i]) / 1000.0
+    }
+}
+
+async fn measure(
+    args: &Args,
+    store: Arc<dyn QueueStore>,
+    keys: &Keyring,
+    addr: SocketAddr,
+    redis: Option<&RedisProcess>,
+) -> Result<Report, Error> {
+    let joins = RoomId::parse("bench-join").ok_or("room id")?;
+    let line = RoomId::parse(LINE_ROOM).ok_or("room id")?;
+    // Paused: every join takes a place (nobody is let in at once), the
+    // promoter admits nobody during the HTTP phases, and nobody is dropped
+    // (a long abandon time).
+    let paused = RoomSettings {
+        capacity: 1_000,
+        admit_per_second: 1_000.0,
+        session_seconds: 3_600,
+        abandon_seconds: 86_400,
+        ..RoomSettings::default()
+    };
+    for room in [&joins, &line] {
+        store.put_room(room, &paused).await?;
+        store.set_state(room, RoomState::Paused).await?;
+    }
+
+    // Fill the line through the store API, many joins in flight.
+    let used_before = match redis {
+        Some(r) => Some(r.used_memory()?),
+        None => None,
+    };
+    let fill_start = Instant::now();
+    let (first, last) = fill(store.clone(), &line, args.line).await?;
+    let fill_seconds = fill_start.elapsed().as_secs_f64();
+    let memory_per_waiter = match (redis, used_before) {
+        (Some(r), Some(before)) => {
+            let after = r.used_memory()?;
+            Some((after as f64 - before as f64) / args.line as f64)
+        }
+        _ => None,
+    };
+    eprintln!(
+        "filled a line of {} in {fill_seconds:.1} s (seq {first}..={last})",
+        args.line
+    );
+
+    let now = unix_now();
+    let ticket = |seq: u64| {
+        keys.sign(&Claims {
+            kind: Kind::Ticket,
+            room: line.to_string(),
+            visitor: rand::random(),
+            seq,
+            issued_at: now,
+            expires_at: now + 3_600,
+        })
+    };
+    let front = ticket(first);
+    let back = ticket(last);
+    let plan: [(&str, Target); 4] = [
+        ("/healthz", Target::get("/healthz", None)),
+        ("join", Target::post(&format!("/queue/{joins}/join"))),
+        (
+            "status, front of the line",
+            Target::get(&format!("/queue/{line}/status"), Some(&front)),
+        ),
+        (
+            "status, back of the line",
+            Target::get(&format!("/queue/{line}/status"), Some(&back)),
+        ),
+    ];
+    // Check both tickets really stand where they should before timing them.
+    for (t, expected) in [(&front, 1), (&back, args.line)] {
+        let body = one_request(
+            addr,
+            &Target::get(&format!("/queue/{line}/status"), Some(t)),
+        )
+        .await?;
+        let json: serde_json::Value = serde_json::from_slice(&body)?;
+        if json["position"] != expected {
+            return Err(format!("expected position {expected}: {json}").into());
+        }
+    }
+    let mut phases: Vec<Phase> = Vec::new();
+    for round in 0..args.rounds {
+        for (i, (name, target)) in plan.iter().enumerate() {
+            if round == 0 {
+                // Warm up connections, caches and scripts; not recorded.
+                let warm = (args.requests / 20).clamp(200, 5_000);
+                load(
+                    addr,
+                    target,
+                    args.connections,
+                    warm,
+                    Duration::from_secs(10),
+                )
+                .await?;
+            }
+            let scripts_before = redis.map(RedisProcess::script_stats).transpose()?;
+            let cpu_before = cpu_ticks(redis);
+            let mut phase = load(
+                addr,
+                target,
+                args.connections,
+                args.requests,
+                Duration::from_secs(args.seconds),
+            )
+            .await?;
+            let cpu_after = cpu_ticks(redis);
+            phase.name = (*name).to_owned();
+            for (k, slot) in phase.cpu_us.iter_mut().enumerate() {
+                if let (Some(a), Some(b)) = (cpu_before[k], cpu_after[k])
+                    && phase.ok > 0
+                {
+                    *slot = Some((b - a) as f64 * TICK_US / phase.ok as f64);
+                }
+            }
+            if let (Some(r), Some((calls0, usec0))) = (redis, scripts_before) {
+                let (calls, usec) = r.script_stats()?;
+                // The promoter's ticks (10 a second) are in here too; at
+                // these request rates they are noise.
+                if calls > calls0 {
+                    phase.script_us = Some((usec - usec0) as f64 / (calls - calls0) as f64);
+                }
+            }
+            eprintln!(
+                "round {}: {name}: {:.0} req/s, p99 {:.2} ms",
+                round + 1,
+                phase.per_second(),
+                phase.percentile_ms(0.99)
+            );
+            match phases.get_mut(i) {
+                Some(all) => all.absorb(phase),
+                None => phases.push(phase),
+            }
+        }
+    }
+    for p in &mut phases {
+        p.latencies_us.sort_unstable();
+    }
+
+    Ok(Report {
+        phases,
+        fill_seconds,
+        memory_per_waiter,
+        tick_ms: Vec::new(),
+    })
+}
+
+/// Joins `n` visitors to `room` through the store; returns the first and
+/// last sequence numbers given.
+async fn fill(store: Arc<dyn QueueStore>, room: &RoomId, n: u64) -> Result<(u64, u64), Error> {
+    const IN_FLIGHT: usize = 256;
+    let next = Arc::new(AtomicU64::new(0));
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..IN_FLIGHT {
+        let (store, room, next) = (store.clone(), room.clone(), next.clone());
+        tasks.spawn(async move {
+            let (mut lo, mut hi) = (u64::MAX, 0);
+            while next.fetch_add(1, Ordering::Relaxed) < n {
+                let snap = store.join(&room, None, 0, None).await?;
+                let seq = snap.seq.ok_or("a join got no place")?;
+                lo = lo.min(seq);
+                hi = hi.max(seq);
+            }
+            Ok::<_, Error>((lo, hi))
+        });
+    }
+    let (mut lo, mut hi) = (u64::MAX, 0);
+    while let Some(done) = tasks.join_next().await {
+        let (a, b) = done??;
+        lo = lo.min(a);
+        hi = hi.max(b);
+    }
+    Ok((lo, hi))
+}
+
+/// Opens `room` and times `ticks` promoter ticks that each admit exactly
+/// 1,000 visitors (capacity is raised by 1,000 before each; that call is
+/// not timed). Returns each tick's time in ms.
+async fn time_ticks(store: &dyn QueueStore, room: &RoomId, ticks: u32) -> Result<Vec<f64>, Error> {
+    const BATCH: u32 = 1_000;
+    let mut times = Vec::new();
+    store.set_state(room, RoomState::Open).await?;
+    for i in 1..=ticks {
+        let settings = RoomSettings {
+            capacity: BATCH * i,
+            // A budget far above the batch, so capacity alone sets k.
+            admit_per_second: 100_000.0,
+            session_seconds: 3_600,
+            abandon_seconds: 86_400,
+            ..RoomSettings::default()
+        };
+        store.put_room(room, &settings).await?;
+        let start = Instant::now();
+        let report = store.tick(room).await?;
+        times.push(start.elapsed().as_secs_f64() * 1000.0);
+        if report.admitted.len() != BATCH as usize {
+            return Err(format!("a tick admitted {}, not {BATCH}", report.admitted.len()).into());
+        }
+    }
+    Ok(times)
+}
+
+/// What one HTTP phase requests.
+#[derive(Clone)]
+struct Target {
+    method: hyper::Method,
+    path: String,
+    bearer: Option<String>,
+}
+
+impl Target {
+    fn get(path: &str, bearer: Option<&str>) -> Target {
+        Target {
+            method: hyper::Method::GET,
+            path: path.to_owned(),
+            bearer: bearer.map(str::to_owned),
+        }
+    }
+
+    fn post(path: &str) -> Target {
+        Target {
+            method: hyper::Method::POST,
+            path: path.to_owned(),
+            bearer: None,
+        }
+    }
+
+    fn request(&self, addr: SocketAddr) -> Result<hyper::Request<Empty<Bytes>>, Error> {
+        let mut req = hyper::Request::builder()
+            .method(self.method.clone())
+            .uri(&self.path)
+            .header(hyper::header::HOST, addr.to_string());
+        if let Some(t) = &self.bearer {
+            req = req.header(hyper::header::AUTHORIZATION, format!("Bearer {t}"));
+        }
+        Ok(req.body(Empty::new())?)
+    }
+}
+
+type Sender = hyper::client::conn::http1::SendRequest<Empty<Bytes>>;
+
+async fn connect(addr: SocketAddr) -> Result<Sender, Error> {
+    let tcp = tokio::net::TcpStream::connect(addr).await?;
+    tcp.set_nodelay(true)?;
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await?;
+    tokio::spawn(conn);
+    Ok(sender)
+}
+
+/// One request on a fresh connection; its body.
+async fn one_request(addr: SocketAddr, target: &Target) -> Result<Bytes, Error> {
+    let mut sender = connect(addr).await?;
+    let response = sender.send_request(target.request(addr)?).await?;
+    Ok(response.into_body().collect().await?.to_bytes())
+}
+
+/// Sends `total` requests over `connections` keep-alive connections, each
+/// connection one request at a time (closed loop), stopping early after
+/// `limit`. A 200 (204 for leave) counts as ok, anything else as an error.
+async fn load(
+    addr: SocketAddr,
+    target: &Target,
+    connections: usize,
+    total: u64,
+    limit: Duration,
+) -> Result<Phase, Error> {
+    let next = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let deadline = start + limit;
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..connections {
+        let (next, target) = (next.clone(), target.clone());
+        tasks.spawn(async move {
+            let mut sender = connect(addr).await?;
+            let (mut ok, mut errors) = (0u64, 0u64);
+            let mut latencies = Vec::new();
+            while next.fetch_add(1, Ordering::Relaxed) < total && Instant::now() < deadline {
+                let sent = Instant::now();
+                let response = sender.send_request(target.request(addr)?).await?;
+                let status = response.status();
+                response.into_body().collect().await?;
+                latencies.push(u32::try_from(sent.elapsed().as_micros()).unwrap_or(u32::MAX));
+                if status.is_success() {
+                    ok += 1;
+                } else {
+                    errors += 1;
+                }
+            }
+            Ok::<_, Error>((ok, errors, latencies))
+        });
+    }
+    let mut phase = Phase {
+        name: String::new(),
+        ok: 0,
+        errors: 0,
+        seconds: 0.0,
+        latencies_us: Vec::new(),
+        script_us: None,
+        cpu_us: [None; 3],
+    };
+    while let Some(done) = tasks.join_next().await {
+        let (ok, errors, latencies) = done??;
+        phase.ok += ok;
+        phase.errors += errors;
+        phase.latencies_us.extend(latencies);
+    }
+    phase.seconds = start.elapsed().as_secs_f64();
+    phase.latencies_us.sort_unstable();
+    Ok(phase)
+}
+
+fn print_report(args: &Args, r: &Report) {
+    let healthz = r.phases.first().map_or(f64::NAN, Phase::per_second);
+    println!(
+        "\nstore: {:?}; {} connections; {} rounds of {} requests per phase (at most {} s each); line of {}",
+        args.store, args.connections, args.rounds, args.requests, args.seconds, args.line
+    );
+    println!("\n| phase | ok | errors | req/s | vs /healthz | p50 ms | p99 ms | Redis µs/script |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    for p in &r.phases {
+        println!(
+            "| {} | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {} |",
+            p.name,
+            p.ok,
+            p.errors,
+            p.per_second(),
+            p.per_second() / healthz,
+            p.percentile_ms(0.50),
+            p.percentile_ms(0.99),
+            p.script_us.map_or("-".to_owned(), |us| format!("{us:.1}"))
+        );
+    }
+    let us = |x: Option<f64>| x.map_or("-".to_owned(), |v| format!("{v:.0}"));
+    println!("\nCPU time per request, µs (100 Hz accounting, so rough):");
+    println!("\n| phase | origin | load generator | redis-server | total |");
+    println!("|---|---:|---:|---:|---:|");
+    for p in &r.phases {
+        let total: Option<f64> = p.cpu_us.iter().copied().sum();
+        println!(
+            "| {} | {} | {} | {} | {} |",
+            p.name,
+            us(p.cpu_us[0]),
+            us(p.cpu_us[1]),
+            us(p.cpu_us[2]),
+            us(total)
+        );
+    }
+    if let [.., front, back] = r.phases.as_slice() {
+        println!(
+            "\nstatus back/front of a line of {}: throughput {:.2}, p99 {:.2}",
+            args.line,
+            back.per_second() / front.per_second(),
+            back.percentile_ms(0.99) / front.percentile_ms(0.99)
+        );
+    }
+    println!(
+        "filling the line through the store: {:.1} s ({:.0} joins/s)",
+        r.fill_seconds,
+        args.line as f64 / r.fill_seconds
+    );
+    match r.memory_per_waiter {
+        Some(b) => {
+            println!("Redis memory per waiting visitor: {b:.0} B (used_memory delta / line)")
+        }
+        None => println!("Redis memory per waiting visitor: not measured (--redis-url given)"),
+    }
+    let mut ticks = r.tick_ms.clone();
+    ticks.sort_by(f64::total_cmp);
+    if let (Some(min), Some(max)) = (ticks.first(), ticks.last()) {
+        println!(
+            "promoter tick admitting 1,000 (of {} ticks): median {:.2} ms, min {min:.2}, max {max:.2}",
+            ticks.len(),
+            ticks[ticks.len() / 2]
+        );
+    }
+}
+
+/// Microseconds per clock tick of /proc's CPU accounting (USER_HZ is 100
+/// on Linux).
+const TICK_US: f64 = 10_000.0;
+
+/// CPU ticks (user + system) used so far by this process's threads named
+/// `origin*`, those named `load*`, and redis-server; `None` where unknown
+/// (not Linux, or a Redis this program did not start).
+fn cpu_ticks(redis: Option<&RedisProcess>) -> [Option<u64>; 3] {
+    fn ticks(stat: &str) -> Option<(String, u64)> {
+        let open = stat.find('(')?;
+        let close = stat.rfind(')')?;
+        let name = stat.get(open + 1..close)?.to_owned();
+        let rest: Vec<&str> = stat.get(close + 2..)?.split(' ').collect();
+        let user: u64 = rest.get(11)?.parse().ok()?;
+        let system: u64 = rest.get(12)?.parse().ok()?;
+        Some((name, user + system))
+    }
+    let mut threads = [None, None];
+    if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
+        for task in tasks.flatten() {
+            let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+                continue;
+            };
+            if let Some((name, t)) = ticks(&stat) {
+                let slot = if name.starts_with("origin") {
+                    0
+                } else if name.starts_with("load") {
+                    1
+                } else {
+                    continue;
+                };
+                threads[slot] = Some(threads[slot].unwrap_or(0) + t);
+            }
+        }
+    }
+    let server = redis.and_then(|r| {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", r.child.id())).ok()?;
+        ticks(&stat).map(|(_, t)| t)
+    });
+    [threads[0], threads[1], server]
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// A `redis-server` this program owns: no persistence, a free loopback
+/// port, a temporary folder; killed (by its pid) and removed on drop.
+struct RedisProcess {
+    child: Child,
+    port: u16,
+    dir: std::path::PathBuf,
+}
+
+impl RedisProcess {
+    fn start() -> Result<RedisProcess, Error> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let dir = std::env::temp_dir().join(format!("wr-bench-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+            .arg("--dir")
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("start redis-server (scripts/lib.sh installs it): {e}"))?;
+        let server = RedisProcess { child, port, dir };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while server.info("server").is_err() {
+            if Instant::now() > deadline {
+                return Err("redis-server did not start".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(server)
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    fn info(&self, section: &str) -> Result<String, Error> {
+        let client = redis::Client::open(self.url())?;
+        let mut conn = client.get_connection_with_timeout(Duration::from_secs(2))?;
+        Ok(redis::cmd("INFO").arg(section).query(&mut conn)?)
+    }
+
+    /// Script calls and the Redis time they took (µs), from INFO commandstats.
+    fn script_stats(&self) -> Result<(u64, u64), Error> {
+        let info = self.info("commandstats")?;
+        let mut total = (0, 0);
+        for line in info.lines() {
+            let Some(rest) = line
+                .strip_prefix("cmdstat_evalsha:")
+                .or_else(|| line.strip_prefix("cmdstat_eval:"))
+            else {
+                continue;
+            };
+            for field in rest.split(',') {
+                match field.split_once('=') {
+                    Some(("calls", v)) => total.0 += v.parse::<u64>().unwrap_or(0),
+                    Some(("usec", v)) => total.1 += v.parse::<u64>().unwrap_or(0),
+                    _ => {}
+                }
+            }
+        }
+        Ok(total)
+    }
+
+    /// `used_memory` from INFO memory, in bytes.
+    fn used_memory(&self) -> Result<u64, Error> {
+        let info = self.info("memory")?;
+        info.lines()
+            .find_map(|l| l.strip_prefix("used_memory:"))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| "no used_memory in INFO".into())
+    }
+}
+
+impl Drop for RedisProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
