@@ -31,6 +31,7 @@ use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use origin::queue::QueueStore;
+use origin::queue::memory::MemoryStore;
 use origin::queue::redis::{RedisConfig, RedisStore};
 use origin::room::{RoomId, RoomSettings, RoomState};
 use origin::state::AppState;
@@ -84,7 +85,7 @@ struct Args {
 enum StoreKind {
     /// Redis (a server this program starts, or --redis-url).
     Redis,
-    /// The embedded in-process store (pending: it lands with its own change).
+    /// The embedded in-process store, shared by the origin and the bench.
     Memory,
 }
 
@@ -109,21 +110,14 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args) -> Result<(), Error> {
-    if args.store == StoreKind::Memory {
-        return Err(
-            "--store memory: the embedded store is not in this build yet \
-                    (pending; see BENCHMARKS.md)"
-                .into(),
-        );
-    }
-    let own_redis = match &args.redis_url {
-        Some(_) => None,
-        None => Some(RedisProcess::start()?),
+    let own_redis = match (&args.redis_url, args.store) {
+        (_, StoreKind::Memory) | (Some(_), _) => None,
+        (None, StoreKind::Redis) => Some(RedisProcess::start()?),
     };
     let url = match (&own_redis, &args.redis_url) {
         (Some(p), _) => p.url(),
         (None, Some(url)) => url.clone(),
-        (None, None) => return Err("no Redis to use".into()),
+        (None, None) => String::new(), // the embedded store
     };
     let redis_config = RedisConfig {
         url,
@@ -147,13 +141,22 @@ fn run(args: &Args) -> Result<(), Error> {
 
     // Each runtime gets its own store (its own connection, driven by its
     // own threads).
-    let origin_store: Arc<dyn QueueStore> = {
-        let _guard = server_rt.enter();
-        Arc::new(RedisStore::connect(&redis_config)?)
-    };
-    let store: Arc<dyn QueueStore> = {
-        let _guard = load_rt.enter();
-        Arc::new(RedisStore::connect(&redis_config)?)
+    // own threads). The embedded store is one, shared: it is the origin's.
+    let (origin_store, store): (Arc<dyn QueueStore>, Arc<dyn QueueStore>) = match args.store {
+        StoreKind::Memory => {
+            let shared: Arc<dyn QueueStore> = Arc::new(MemoryStore::new());
+            (shared.clone(), shared)
+        }
+        StoreKind::Redis => (
+            {
+                let _guard = server_rt.enter();
+                Arc::new(RedisStore::connect(&redis_config)?)
+            },
+            {
+                let _guard = load_rt.enter();
+                Arc::new(RedisStore::connect(&redis_config)?)
+            },
+        ),
     };
 
     let keys = Keyring::parse(KEYS).map_err(|e| format!("keys: {e}"))?;
@@ -270,8 +273,12 @@ async fn measure(
     }
 
     // Fill the line through the store API, many joins in flight.
+    // Redis's own accounting, or this process's resident memory for the
+    // embedded store (the line dominates it at a million waiters).
+    let embedded = args.store == StoreKind::Memory;
     let used_before = match redis {
         Some(r) => Some(r.used_memory()?),
+        None if embedded => Some(resident_bytes()?),
         None => None,
     };
     let fill_start = Instant::now();
@@ -280,6 +287,10 @@ async fn measure(
     let memory_per_waiter = match (redis, used_before) {
         (Some(r), Some(before)) => {
             let after = r.used_memory()?;
+            Some((after as f64 - before as f64) / args.line as f64)
+        }
+        (None, Some(before)) => {
+            let after = resident_bytes()?;
             Some((after as f64 - before as f64) / args.line as f64)
         }
         _ => None,
@@ -605,11 +616,14 @@ fn print_report(args: &Args, r: &Report) {
         r.fill_seconds,
         args.line as f64 / r.fill_seconds
     );
-    match r.memory_per_waiter {
-        Some(b) => {
+    match (r.memory_per_waiter, args.store) {
+        (Some(b), StoreKind::Memory) => println!(
+            "embedded store memory per waiting visitor: {b:.0} B (process RSS delta / line)"
+        ),
+        (Some(b), StoreKind::Redis) => {
             println!("Redis memory per waiting visitor: {b:.0} B (used_memory delta / line)")
         }
-        None => println!("Redis memory per waiting visitor: not measured (--redis-url given)"),
+        (None, _) => println!("Redis memory per waiting visitor: not measured (--redis-url given)"),
     }
     let mut ticks = r.tick_ms.clone();
     ticks.sort_by(f64::total_cmp);
@@ -629,6 +643,17 @@ const TICK_US: f64 = 10_000.0;
 /// CPU ticks (user + system) used so far by this process's threads named
 /// `origin*`, those named `load*`, and redis-server; `None` where unknown
 /// (not Linux, or a Redis this program did not start).
+/// This process's resident set size, in bytes (Linux `/proc/self/statm`).
+fn resident_bytes() -> Result<u64, Error> {
+    let statm = std::fs::read_to_string("/proc/self/statm")?;
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .ok_or("no resident size in /proc/self/statm")?;
+    Ok(pages * 4096)
+}
+
 fn cpu_ticks(redis: Option<&RedisProcess>) -> [Option<u64>; 3] {
     fn ticks(stat: &str) -> Option<(String, u64)> {
         let open = stat.find('(')?;
