@@ -279,18 +279,6 @@ impl MemoryStore {
         let mut room = room.lock().map_err(|_| poisoned())?;
         Ok(f(&mut room, self.now()))
     }
-
-    /// Approximate heap bytes per waiting visitor in `room` (for the benchmarks).
-    pub fn bytes_per_waiter(&self, id: &RoomId) -> Result<f64, StoreError> {
-        self.with_room(id, |r, _| {
-            let n = r.waiters.len().max(1) as f64;
-            let map_entry = std::mem::size_of::<(u64, (u64, u64))>() + 1;
-            // HashMap buckets plus BTreeSet nodes (about 11 entries a node).
-            let waiters = r.waiters.capacity() * map_entry;
-            let seen = r.seen.len() * (std::mem::size_of::<(u64, u64)>() + 8);
-            (r.waiting.heap_bytes() + waiters + seen) as f64 / n
-        })
-    }
 }
 
 fn poisoned() -> StoreError {

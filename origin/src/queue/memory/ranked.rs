@@ -249,12 +249,6 @@ impl RankedSet {
     pub fn first(&self) -> Option<Entry> {
         self.nth(0)
     }
-
-    /// Memory held by the nodes, in bytes (for the benchmarks).
-    pub fn heap_bytes(&self) -> usize {
-        self.nodes.capacity() * std::mem::size_of::<Node>()
-            + self.free.capacity() * std::mem::size_of::<u32>()
-    }
 }
 
 #[cfg(test)]
