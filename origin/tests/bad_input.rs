@@ -28,6 +28,8 @@ async fn malformed_requests_get_json_errors_and_change_nothing() {
         (join("{"), 400, "malformed_json"),
         (join("{\"a\":"), 400, "malformed_json"),
         (join("nul"), 400, "malformed_json"),
+        (join("\n"), 400, "malformed_json"),
+        (join("  "), 400, "malformed_json"),
         (join("\x0c"), 400, "malformed_json"),
         (join("[]"), 422, "invalid_body"),
         (join("{\"seat\": 1}"), 422, "invalid_body"),
