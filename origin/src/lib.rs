@@ -105,6 +105,22 @@ pub fn app_state(config: &Config, store: Arc<dyn QueueStore>, keys: Keyring) -> 
         Some(key) => state = state.with_admin_key(key),
         None => tracing::warn!("no --admin-key: the admin API refuses every call (401)"),
     }
+    for (flag, secret) in [
+        ("--admin-key", &config.admin_key),
+        ("--edge-secret", &config.edge_secret),
+    ] {
+        if secret
+            .as_ref()
+            .is_some_and(|s| s.len() < config::MIN_SECRET_LEN)
+        {
+            tracing::warn!(
+                "{flag} is shorter than 16 bytes: use a long random secret in production"
+            );
+        }
+    }
+    if config.database_url.is_some() {
+        tracing::info!("--database-url is accepted but unused until booking is built");
+    }
     if config.edge_secret.is_none() && (config.ip_join_rate > 0 || config.ip_max_places > 0) {
         tracing::warn!(
             "no --edge-secret: abuse limits count the TCP peer; behind the edge that is \
