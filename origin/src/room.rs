@@ -16,19 +16,10 @@ use utoipa::ToSchema;
 pub struct RoomId(String);
 
 impl RoomId {
-    /// Longest id accepted.
-    pub const MAX_LEN: usize = 64;
-
-    /// Validates `raw`; `None` when it is not a room id.
+    /// Validates `raw`; `None` when it is not a room id. The rule is the
+    /// token crate's, so the origin and the edge agree on what a room is.
     pub fn parse(raw: &str) -> Option<RoomId> {
-        let bytes = raw.as_bytes();
-        let first_ok = bytes
-            .first()
-            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
-        let rest_ok = bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-');
-        (first_ok && rest_ok && bytes.len() <= Self::MAX_LEN).then(|| RoomId(raw.to_owned()))
+        token::is_valid_room(raw).then(|| RoomId(raw.to_owned()))
     }
 
     /// The id as text.
@@ -292,8 +283,15 @@ impl RoomSettings {
     /// The opening instant in unix milliseconds.
     pub fn opens_at_ms(&self) -> Option<u64> {
         self.opens_at
-            .map(|at| u64::try_from(at.unix_timestamp_nanos() / 1_000_000).unwrap_or(0))
+            .map(|at| u64::try_from(unix_ms(at)).unwrap_or(0))
     }
+}
+
+/// An instant in unix milliseconds, the stores' unit of time. Both stores
+/// compute every opening and window bound with this one function, so they
+/// agree to the millisecond.
+pub fn unix_ms(t: OffsetDateTime) -> i64 {
+    i64::try_from(t.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
 }
 
 /// A room's id with its settings, as listed in the `--rooms` file.

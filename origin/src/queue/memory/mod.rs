@@ -23,7 +23,7 @@ use super::{
     LineView, PREQUEUE_SPAN, PlaceLimit, QueueStore, RoomFigures, Snapshot, Standing, StoreError,
     TickReport,
 };
-use crate::room::{QueueingMethod, RoomId, RoomSettings, RoomState};
+use crate::room::{QueueingMethod, RoomId, RoomSettings, RoomState, unix_ms};
 
 /// Most waiters dropped for not polling in one tick (as the Redis store).
 const MAX_DROPS_PER_TICK: usize = 10_000;
@@ -74,14 +74,10 @@ struct Effective {
     method: QueueingMethod,
 }
 
-fn unix_ms(t: time::OffsetDateTime) -> i128 {
-    t.unix_timestamp_nanos() / 1_000_000
-}
-
 impl Room {
     fn effective(&self, now: u64) -> Effective {
         let s = &self.settings;
-        let now = i128::from(now);
+        let now = i64::try_from(now).unwrap_or(i64::MAX);
         let s = match s
             .windows
             .iter()

@@ -27,7 +27,7 @@ use scripts::Scripts;
 use crate::queue::{
     PREQUEUE_SPAN, PlaceLimit, QueueStore, RoomFigures, Snapshot, StoreError, TickReport,
 };
-use crate::room::{RoomId, RoomSettings, RoomState};
+use crate::room::{RoomId, RoomSettings, RoomState, unix_ms};
 
 /// Most waiters dropped for not polling in one tick of one room.
 const MAX_DROPS_PER_TICK: u32 = 10_000;
@@ -150,14 +150,13 @@ impl RedisStore {
 /// The windows as the scripts read them: unix ms bounds and short names,
 /// fields a window leaves out omitted.
 fn windows_for_scripts(s: &RoomSettings) -> String {
-    let ms = |t: time::OffsetDateTime| (t.unix_timestamp_nanos() / 1_000_000) as i64;
     let windows: Vec<serde_json::Value> = s
         .windows
         .iter()
         .map(|w| {
             let mut o = serde_json::Map::new();
-            o.insert("s".into(), ms(w.starts_at).into());
-            o.insert("e".into(), ms(w.ends_at).into());
+            o.insert("s".into(), unix_ms(w.starts_at).into());
+            o.insert("e".into(), unix_ms(w.ends_at).into());
             if let Some(c) = w.capacity {
                 o.insert("c".into(), c.into());
             }
