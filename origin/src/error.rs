@@ -2,6 +2,7 @@
 //! shape: `{"error": {"code": "snake_case", "message": "human text"}}` with
 //! the matching status. Internal details are logged, never sent.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::Json;
@@ -12,27 +13,21 @@ use token::TokenError;
 
 use crate::queue::StoreError;
 
-/// Everything a request can fail with.
-#[derive(Debug, thiserror::Error)]
+/// Everything a request can fail with. Status, code and message of each
+/// variant live in one table, [`ApiError::parts`].
+#[derive(Debug)]
 pub enum ApiError {
     /// The room id is malformed or no such room exists.
-    #[error("no such room")]
     UnknownRoom,
     /// No route has this path.
-    #[error("no such resource")]
     NotFound,
     /// The path exists, the method does not.
-    #[error("method not allowed on this resource")]
     MethodNotAllowed,
     /// A queue route that needs a ticket got none.
-    #[error(
-        "this request needs the room's ticket: the wr_ticket_{{room}} cookie or an Authorization: Bearer header"
-    )]
     MissingTicket,
     /// The ticket is forged, malformed, expired, for another room or not a
     /// ticket. `clear_cookie` names the cookie it came from, which the
     /// response deletes so the browser can join afresh.
-    #[error("the ticket is not valid for this room ({reason})")]
     InvalidTicket {
         /// Why it was refused.
         reason: TokenError,
@@ -40,105 +35,87 @@ pub enum ApiError {
         clear_cookie: Option<String>,
     },
     /// A protected request got no entry token.
-    #[error(
-        "this request needs an entry token: the wr_entry_{{room}} cookie or the Entry-Token header"
-    )]
     MissingEntry,
     /// The entry token is forged, malformed, expired, for another room or not
     /// an entry token.
-    #[error("the entry token is not valid for this room ({0})")]
     InvalidEntry(TokenError),
     /// The entry token is genuine but its session has ended or was given up.
-    #[error("the session of this entry token has ended")]
     SessionEnded,
     /// The body is not JSON at all.
-    #[error("malformed JSON body: {0}")]
     MalformedBody(String),
     /// The body is JSON of the wrong shape or with wrong values.
-    #[error("invalid request body: {0}")]
     InvalidBody(String),
     /// The body is longer than the route accepts.
-    #[error("request body too large")]
     BodyTooLarge,
     /// The request's headers are larger than the server accepts.
-    #[error("request headers too large")]
     HeadersTooLarge,
     /// The admin API was called without `Authorization: Bearer <admin key>`.
-    #[error("the admin API needs Authorization: Bearer <admin key>")]
     MissingAdminKey,
     /// The admin key presented is wrong.
-    #[error("the admin key is not valid")]
     InvalidAdminKey,
     /// The origin runs without `--admin-key`, so the admin API refuses every call.
-    #[error("the admin API is off: this origin was started without --admin-key")]
     AdminDisabled,
     /// The client address made more joins than `--ip-join-rate` allows;
     /// retry after the given number of seconds.
-    #[error("too many joins from this address, retry in {retry_after_secs} s")]
     RateLimited {
         /// Seconds until a join would be accepted (at least 1).
         retry_after_secs: u64,
     },
     /// The client address already holds as many places in the room as allowed.
-    #[error("this address already holds as many places in this room as allowed")]
     TooManyPlaces,
     /// The store cannot be reached; retry later.
-    #[error("the queue's store is unavailable, retry shortly")]
     StoreUnavailable,
     /// A bug; details are in the log.
-    #[error("internal error")]
     Internal,
 }
 
 impl ApiError {
+    /// The one table: HTTP status, machine-readable code and human message.
+    /// A new error is one variant and one line here.
+    #[rustfmt::skip] // a table reads best one row per line
+    pub fn parts(&self) -> (StatusCode, &'static str, Cow<'static, str>) {
+        use StatusCode as S;
+        match self {
+            ApiError::UnknownRoom => (S::NOT_FOUND, "unknown_room", "no such room".into()),
+            ApiError::NotFound => (S::NOT_FOUND, "not_found", "no such resource".into()),
+            ApiError::MethodNotAllowed => (S::METHOD_NOT_ALLOWED, "method_not_allowed", "method not allowed on this resource".into()),
+            ApiError::MissingTicket => (S::UNAUTHORIZED, "missing_ticket", "this request needs the room's ticket: the wr_ticket_{room} cookie or an Authorization: Bearer header".into()),
+            ApiError::InvalidTicket { reason, .. } => (S::UNAUTHORIZED, "invalid_ticket", format!("the ticket is not valid for this room ({reason})").into()),
+            ApiError::MissingEntry => (S::UNAUTHORIZED, "missing_entry_token", "this request needs an entry token: the wr_entry_{room} cookie or the Entry-Token header".into()),
+            ApiError::InvalidEntry(reason) => (S::UNAUTHORIZED, "invalid_entry_token", format!("the entry token is not valid for this room ({reason})").into()),
+            ApiError::SessionEnded => (S::UNAUTHORIZED, "session_ended", "the session of this entry token has ended".into()),
+            ApiError::MalformedBody(detail) => (S::BAD_REQUEST, "malformed_json", format!("malformed JSON body: {detail}").into()),
+            ApiError::InvalidBody(detail) => (S::UNPROCESSABLE_ENTITY, "invalid_body", format!("invalid request body: {detail}").into()),
+            ApiError::BodyTooLarge => (S::PAYLOAD_TOO_LARGE, "body_too_large", "request body too large".into()),
+            ApiError::HeadersTooLarge => (S::REQUEST_HEADER_FIELDS_TOO_LARGE, "headers_too_large", "request headers too large".into()),
+            ApiError::MissingAdminKey => (S::UNAUTHORIZED, "missing_admin_key", "the admin API needs Authorization: Bearer <admin key>".into()),
+            ApiError::InvalidAdminKey => (S::UNAUTHORIZED, "invalid_admin_key", "the admin key is not valid".into()),
+            ApiError::AdminDisabled => (S::UNAUTHORIZED, "admin_disabled", "the admin API is off: this origin was started without --admin-key".into()),
+            ApiError::RateLimited { retry_after_secs } => (S::TOO_MANY_REQUESTS, "rate_limited", format!("too many joins from this address, retry in {retry_after_secs} s").into()),
+            ApiError::TooManyPlaces => (S::TOO_MANY_REQUESTS, "too_many_places", "this address already holds as many places in this room as allowed".into()),
+            ApiError::StoreUnavailable => (S::SERVICE_UNAVAILABLE, "store_unavailable", "the queue's store is unavailable, retry shortly".into()),
+            ApiError::Internal => (S::INTERNAL_SERVER_ERROR, "internal", "internal error".into()),
+        }
+    }
+
     /// The HTTP status.
     pub fn status(&self) -> StatusCode {
-        match self {
-            ApiError::UnknownRoom | ApiError::NotFound => StatusCode::NOT_FOUND,
-            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::MissingTicket
-            | ApiError::InvalidTicket { .. }
-            | ApiError::MissingEntry
-            | ApiError::InvalidEntry(_)
-            | ApiError::SessionEnded
-            | ApiError::MissingAdminKey
-            | ApiError::InvalidAdminKey
-            | ApiError::AdminDisabled => StatusCode::UNAUTHORIZED,
-            ApiError::MalformedBody(_) => StatusCode::BAD_REQUEST,
-            ApiError::InvalidBody(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            ApiError::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            ApiError::TooManyPlaces | ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
-            ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-        }
+        self.parts().0
     }
 
     /// The machine-readable code.
     pub fn code(&self) -> &'static str {
-        match self {
-            ApiError::UnknownRoom => "unknown_room",
-            ApiError::NotFound => "not_found",
-            ApiError::MethodNotAllowed => "method_not_allowed",
-            ApiError::MissingTicket => "missing_ticket",
-            ApiError::InvalidTicket { .. } => "invalid_ticket",
-            ApiError::MissingEntry => "missing_entry_token",
-            ApiError::InvalidEntry(_) => "invalid_entry_token",
-            ApiError::SessionEnded => "session_ended",
-            ApiError::MalformedBody(_) => "malformed_json",
-            ApiError::InvalidBody(_) => "invalid_body",
-            ApiError::BodyTooLarge => "body_too_large",
-            ApiError::HeadersTooLarge => "headers_too_large",
-            ApiError::MissingAdminKey => "missing_admin_key",
-            ApiError::InvalidAdminKey => "invalid_admin_key",
-            ApiError::AdminDisabled => "admin_disabled",
-            ApiError::RateLimited { .. } => "rate_limited",
-            ApiError::TooManyPlaces => "too_many_places",
-            ApiError::StoreUnavailable => "store_unavailable",
-            ApiError::Internal => "internal",
-        }
+        self.parts().1
     }
 }
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.parts().2)
+    }
+}
+
+impl std::error::Error for ApiError {}
 
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
@@ -180,8 +157,9 @@ fn outage_log_due() -> bool {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({"error": {"code": self.code(), "message": self.to_string()}});
-        let mut response = (self.status(), Json(body)).into_response();
+        let (status, code, message) = self.parts();
+        let body = json!({"error": {"code": code, "message": message}});
+        let mut response = (status, Json(body)).into_response();
         let headers = response.headers_mut();
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         match &self {

@@ -8,15 +8,20 @@
 //!   interval), the Redis store with its Lua scripts (`queue/redis/lua`)
 //!   and the embedded store (`queue/memory`).
 //! - [`http`]: the router, one module per resource (`queue`, `admin`,
-//!   `health`, `metrics`, `openapi`), the extractors, the client address and
-//!   abuse limits (`client`), and the entry check protected routes use.
+//!   `health`, `metrics`), the OpenAPI document (`api_doc`) and the error
+//!   sets its routes name (`responses`), the extractors (`extract`), the
+//!   client address and abuse limits (`client`), and the entry check
+//!   protected routes ask for in their signature (`entry`).
 //! - [`telemetry`]: the Prometheus recorder, metric names, and the loop that
 //!   refreshes the per-room gauges.
 //! - [`error`]: the one error type and its JSON shape.
-//! - [`state`]: what handlers share (store, keys, admin key, abuse limits).
+//! - [`state`]: what handlers share (the queue, the clock, keys, admin key,
+//!   abuse limits).
+//! - [`clock`]: the one clock handlers and the promoter read; tests pin it.
 //!
 //! The token format itself lives in the `token` crate, shared with the edge.
 
+pub mod clock;
 pub mod config;
 pub mod error;
 pub mod http;
@@ -161,12 +166,12 @@ pub async fn run(
     let cancel = CancellationToken::new();
     let tasks = TaskTracker::new();
     tasks.spawn(queue::promoter::run(
-        state.store.clone(),
+        state.queue.clone(),
         tick,
         cancel.clone(),
     ));
     tasks.spawn(telemetry::run(
-        state.store.clone(),
+        state.queue.clone(),
         METRICS_REFRESH,
         cancel.clone(),
     ));

@@ -1,5 +1,5 @@
-//! What every handler shares: the queue's store, the signing keys, the admin
-//! key and the abuse limits. Built once at start.
+//! What every handler shares: the queue's store, the clock, the signing
+//! keys, the admin key and the abuse limits. Built once at start.
 
 use std::sync::Arc;
 
@@ -7,6 +7,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use token::Keyring;
 
+use crate::clock::Clock;
 use crate::http::client::ClientPolicy;
 use crate::queue::QueueStore;
 
@@ -14,7 +15,9 @@ use crate::queue::QueueStore;
 #[derive(Clone)]
 pub struct AppState {
     /// The line (Redis or embedded).
-    pub store: Arc<dyn QueueStore>,
+    pub queue: Arc<dyn QueueStore>,
+    /// What handlers and the promoter take "now" from.
+    pub clock: Clock,
     /// Signs tickets and entry tokens (first key) and verifies them (all keys).
     pub keys: Arc<Keyring>,
     /// The admin API's key; `None`: the admin API refuses every call.
@@ -25,9 +28,10 @@ pub struct AppState {
 
 impl AppState {
     /// Builds the state from its parts, with no admin key and no abuse limits.
-    pub fn new(store: Arc<dyn QueueStore>, keys: Keyring) -> AppState {
+    pub fn new(queue: Arc<dyn QueueStore>, keys: Keyring) -> AppState {
         AppState {
-            store,
+            queue,
+            clock: Clock::System,
             keys: Arc::new(keys),
             admin_key: None,
             clients: Arc::new(ClientPolicy::default()),
@@ -37,6 +41,12 @@ impl AppState {
     /// Turns the admin API on with this key.
     pub fn with_admin_key(mut self, key: &str) -> AppState {
         self.admin_key = Some(Arc::new(Secret::new(key)));
+        self
+    }
+
+    /// Reads time from `clock` (tests pin it).
+    pub fn with_clock(mut self, clock: Clock) -> AppState {
+        self.clock = clock;
         self
     }
 

@@ -17,8 +17,9 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::api_doc::RoomPath;
 use super::extract::{Room, optional_json};
-use super::openapi::{ErrorBody, RoomPath};
+use super::responses::{AdminAuth, BadBody, NoRoom, StoreDown};
 use crate::error::ApiError;
 use crate::queue::{RoomFigures, StoreError};
 use crate::room::{RoomId, RoomSettings, RoomState};
@@ -138,7 +139,7 @@ impl AdminRoom {
 }
 
 async fn room_view(state: &AppState, room: &RoomId) -> Result<Json<AdminRoom>, ApiError> {
-    let figures = state.store.figures(room).await?;
+    let figures = state.queue.figures(room).await?;
     Ok(Json(AdminRoom::new(room, figures)))
 }
 
@@ -146,9 +147,6 @@ fn invalid(e: impl std::fmt::Display) -> ApiError {
     ApiError::InvalidBody(e.to_string())
 }
 
-/// Largest `max_line` the store keeps exactly: its scripts count in
-/// doubles, exact up to 2^53 (which is also the largest integer every JSON
-/// client reads exactly).
 /// The room's own rules (which include what the stores can represent).
 fn validate(settings: &RoomSettings) -> Result<(), ApiError> {
     settings.validate().map_err(invalid)
@@ -162,17 +160,14 @@ fn validate(settings: &RoomSettings) -> Result<(), ApiError> {
     security(("admin_key" = [])),
     responses(
         (status = 200, description = "Every room", body = RoomList),
-        (status = 401, description = "`missing_admin_key`, `invalid_admin_key` or `admin_disabled`",
-            body = ErrorBody, headers(("WWW-Authenticate" = String))),
-        (status = 503, description = "`store_unavailable`", body = ErrorBody,
-            headers(("Retry-After" = u32, description = "Seconds to wait"))),
+        AdminAuth, StoreDown,
     ),
 )]
 #[instrument(skip_all)]
 async fn list_rooms(_: Admin, State(state): State<AppState>) -> Result<Json<RoomList>, ApiError> {
     let mut rooms = Vec::new();
-    for room in state.store.rooms().await? {
-        match state.store.figures(&room).await {
+    for room in state.queue.rooms().await? {
+        match state.queue.figures(&room).await {
             Ok(f) => rooms.push(AdminRoom::new(&room, f)),
             Err(StoreError::UnknownRoom) => {}
             Err(e) => return Err(e.into()),
@@ -190,11 +185,7 @@ async fn list_rooms(_: Admin, State(state): State<AppState>) -> Result<Json<Room
     security(("admin_key" = [])),
     responses(
         (status = 200, description = "The room", body = AdminRoom),
-        (status = 401, description = "`missing_admin_key`, `invalid_admin_key` or `admin_disabled`",
-            body = ErrorBody, headers(("WWW-Authenticate" = String))),
-        (status = 404, description = "`unknown_room`", body = ErrorBody),
-        (status = 503, description = "`store_unavailable`", body = ErrorBody,
-            headers(("Retry-After" = u32, description = "Seconds to wait"))),
+        AdminAuth, NoRoom, StoreDown,
     ),
 )]
 #[instrument(skip_all, fields(%room))]
@@ -220,15 +211,7 @@ async fn get_room(
     security(("admin_key" = [])),
     responses(
         (status = 200, description = "The room as it now is", body = AdminRoom),
-        (status = 400, description = "`malformed_json`: the body is not JSON", body = ErrorBody),
-        (status = 401, description = "`missing_admin_key`, `invalid_admin_key` or `admin_disabled`",
-            body = ErrorBody, headers(("WWW-Authenticate" = String))),
-        (status = 404, description = "`unknown_room`: not a room id", body = ErrorBody),
-        (status = 413, description = "`body_too_large`: over 64 KiB", body = ErrorBody),
-        (status = 422, description = "`invalid_body`: wrong types, unknown fields or values out of range",
-            body = ErrorBody),
-        (status = 503, description = "`store_unavailable`", body = ErrorBody,
-            headers(("Retry-After" = u32, description = "Seconds to wait"))),
+        BadBody, AdminAuth, NoRoom, StoreDown,
     ),
 )]
 #[instrument(skip_all, fields(%room))]
@@ -241,7 +224,7 @@ async fn put_room(
     let fields: Map<String, Value> = optional_json(body)?;
     let settings = merge(&RoomSettings::default(), fields)?;
     validate(&settings)?;
-    state.store.put_room(&room, &settings).await?;
+    state.queue.put_room(&room, &settings).await?;
     tracing::info!(?settings, "room put");
     room_view(&state, &room).await
 }
@@ -260,15 +243,7 @@ async fn put_room(
     security(("admin_key" = [])),
     responses(
         (status = 200, description = "The room as it now is", body = AdminRoom),
-        (status = 400, description = "`malformed_json`: the body is not JSON", body = ErrorBody),
-        (status = 401, description = "`missing_admin_key`, `invalid_admin_key` or `admin_disabled`",
-            body = ErrorBody, headers(("WWW-Authenticate" = String))),
-        (status = 404, description = "`unknown_room`", body = ErrorBody),
-        (status = 413, description = "`body_too_large`: over 64 KiB", body = ErrorBody),
-        (status = 422, description = "`invalid_body`: wrong types, unknown fields or values out of range",
-            body = ErrorBody),
-        (status = 503, description = "`store_unavailable`", body = ErrorBody,
-            headers(("Retry-After" = u32, description = "Seconds to wait"))),
+        BadBody, AdminAuth, NoRoom, StoreDown,
     ),
 )]
 #[instrument(skip_all, fields(%room))]
@@ -279,11 +254,11 @@ async fn patch_room(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<AdminRoom>, ApiError> {
     let changes: Map<String, Value> = optional_json(body)?;
-    let current = state.store.figures(&room).await?.settings;
+    let current = state.queue.figures(&room).await?.settings;
     let settings = merge(&current, changes)?;
     validate(&settings)?;
     if settings != current {
-        state.store.put_room(&room, &settings).await?;
+        state.queue.put_room(&room, &settings).await?;
         tracing::info!(?settings, "room patched");
     }
     room_view(&state, &room).await
@@ -333,7 +308,7 @@ async fn set_state(
     room: &RoomId,
     to: RoomState,
 ) -> Result<Json<AdminRoom>, ApiError> {
-    state.store.set_state(room, to).await?;
+    state.queue.set_state(room, to).await?;
     tracing::info!(%room, state = to.as_str(), "room state set");
     room_view(state, room).await
 }
@@ -349,11 +324,7 @@ async fn set_state(
     security(("admin_key" = [])),
     responses(
         (status = 200, description = "The room as it now is", body = AdminRoom),
-        (status = 401, description = "`missing_admin_key`, `invalid_admin_key` or `admin_disabled`",
-            body = ErrorBody, headers(("WWW-Authenticate" = String))),
-        (status = 404, description = "`unknown_room`", body = ErrorBody),
-        (status = 503, description = "`store_unavailable`", body = ErrorBody,
-            headers(("Retry-After" = u32, description = "Seconds to wait"))),
+        AdminAuth, NoRoom, StoreDown,
     ),
 )]
 async fn pause(
@@ -376,11 +347,7 @@ async fn pause(
     security(("admin_key" = [])),
     responses(
         (status = 200, description = "The room as it now is", body = AdminRoom),
-        (status = 401, description = "`missing_admin_key`, `invalid_admin_key` or `admin_disabled`",
-            body = ErrorBody, headers(("WWW-Authenticate" = String))),
-        (status = 404, description = "`unknown_room`", body = ErrorBody),
-        (status = 503, description = "`store_unavailable`", body = ErrorBody,
-            headers(("Retry-After" = u32, description = "Seconds to wait"))),
+        AdminAuth, NoRoom, StoreDown,
     ),
 )]
 async fn resume(
@@ -402,11 +369,7 @@ async fn resume(
     security(("admin_key" = [])),
     responses(
         (status = 200, description = "The room as it now is", body = AdminRoom),
-        (status = 401, description = "`missing_admin_key`, `invalid_admin_key` or `admin_disabled`",
-            body = ErrorBody, headers(("WWW-Authenticate" = String))),
-        (status = 404, description = "`unknown_room`", body = ErrorBody),
-        (status = 503, description = "`store_unavailable`", body = ErrorBody,
-            headers(("Retry-After" = u32, description = "Seconds to wait"))),
+        AdminAuth, NoRoom, StoreDown,
     ),
 )]
 async fn close(

@@ -4,7 +4,7 @@
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{FromRequestParts, Path};
+use axum::extract::{FromRequestParts, RawPathParams};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum_extra::extract::cookie::{Cookie, CookieJar, SameSite};
@@ -14,17 +14,23 @@ use token::{Kind, MAX_TOKEN_LEN, TokenError};
 use crate::error::ApiError;
 use crate::room::RoomId;
 
-/// The room named in the path; a malformed id is 404 `unknown_room`.
+/// The room named in the path's `{room}` segment (other segments may
+/// follow); a malformed id is 404 `unknown_room`.
 pub struct Room(pub RoomId);
 
 impl<S: Send + Sync> FromRequestParts<S> for Room {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        let Path(raw) = Path::<String>::from_request_parts(parts, state)
+        let params = RawPathParams::from_request_parts(parts, state)
             .await
             .map_err(|_| ApiError::UnknownRoom)?;
-        RoomId::parse(&raw).map(Room).ok_or(ApiError::UnknownRoom)
+        params
+            .iter()
+            .find(|(name, _)| *name == "room")
+            .and_then(|(_, raw)| RoomId::parse(raw))
+            .map(Room)
+            .ok_or(ApiError::UnknownRoom)
     }
 }
 

@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::openapi::ErrorBody;
+use super::responses::StoreDown;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -45,11 +45,10 @@ async fn healthz() -> Json<Health> {
     tag = "operations",
     responses(
         (status = 200, description = "The store answers", body = Health),
-        (status = 503, description = "`store_unavailable`: the store cannot be reached",
-            body = ErrorBody, headers(("Retry-After" = u32, description = "Seconds to wait"))),
+        StoreDown,
     ),
 )]
 async fn readyz(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
-    state.store.ping().await?;
+    state.queue.ping().await?;
     Ok(Json(Health { status: "ready" }))
 }

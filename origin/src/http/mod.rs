@@ -5,13 +5,14 @@
 //! header size limit, JSON 404/405).
 
 mod admin;
+pub mod api_doc;
 pub mod client;
 pub mod entry;
 pub mod extract;
 mod health;
 mod metrics;
-pub mod openapi;
 mod queue;
+mod responses;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -37,12 +38,12 @@ pub const MAX_HEADER_BYTES: usize = 16 * 1024;
 
 /// Every route with its description.
 fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+    OpenApiRouter::with_openapi(api_doc::ApiDoc::openapi())
         .merge(queue::router())
         .merge(admin::router())
         .merge(health::router())
         .merge(metrics::router())
-        .merge(openapi::router())
+        .merge(api_doc::router())
 }
 
 /// The OpenAPI document of every route [`app`] serves.

@@ -18,12 +18,13 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::api_doc::RoomPath;
 use super::client::Client;
 use super::extract::{
     Room, clear_cookie, entry_cookie, insecure_loopback, optional_json, presented_ticket,
     set_cookie, ticket_cookie, verify,
 };
-use super::openapi::{ErrorBody, RoomPath};
+use super::responses::{BadBody, BadTicket, JoinLimits, NoRoom, StoreDown, TicketAuth};
 use crate::error::ApiError;
 use crate::queue::{PREQUEUE_SPAN, Snapshot, Standing, pacing};
 use crate::room::{RoomId, RoomState};
@@ -105,10 +106,6 @@ struct RoomBody {
     opens_at: Option<String>,
 }
 
-fn unix_now() -> u64 {
-    u64::try_from(OffsetDateTime::now_utc().unix_timestamp()).unwrap_or(0)
-}
-
 fn rfc3339_ms(ms: u64) -> Option<String> {
     OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
         .ok()
@@ -155,81 +152,80 @@ async fn refine_for_unknown_room<T>(
     result: Result<T, ApiError>,
 ) -> Result<T, ApiError> {
     if result.is_err() {
-        state.store.figures(room).await?;
+        state.queue.figures(room).await?;
     }
     result
 }
 
-/// Builds the response for a snapshot: the status body, plus a fresh ticket
-/// (join) or entry token (admitted), each also set as its cookie.
-fn respond(
+/// A signed token and the cookie that carries it.
+struct Issued {
+    token: String,
+    cookie: HeaderValue,
+}
+
+/// Signs a ticket for the place `seq`. It lives a day from the later of now
+/// and the room's opening, so a pre-queue ticket outlives the wait for it.
+fn issue_ticket(
     state: &AppState,
     room: &RoomId,
-    headers: &HeaderMap,
-    snap: Snapshot,
+    seq: u64,
     visitor: u128,
-    issue_ticket: bool,
-) -> Response {
-    let now = unix_now();
-    let secure = !insecure_loopback(headers);
-    let mut cookies: Vec<HeaderValue> = Vec::new();
+    opens_at_ms: Option<u64>,
+    secure: bool,
+) -> Issued {
+    let now = state.clock.now_secs();
+    let start = opens_at_ms.map_or(now, |at| now.max(at / 1000));
+    let expires_at = start + TICKET_LIFETIME_SECS;
+    let token = state.keys.sign(&Claims {
+        kind: Kind::Ticket,
+        room: room.to_string(),
+        visitor,
+        seq,
+        issued_at: now,
+        expires_at,
+    });
+    let cookie = set_cookie(ticket_cookie(room), token.clone(), expires_at - now, secure);
+    Issued { token, cookie }
+}
+
+/// Signs an entry token for the session of `seq`, which ends at `until_ms`.
+fn issue_entry(
+    state: &AppState,
+    room: &RoomId,
+    seq: u64,
+    visitor: u128,
+    until_ms: u64,
+    secure: bool,
+) -> Issued {
+    let now = state.clock.now_secs();
+    let expires_at = until_ms / 1000;
+    let token = state.keys.sign(&Claims {
+        kind: Kind::Entry,
+        room: room.to_string(),
+        visitor,
+        seq,
+        issued_at: now,
+        expires_at,
+    });
+    let cookie = set_cookie(
+        entry_cookie(room),
+        token.clone(),
+        expires_at.saturating_sub(now),
+        secure,
+    );
+    Issued { token, cookie }
+}
+
+/// The status body for where the visitor stands (no tokens yet).
+fn status_body(
+    room: &RoomId,
+    snap: &Snapshot,
+    state: VisitorState,
+    position: Option<u64>,
+) -> StatusBody {
     let line = &snap.line;
-
-    let ticket = match (issue_ticket, snap.seq) {
-        (true, Some(seq)) => {
-            let start = line.opens_at_ms.map_or(now, |at| now.max(at / 1000));
-            let expires_at = start + TICKET_LIFETIME_SECS;
-            let token = state.keys.sign(&Claims {
-                kind: Kind::Ticket,
-                room: room.to_string(),
-                visitor,
-                seq,
-                issued_at: now,
-                expires_at,
-            });
-            cookies.push(set_cookie(
-                ticket_cookie(room),
-                token.clone(),
-                expires_at - now,
-                secure,
-            ));
-            Some(token)
-        }
-        _ => None,
-    };
-
-    let (mut entry_token, mut entry_expires_at) = (None, None);
-    if let (Standing::Admitted { until_ms }, Some(seq)) = (snap.standing, snap.seq) {
-        let expires_at = until_ms / 1000;
-        let token = state.keys.sign(&Claims {
-            kind: Kind::Entry,
-            room: room.to_string(),
-            visitor,
-            seq,
-            issued_at: now,
-            expires_at,
-        });
-        cookies.push(set_cookie(
-            entry_cookie(room),
-            token.clone(),
-            expires_at.saturating_sub(now),
-            secure,
-        ));
-        entry_token = Some(token);
-        entry_expires_at = rfc3339_ms(expires_at * 1000);
-    }
-
-    let (state_name, position) = match snap.standing {
-        Standing::Waiting { position } => (VisitorState::Waiting, position),
-        Standing::Admitted { .. } => (VisitorState::Admitted, None),
-        Standing::Gone => (VisitorState::Expired, None),
-        Standing::Closed => (VisitorState::Closed, None),
-        Standing::SoldOut => (VisitorState::SoldOut, None),
-        // Refused before a body is built (see join).
-        Standing::LimitReached => (VisitorState::SoldOut, None),
-    };
-    let body = StatusBody {
-        state: state_name,
+    StatusBody {
+        state,
         position,
         waiting: line.waiting,
         eta_seconds: pacing::eta_seconds(snap.standing, line),
@@ -239,10 +235,42 @@ fn respond(
             state: line.state,
             opens_at: line.opens_at_ms.and_then(rfc3339_ms),
         },
-        ticket,
-        entry_token,
-        entry_expires_at,
+        ticket: None,
+        entry_token: None,
+        entry_expires_at: None,
+    }
+}
+
+/// The answer for a snapshot: the status body, with an entry token (also
+/// set as its cookie) when admitted, and `ticket` when the caller issued one.
+fn respond(
+    state: &AppState,
+    room: &RoomId,
+    headers: &HeaderMap,
+    snap: &Snapshot,
+    visitor: u128,
+    ticket: Option<Issued>,
+) -> Response {
+    let secure = !insecure_loopback(headers);
+    let (visitor_state, position) = match snap.standing {
+        Standing::Waiting { position } => (VisitorState::Waiting, position),
+        Standing::Admitted { .. } => (VisitorState::Admitted, None),
+        Standing::Gone => (VisitorState::Expired, None),
+        Standing::Closed => (VisitorState::Closed, None),
+        Standing::SoldOut | Standing::LimitReached => (VisitorState::SoldOut, None),
     };
+    let mut body = status_body(room, snap, visitor_state, position);
+    let mut cookies = Vec::new();
+    if let Some(issued) = ticket {
+        cookies.push(issued.cookie);
+        body.ticket = Some(issued.token);
+    }
+    if let (Standing::Admitted { until_ms }, Some(seq)) = (snap.standing, snap.seq) {
+        let entry = issue_entry(state, room, seq, visitor, until_ms, secure);
+        cookies.push(entry.cookie);
+        body.entry_token = Some(entry.token);
+        body.entry_expires_at = rfc3339_ms(until_ms / 1000 * 1000);
+    }
     let mut response = Json(body).into_response();
     let h = response.headers_mut();
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -271,16 +299,7 @@ fn respond(
     responses(
         (status = 200, description = "Where the visitor stands, with its ticket", body = StatusBody,
             headers(("Set-Cookie" = String, description = "`wr_ticket_{room}`, and `wr_entry_{room}` when admitted"))),
-        (status = 400, description = "`malformed_json`: the body is not JSON", body = ErrorBody),
-        (status = 401, description = "`invalid_ticket`: the ticket presented is forged, malformed, expired or for another room", body = ErrorBody),
-        (status = 404, description = "`unknown_room`", body = ErrorBody),
-        (status = 413, description = "`body_too_large`: over 1 KiB", body = ErrorBody),
-        (status = 422, description = "`invalid_body`: JSON other than `{}`", body = ErrorBody),
-        (status = 429, description = "`rate_limited` (too many joins from this address) or \
-            `too_many_places` (this address holds as many places as allowed); no place was taken",
-            body = ErrorBody, headers(("Retry-After" = u32, description = "Seconds to wait"))),
-        (status = 503, description = "`store_unavailable`", body = ErrorBody,
-            headers(("Retry-After" = u32, description = "Seconds to wait"))),
+        BadBody, BadTicket, NoRoom, JoinLimits, StoreDown,
     ),
 )]
 #[instrument(skip_all, fields(%room, client = %client))]
@@ -293,11 +312,11 @@ async fn join(
 ) -> Result<Response, ApiError> {
     let EmptyBody {} = optional_json(body)?;
     state.clients.check_join(&client)?;
-    let claims = ticket_claims(&state, &headers, &room, unix_now()).await?;
+    let claims = ticket_claims(&state, &headers, &room, state.clock.now_secs()).await?;
     let draw = rand::random::<u64>() % PREQUEUE_SPAN;
     let limit = state.clients.place_limit(&client);
     let snap = state
-        .store
+        .queue
         .join(&room, claims.as_ref().map(|c| c.seq), draw, limit.as_ref())
         .await?;
     if snap.standing == Standing::LimitReached {
@@ -308,7 +327,11 @@ async fn join(
         Some(c) if Some(c.seq) == snap.seq => c.visitor,
         _ => rand::random(),
     };
-    Ok(respond(&state, &room, &headers, snap, visitor, true))
+    let ticket = snap.seq.map(|seq| {
+        let secure = !insecure_loopback(&headers);
+        issue_ticket(&state, &room, seq, visitor, snap.line.opens_at_ms, secure)
+    });
+    Ok(respond(&state, &room, &headers, &snap, visitor, ticket))
 }
 
 /// Where the ticket's holder stands.
@@ -325,10 +348,7 @@ async fn join(
     responses(
         (status = 200, description = "Where the visitor stands", body = StatusBody,
             headers(("Set-Cookie" = String, description = "`wr_entry_{room}` when admitted"))),
-        (status = 401, description = "`missing_ticket` or `invalid_ticket`", body = ErrorBody),
-        (status = 404, description = "`unknown_room`", body = ErrorBody),
-        (status = 503, description = "`store_unavailable`", body = ErrorBody,
-            headers(("Retry-After" = u32, description = "Seconds to wait"))),
+        TicketAuth, NoRoom, StoreDown,
     ),
 )]
 #[instrument(skip_all, fields(%room))]
@@ -337,15 +357,15 @@ async fn status(
     Room(room): Room,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let claims = required_claims(&state, &headers, &room, unix_now()).await?;
-    let snap = state.store.status(&room, claims.seq).await?;
+    let claims = required_claims(&state, &headers, &room, state.clock.now_secs()).await?;
+    let snap = state.queue.status(&room, claims.seq).await?;
     Ok(respond(
         &state,
         &room,
         &headers,
-        snap,
+        &snap,
         claims.visitor,
-        false,
+        None,
     ))
 }
 
@@ -362,13 +382,7 @@ async fn status(
     responses(
         (status = 204, description = "Left",
             headers(("Set-Cookie" = String, description = "Deletes `wr_ticket_{room}` and `wr_entry_{room}`"))),
-        (status = 400, description = "`malformed_json`", body = ErrorBody),
-        (status = 401, description = "`missing_ticket` or `invalid_ticket`", body = ErrorBody),
-        (status = 404, description = "`unknown_room`", body = ErrorBody),
-        (status = 413, description = "`body_too_large`: over 1 KiB", body = ErrorBody),
-        (status = 422, description = "`invalid_body`: JSON other than `{}`", body = ErrorBody),
-        (status = 503, description = "`store_unavailable`", body = ErrorBody,
-            headers(("Retry-After" = u32, description = "Seconds to wait"))),
+        BadBody, TicketAuth, NoRoom, StoreDown,
     ),
 )]
 #[instrument(skip_all, fields(%room))]
@@ -379,8 +393,8 @@ async fn leave(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let EmptyBody {} = optional_json(body)?;
-    let claims = required_claims(&state, &headers, &room, unix_now()).await?;
-    state.store.leave(&room, claims.seq).await?;
+    let claims = required_claims(&state, &headers, &room, state.clock.now_secs()).await?;
+    state.queue.leave(&room, claims.seq).await?;
     let mut response = StatusCode::NO_CONTENT.into_response();
     let h = response.headers_mut();
     h.append(header::SET_COOKIE, clear_cookie(ticket_cookie(&room)));

@@ -19,7 +19,7 @@ use utoipa_axum::routes;
 use crate::state::AppState;
 
 /// The document's header and shared components; the paths come from the
-/// routers (see [`super::openapi`]).
+/// routers (see [`super::openapi`], which assembles the whole document).
 #[derive(OpenApi)]
 #[openapi(
     info(

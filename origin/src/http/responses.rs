@@ -1,0 +1,109 @@
+//! The error responses the OpenAPI document lists, each set said once: a
+//! route names its errors in one word each, e.g.
+//! `responses((status = 200, ..), AdminAuth, NoRoom, StoreDown)`.
+//! Every body is the contract's `ErrorBody`.
+
+use std::collections::BTreeMap;
+
+use utoipa::IntoResponses;
+use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+use utoipa::openapi::{ContentBuilder, HeaderBuilder, Ref, RefOr, Response, ResponseBuilder};
+
+/// One documented error response: status, description (the codes it may
+/// carry) and the headers it sets.
+fn error(description: &str, headers: &[(&str, &str, bool)]) -> RefOr<Response> {
+    let mut response = ResponseBuilder::new().description(description).content(
+        "application/json",
+        ContentBuilder::new()
+            .schema(Some(Ref::from_schema_name("ErrorBody")))
+            .build(),
+    );
+    for &(name, about, integer) in headers {
+        let schema = if integer {
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int32)))
+                .minimum(Some(0))
+        } else {
+            ObjectBuilder::new().schema_type(Type::String)
+        };
+        let mut header = HeaderBuilder::new().schema(Some(schema));
+        if !about.is_empty() {
+            header = header.description(Some(about));
+        }
+        response = response.header(name, header.build());
+    }
+    RefOr::T(response.build())
+}
+
+const RETRY_AFTER: (&str, &str, bool) = ("Retry-After", "Seconds to wait", true);
+
+/// Defines a unit type whose documentation is the given responses.
+macro_rules! error_set {
+    ($(#[$doc:meta])* $name:ident { $($status:literal => $description:expr, [$($header:expr),*];)+ }) => {
+        $(#[$doc])*
+        pub struct $name;
+
+        impl IntoResponses for $name {
+            fn responses() -> BTreeMap<String, RefOr<Response>> {
+                BTreeMap::from([
+                    $(($status.to_string(), error($description, &[$($header),*])),)+
+                ])
+            }
+        }
+    };
+}
+
+error_set!(
+    /// 503 `store_unavailable`, with `Retry-After`.
+    StoreDown { "503" => "`store_unavailable`: the store cannot be reached", [RETRY_AFTER]; }
+);
+
+error_set!(
+    /// 404 `unknown_room`: not a room id, or no such room.
+    NoRoom { "404" => "`unknown_room`: not a room id, or no such room", []; }
+);
+
+error_set!(
+    /// 401 for a missing, wrong or disabled admin key.
+    AdminAuth {
+        "401" => "`missing_admin_key`, `invalid_admin_key` or `admin_disabled`",
+            [("WWW-Authenticate", "", false)];
+    }
+);
+
+error_set!(
+    /// 401 for a missing or bad ticket.
+    TicketAuth {
+        "401" => "`missing_ticket`, or `invalid_ticket`: the ticket presented is forged, \
+            malformed, expired or for another room", [];
+    }
+);
+
+error_set!(
+    /// 401 for a bad ticket where none is needed (join).
+    BadTicket {
+        "401" => "`invalid_ticket`: the ticket presented is forged, malformed, expired or \
+            for another room", [];
+    }
+);
+
+error_set!(
+    /// What a JSON body can be refused with: 400, 413 and 422.
+    BadBody {
+        "400" => "`malformed_json`: the body is not JSON", [];
+        "413" => "`body_too_large`: over the route's limit (1 KiB on queue routes, \
+            64 KiB on admin routes)", [];
+        "422" => "`invalid_body`: JSON of the wrong shape: wrong types, unknown fields \
+            or values out of range", [];
+    }
+);
+
+error_set!(
+    /// 429 from the per-address join limits.
+    JoinLimits {
+        "429" => "`rate_limited` (too many joins from this address) or \
+            `too_many_places` (this address holds as many places as allowed); \
+            no place was taken", [RETRY_AFTER];
+    }
+);
