@@ -199,5 +199,13 @@ pub trait QueueStore: Send + Sync + 'static {
 }
 
 /// Pre-queue draws are below this; places taken after the opening are ordered
-/// after every draw (by `PREQUEUE_SPAN + seq`).
+/// after every draw (by `PREQUEUE_SPAN + member`).
 pub const PREQUEUE_SPAN: u64 = 1 << 40;
+
+/// Most waiters one tick of one room drops for not polling; with
+/// [`MAX_ADMITS_PER_TICK`] it bounds how long one tick holds the store.
+pub const MAX_DROPS_PER_TICK: u64 = 10_000;
+
+/// Most visitors one tick of one room admits (at 10 ticks a second that is
+/// still 200,000 a second).
+pub const MAX_ADMITS_PER_TICK: u64 = 20_000;

@@ -20,15 +20,10 @@ use rand::RngExt;
 use ranked::{Entry, RankedSet};
 
 use super::{
-    LineView, PREQUEUE_SPAN, PlaceLimit, QueueStore, RoomFigures, Snapshot, Standing, StoreError,
-    TickReport,
+    LineView, MAX_ADMITS_PER_TICK, MAX_DROPS_PER_TICK, PREQUEUE_SPAN, PlaceLimit, QueueStore,
+    RoomFigures, Snapshot, Standing, StoreError, TickReport,
 };
 use crate::room::{QueueingMethod, RoomId, RoomSettings, RoomState, unix_ms};
-
-/// Most waiters dropped for not polling in one tick (as the Redis store).
-const MAX_DROPS_PER_TICK: usize = 10_000;
-/// Most visitors admitted in one tick (as the Redis store).
-const MAX_ADMITS_PER_TICK: u64 = 20_000;
 
 /// One room's line, sessions and counters.
 #[derive(Default)]
@@ -465,7 +460,7 @@ impl QueueStore for MemoryStore {
                 .seen
                 .iter()
                 .take_while(|(seen, _)| *seen <= cutoff)
-                .take(MAX_DROPS_PER_TICK)
+                .take(MAX_DROPS_PER_TICK as usize)
                 .map(|&(_, seq)| seq)
                 .collect();
             for &seq in &stale {

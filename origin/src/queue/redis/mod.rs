@@ -25,15 +25,10 @@ pub use keys::RoomKeys;
 use scripts::Scripts;
 
 use crate::queue::{
-    PREQUEUE_SPAN, PlaceLimit, QueueStore, RoomFigures, Snapshot, StoreError, TickReport,
+    MAX_ADMITS_PER_TICK, MAX_DROPS_PER_TICK, PREQUEUE_SPAN, PlaceLimit, QueueStore, RoomFigures,
+    Snapshot, StoreError, TickReport,
 };
 use crate::room::{RoomId, RoomSettings, RoomState, unix_ms};
-
-/// Most waiters dropped for not polling in one tick of one room.
-const MAX_DROPS_PER_TICK: u32 = 10_000;
-/// Most visitors admitted in one tick of one room (bounds the script's time;
-/// at 10 ticks a second that is still 200,000 a second).
-const MAX_ADMITS_PER_TICK: u32 = 20_000;
 
 /// How to reach Redis.
 #[derive(Clone, Debug)]
