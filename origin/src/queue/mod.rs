@@ -1,11 +1,15 @@
 //! The line: the store trait every queue backend implements, and the answers
 //! it gives.
 //!
-//! A visitor is known to the store only by the sequence number its signed
-//! ticket carries (`seq`, from one atomic counter per room), so the store
-//! holds two small integers per waiter and nothing else; what a visitor is
-//! (room, id, issue time) travels in the ticket. The queue knows nothing of
-//! HTTP or tokens; Redis is named only in `queue::redis`.
+//! A visitor is known to the store only by its *member*: 1, 2, 3, ... from
+//! one atomic counter per room. Its signed ticket carries its *sequence
+//! number* (`seq`): the room's base plus the member, the base taken from the
+//! clock when the room is created, so a room created again never gives an
+//! old ticket's seq to someone new. This trait speaks only seqs; the stores
+//! turn them into members. So the store holds two small integers per waiter
+//! and nothing else; what a visitor is (room, id, issue time) travels in the
+//! ticket. The queue knows nothing of HTTP or tokens; Redis is named only in
+//! `queue::redis`.
 //!
 //! - [`promoter`]: the background loop that admits visitors every tick.
 //! - [`pacing`]: how often clients poll and what the ETA is (pure functions).
@@ -113,7 +117,7 @@ pub struct RoomFigures {
     pub admitted_total: u64,
     /// Waiters dropped for not polling, since the room was created.
     pub abandoned_total: u64,
-    /// Places given since the room was created (the last sequence number).
+    /// Places given since the room was created (the last member given).
     pub places_given: u64,
     /// Admissions per second actually achieved recently.
     pub admit_rate: f64,

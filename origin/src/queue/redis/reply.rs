@@ -131,7 +131,7 @@ pub fn figures(value: Value) -> Result<RoomFigures, StoreError> {
     let [
         settings,
         st,
-        seq,
+        last_member,
         admitted,
         abandoned,
         rate_est,
@@ -150,7 +150,7 @@ pub fn figures(value: Value) -> Result<RoomFigures, StoreError> {
         active: count(&active)?,
         admitted_total: count(&admitted)?,
         abandoned_total: count(&abandoned)?,
-        places_given: count(&seq)?,
+        places_given: count(&last_member)?,
         admit_rate: real(&rate_est)?,
         oldest_wait_seconds: optional(int(&oldest_ms)?).map(|ms| ms / 1000),
     })

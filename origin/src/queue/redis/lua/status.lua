@@ -8,18 +8,17 @@ local room = load_room(now)
 if not room then
   return { 'unknown' }
 end
-local mine = member_of(room, ARGV[2]) -- nil: a number this room never gave
-local seq = tonumber(mine)
+local mine = member_of(room, ARGV[2]) -- nil: a seq this room never gave
 
 local until_ms = mine and tonumber(redis.call('ZSCORE', ACTIVE, mine))
 if until_ms and until_ms > now then
-  return view(room, now, 'admitted', seq, nil, until_ms)
+  return view(room, now, 'admitted', mine, nil, until_ms)
 end
 if refusing(room) then
-  return view(room, now, 'closed', seq)
+  return view(room, now, 'closed', mine)
 end
 if not (mine and redis.call('ZSCORE', WAITING, mine)) then
-  return view(room, now, 'gone', seq)
+  return view(room, now, 'gone', mine)
 end
 redis.call('ZADD', SEEN, int(now), mine)
-return view(room, now, 'waiting', seq, position(room, now, mine))
+return view(room, now, 'waiting', mine, position(room, now, mine))

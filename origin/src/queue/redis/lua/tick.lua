@@ -3,7 +3,7 @@
 -- ARGV[3] most visitors admitted in one tick
 -- ARGV[4] the pre-queue span (scores below it are pre-queue draws)
 -- Both bound how long the script holds Redis.
--- Returns {active, waiting, expired, abandoned, admitted seq (base + member)...} after the
+-- Returns {active, waiting, expired, abandoned, seq of each admitted...} after the
 -- step, or {-1} when the room does not exist.
 
 local CHUNK = 500 -- arguments per command, well under Lua's stack limit
