@@ -5,12 +5,12 @@
 --         behind every pre-queue draw
 -- ARGV[5] the client (for the per-client cap)  ARGV[6] its cap, 0 = none
 -- Returns view() with outcome waiting | admitted | closed | sold_out | limit, or
--- {'unknown'} when the room does not exist.
+-- UNKNOWN_ROOM.
 
 local now = now_ms()
 local room = load_room(now)
 if not room then
-  return { 'unknown' }
+  return UNKNOWN_ROOM
 end
 
 -- A valid ticket whose place still stands gets that place back, never a

@@ -23,6 +23,11 @@
 
 local ROOM, WAITING, SEEN, ACTIVE, HOLDERS, MARKS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 
+-- Every script that needs the room returns this bare string when the room
+-- does not exist, and no script returns a bare string otherwise (their
+-- replies are integers or arrays), so one check on the Rust side tells it.
+local UNKNOWN_ROOM = 'unknown_room'
+
 -- Exact integer text; redis.call would format a Lua number with %.14g.
 local function int(n)
   return string.format('%d', n)

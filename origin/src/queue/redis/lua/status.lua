@@ -1,12 +1,12 @@
 -- status.lua: where a visitor stands; records that it still polls.
 -- ARGV[2] the visitor's seq (from its verified ticket)
 -- Returns view() with outcome admitted | waiting | gone | closed, or
--- {'unknown'} when the room does not exist.
+-- UNKNOWN_ROOM.
 
 local now = now_ms()
 local room = load_room(now)
 if not room then
-  return { 'unknown' }
+  return UNKNOWN_ROOM
 end
 local mine = member_of(room, ARGV[2]) -- nil: a seq this room never gave
 
