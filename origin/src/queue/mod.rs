@@ -135,17 +135,22 @@ pub struct PlaceLimit {
     pub max: u32,
 }
 
-/// The store failed; the request can be retried.
+/// Why a store call failed; each variant says whether trying again can help.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The room does not exist.
+    /// The room does not exist. The same call fails the same way until the
+    /// room is created.
     #[error("unknown room")]
     UnknownRoom,
-    /// The store could not be reached or did not answer in time.
+    /// The store could not be reached: down, too slow, failing over, or (from
+    /// `RedisStore::connect`) given no usable address. An outage passes: the
+    /// same call may succeed later.
     #[error("store unavailable: {0}")]
     Unavailable(String),
-    /// The store answered something this code does not understand (a bug or
-    /// a foreign key in the keyspace).
+    /// This code and the store disagree, or the process is broken: a request
+    /// the store refuses as malformed, a reply this code does not understand
+    /// (a bug, or a foreign key in the keyspace), a key prefix with braces,
+    /// or a room lock poisoned by a panic. Trying again does not help.
     #[error("unexpected store reply: {0}")]
     Protocol(String),
 }

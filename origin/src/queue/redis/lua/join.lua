@@ -55,7 +55,8 @@ if is_open and room.state == 'open' then
     -- The gate is off: everyone is let in, whatever capacity and rate say.
     return view(room, now, 'admitted', member, nil, admit_one(room, now, int(member)))
   end
-  -- Nobody waits and there is room: no reason to queue (field report 003).
+  -- Nobody waits and there is room: let the visitor in now rather than make
+  -- it wait a tick in an empty line.
   if redis.call('ZCARD', WAITING) == 0 then
     redis.call('ZREMRANGEBYSCORE', ACTIVE, '-inf', int(now))
     if redis.call('ZCARD', ACTIVE) < room.capacity then
