@@ -2,13 +2,14 @@
 # Runs the queue's benchmark (origin/examples/bench.rs) in a release build:
 # HTTP throughput and p99 of join and status against the origin's own
 # /healthz at 64 connections, status at the front and the back of a line of
-# 1,000,000, Redis memory per waiting visitor, and the promoter tick that
+# 1,000,000, store memory per waiting visitor, and the promoter tick that
 # admits 1,000. Loopback only; every phase is bounded in requests and time.
-# It starts its own redis-server on a free port (and stops it).
+# On Redis (the default) it starts its own redis-server on a free port (and
+# stops it); on the embedded store it needs none.
 #
 #   ./scripts/bench.sh                    # the full run BENCHMARKS.md records
 #   ./scripts/bench.sh --smoke            # tiny counts, a few seconds
-#   ./scripts/bench.sh --store memory     # the embedded store (pending)
+#   ./scripts/bench.sh --store memory     # the embedded store (no Redis)
 #   ./scripts/bench.sh --help             # every option
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -7,7 +7,8 @@
 //!    of a line of `--line` visitors; each phase is `--requests` requests,
 //!    cut short after `--seconds`.
 //! 2. Store memory per waiting visitor with `--line` waiting in one room
-//!    (Redis `INFO memory`, before and after filling the line).
+//!    (Redis `INFO memory`, or this process's resident memory on the
+//!    embedded store, before and after filling the line).
 //! 3. The time of one promoter tick that admits 1,000 visitors from the
 //!    front of that line (`--ticks` of them, through the store API, as the
 //!    promoter calls it).
@@ -16,8 +17,8 @@
 //! binary does on a two-core machine), serving the real router and
 //! promoter on a loopback port; the load comes from a separate runtime over
 //! plain HTTP/1.1. The line is filled through the store API (the same
-//! atomic join as HTTP, without a million HTTP round trips). Redis is a
-//! `redis-server` this program starts on a free loopback port and stops at
+//! atomic join as HTTP, without a million HTTP round trips). On Redis, it is
+//! a `redis-server` this program starts on a free loopback port and stops at
 //! the end, unless `--redis-url` names one. Nothing leaves 127.0.0.1.
 
 use std::net::SocketAddr;

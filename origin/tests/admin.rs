@@ -12,14 +12,6 @@ use origin::queue::{QueueStore, RoomFigures};
 use origin::room::{RoomId, RoomSettings, RoomState};
 use serde_json::{Value, json};
 
-fn settings(capacity: u32) -> RoomSettings {
-    RoomSettings {
-        capacity,
-        admit_per_second: 1_000.0,
-        ..Default::default()
-    }
-}
-
 /// The figures, minus what moves with the clock alone.
 async fn figures(store: &dyn QueueStore, room: &RoomId) -> RoomFigures {
     let mut f = store.figures(room).await.unwrap();

@@ -16,11 +16,17 @@ use origin::queue::QueueStore;
 use origin::queue::redis::{RedisConfig, RedisStore, RoomKeys};
 use origin::room::RoomSettings;
 
-/// The rooms the scenarios create; their hash tags fall on all three
-/// primaries (checked below, not assumed).
-const SCENARIO_ROOMS: [&str; 9] = [
-    "quiet", "shop", "drop", "short", "fickle", "door", "keep", "gate", "pace",
-];
+/// Every scenario in the list, side by side on one store, as rooms run in
+/// production (each scenario has its own room).
+macro_rules! all_at_once {
+    ($($name:ident => $room:literal),* $(,)?) => {
+        async fn every_scenario_at_once(store: Arc<dyn QueueStore>) {
+            tokio::join!($(scenarios::$name(store.clone(), $room)),*);
+        }
+    };
+}
+
+scenarios::every_scenario!(all_at_once);
 
 async fn start_cluster() -> RedisCluster {
     // Starting processes and waiting for them blocks; keep it off the runtime.
@@ -47,27 +53,16 @@ async fn the_line_behaves_the_same_on_a_redis_cluster() {
     let prefix = unique_prefix();
     let store = cluster_store(&cluster, &prefix);
 
-    let owners: HashSet<u16> = SCENARIO_ROOMS
+    // The scenarios' rooms' hash tags fall on all three primaries (checked,
+    // not assumed).
+    let owners: HashSet<u16> = scenarios::ROOMS
         .iter()
         .map(|id| cluster.owner_of(&RoomKeys::new(&prefix, &room(id)).room))
         .collect();
     assert_eq!(owners.len(), 3, "the rooms land on every primary");
 
-    // Each scenario uses its own room, so they run side by side, as rooms
-    // do in production; the slowest (abandonment) takes about 4 s.
-    tokio::join!(
-        scenarios::an_empty_room_with_free_capacity_admits_at_once(store.clone()),
-        scenarios::cookies_are_secure_off_loopback(store.clone()),
-        scenarios::the_prequeue_draws_places_at_the_opening_and_later_joins_queue_behind(
-            store.clone()
-        ),
-        scenarios::an_ended_session_frees_its_slot_and_its_token_is_refused(store.clone()),
-        scenarios::waiters_who_stop_polling_are_dropped_and_their_place_freed(store.clone()),
-        scenarios::leaving_frees_the_slot_or_the_place_at_once(store.clone()),
-        scenarios::rejoining_with_a_valid_ticket_keeps_the_place(store.clone()),
-        scenarios::pausing_stops_admissions_and_closing_takes_no_places(store.clone()),
-        scenarios::status_reports_an_eta_from_the_achieved_rate_and_paces_polls(store.clone()),
-    );
+    // The slowest scenario (abandonment) takes about 4 s.
+    every_scenario_at_once(store.clone()).await;
 
     // The room index is one key on one node and lists rooms of every node.
     let mut listed: Vec<String> = store
@@ -78,7 +73,7 @@ async fn the_line_behaves_the_same_on_a_redis_cluster() {
         .map(|r| r.as_str().to_owned())
         .collect();
     listed.sort();
-    let mut expected: Vec<String> = SCENARIO_ROOMS.iter().map(|s| (*s).to_owned()).collect();
+    let mut expected: Vec<String> = scenarios::ROOMS.iter().map(|s| (*s).to_owned()).collect();
     expected.sort();
     assert_eq!(listed, expected);
     assert!(store.ping().await.is_ok(), "every node answers PING");

@@ -12,16 +12,15 @@
 mod common;
 
 use std::io::Write;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
+use common::recording::Recording;
 use common::servers::{RedisServer, TempDir};
 use common::{make_paused_room, make_room, spawn, state, unique_prefix};
+use origin::queue::QueueStore;
 use origin::queue::redis::{RedisConfig, RedisStore};
-use origin::queue::{PlaceLimit, QueueStore, RoomFigures, Snapshot, StoreError, TickReport};
-use origin::room::{RoomId, RoomSettings, RoomState};
+use origin::room::{RoomId, RoomSettings};
 use serde_json::Value;
 
 /// The store's deadline in these tests: short, so the tests are quick, and
@@ -75,57 +74,11 @@ fn capture_logs() -> (Logs, tracing::subscriber::DefaultGuard) {
     (logs, tracing::subscriber::set_default(subscriber))
 }
 
-/// Counts the promoter's attempts: it reads the room list first on each
-/// attempt while the store is failing.
-struct Counting {
-    inner: Arc<dyn QueueStore>,
-    room_lists: AtomicUsize,
-}
-
-#[async_trait]
-impl QueueStore for Counting {
-    async fn put_room(&self, room: &RoomId, s: &RoomSettings) -> Result<(), StoreError> {
-        self.inner.put_room(room, s).await
-    }
-    async fn set_state(&self, room: &RoomId, state: RoomState) -> Result<(), StoreError> {
-        self.inner.set_state(room, state).await
-    }
-    async fn rooms(&self) -> Result<Vec<RoomId>, StoreError> {
-        self.room_lists.fetch_add(1, Ordering::SeqCst);
-        self.inner.rooms().await
-    }
-    async fn figures(&self, room: &RoomId) -> Result<RoomFigures, StoreError> {
-        self.inner.figures(room).await
-    }
-    async fn join(
-        &self,
-        room: &RoomId,
-        existing: Option<u64>,
-        draw: u64,
-        limit: Option<&PlaceLimit>,
-    ) -> Result<Snapshot, StoreError> {
-        self.inner.join(room, existing, draw, limit).await
-    }
-    async fn status(&self, room: &RoomId, seq: u64) -> Result<Snapshot, StoreError> {
-        self.inner.status(room, seq).await
-    }
-    async fn leave(&self, room: &RoomId, seq: u64) -> Result<bool, StoreError> {
-        self.inner.leave(room, seq).await
-    }
-    async fn session_active(&self, room: &RoomId, seq: u64) -> Result<bool, StoreError> {
-        self.inner.session_active(room, seq).await
-    }
-    async fn tick(&self, room: &RoomId) -> Result<TickReport, StoreError> {
-        self.inner.tick(room).await
-    }
-    async fn ping(&self) -> Result<(), StoreError> {
-        self.inner.ping().await
-    }
-}
-
 struct Setup {
     server: RedisServer,
-    store: Arc<Counting>,
+    /// Counts the promoter's attempts: it reads the room list first on each
+    /// attempt while the store is failing.
+    store: Arc<Recording>,
     http: reqwest::Client,
     // Declared last: the server writes into it until it is dropped.
     _dir: TempDir,
@@ -145,10 +98,7 @@ fn setup() -> Setup {
     );
     Setup {
         server,
-        store: Arc::new(Counting {
-            inner,
-            room_lists: AtomicUsize::new(0),
-        }),
+        store: Arc::new(Recording::new(inner)),
         http: reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
             .build()
@@ -219,9 +169,9 @@ async fn a_frozen_redis_is_503_within_the_timeout_and_the_origin_recovers() {
 
     s.server.freeze();
     assert_unavailable(&s.http, &base, &room, &ticket).await;
-    let attempts_before = s.store.room_lists.load(Ordering::SeqCst);
+    let attempts_before = s.store.room_lists();
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let attempts = s.store.room_lists.load(Ordering::SeqCst) - attempts_before;
+    let attempts = s.store.room_lists() - attempts_before;
     s.server.thaw();
 
     // Without backoff the promoter would try every tick plus timeout (about
@@ -265,9 +215,9 @@ async fn a_killed_redis_is_503_and_a_restarted_one_is_used_again_scripts_and_all
 
     s.server.kill();
     assert_unavailable(&s.http, &base, &room, &ticket).await;
-    let attempts_before = s.store.room_lists.load(Ordering::SeqCst);
+    let attempts_before = s.store.room_lists();
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let attempts = s.store.room_lists.load(Ordering::SeqCst) - attempts_before;
+    let attempts = s.store.room_lists() - attempts_before;
     // A refused connection fails at once: without backoff that would be one
     // attempt every tick, 40 in 2 s.
     assert!(

@@ -5,15 +5,12 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use async_trait::async_trait;
+use common::recording::Recording;
 use common::*;
 use origin::http::client::ClientPolicy;
-use origin::queue::{
-    LineView, PlaceLimit, QueueStore, RoomFigures, Snapshot, Standing, StoreError, TickReport,
-};
-use origin::room::{RoomId, RoomSettings, RoomState};
+use origin::room::RoomSettings;
 use reqwest::StatusCode;
 
 const EDGE_SECRET: &str = "edge-secret-for-tests-0123456789";
@@ -112,86 +109,13 @@ async fn no_rate_limit_when_off() {
     server.stop().await;
 }
 
-/// A store that records the place limit each join carries and, like the real
-/// store, refuses a holder at its cap (`Standing::LimitReached`).
-struct CappedStore {
-    inner: Arc<dyn QueueStore>,
-    seen: Mutex<Vec<Option<PlaceLimit>>>,
-}
-
-#[async_trait]
-impl QueueStore for CappedStore {
-    async fn put_room(&self, room: &RoomId, s: &RoomSettings) -> Result<(), StoreError> {
-        self.inner.put_room(room, s).await
-    }
-    async fn set_state(&self, room: &RoomId, state: RoomState) -> Result<(), StoreError> {
-        self.inner.set_state(room, state).await
-    }
-    async fn rooms(&self) -> Result<Vec<RoomId>, StoreError> {
-        self.inner.rooms().await
-    }
-    async fn figures(&self, room: &RoomId) -> Result<RoomFigures, StoreError> {
-        self.inner.figures(room).await
-    }
-    async fn join(
-        &self,
-        room: &RoomId,
-        existing: Option<u64>,
-        draw: u64,
-        limit: Option<&PlaceLimit>,
-    ) -> Result<Snapshot, StoreError> {
-        let held = {
-            let mut seen = self.seen.lock().unwrap();
-            let held = seen
-                .iter()
-                .filter(|l| l.as_ref().map(|l| &l.holder) == limit.map(|l| &l.holder))
-                .count();
-            seen.push(limit.cloned());
-            held
-        };
-        if let Some(limit) = limit
-            && held >= limit.max as usize
-        {
-            return Ok(Snapshot {
-                seq: None,
-                standing: Standing::LimitReached,
-                line: LineView {
-                    state: RoomState::Paused,
-                    opens_at_ms: None,
-                    waiting: 0,
-                    admit_rate: 1.0,
-                    abandon_ms: 60_000,
-                    now_ms: 0,
-                },
-            });
-        }
-        self.inner.join(room, existing, draw, limit).await
-    }
-    async fn status(&self, room: &RoomId, seq: u64) -> Result<Snapshot, StoreError> {
-        self.inner.status(room, seq).await
-    }
-    async fn leave(&self, room: &RoomId, seq: u64) -> Result<bool, StoreError> {
-        self.inner.leave(room, seq).await
-    }
-    async fn session_active(&self, room: &RoomId, seq: u64) -> Result<bool, StoreError> {
-        self.inner.session_active(room, seq).await
-    }
-    async fn tick(&self, room: &RoomId) -> Result<TickReport, StoreError> {
-        self.inner.tick(room).await
-    }
-    async fn ping(&self) -> Result<(), StoreError> {
-        self.inner.ping().await
-    }
-}
-
 #[tokio::test]
 async fn the_place_cap_goes_to_the_store_with_the_client_address() {
     let t = test_store();
     make_paused_room(t.store.as_ref(), "capped", RoomSettings::default()).await;
-    let capped = Arc::new(CappedStore {
-        inner: t.store.clone(),
-        seen: Mutex::new(Vec::new()),
-    });
+    // The store itself refuses a holder at its cap; the recording shows what
+    // the origin handed it.
+    let capped = Arc::new(Recording::new(t.store.clone()));
     let server = spawn(
         state(capped.clone()).with_clients(ClientPolicy::new(Some(EDGE_SECRET), 0, 2)),
         None,
@@ -215,8 +139,8 @@ async fn the_place_cap_goes_to_the_store_with_the_client_address() {
     let (status, _, body) = join(&http, &url, &edge).await;
     assert_eq!(status, 200, "{body}");
 
-    let seen = capped.seen.lock().unwrap().clone();
-    let holders: Vec<(String, u32)> = seen
+    let holders: Vec<(String, u32)> = capped
+        .join_limits()
         .into_iter()
         .map(|l| {
             let l = l.expect("every join carries the cap");
@@ -239,13 +163,10 @@ async fn the_place_cap_goes_to_the_store_with_the_client_address() {
 async fn no_place_cap_when_off() {
     let t = test_store();
     make_paused_room(t.store.as_ref(), "uncapped", RoomSettings::default()).await;
-    let capped = Arc::new(CappedStore {
-        inner: t.store.clone(),
-        seen: Mutex::new(Vec::new()),
-    });
+    let capped = Arc::new(Recording::new(t.store.clone()));
     let api = Api::new(state(capped.clone()));
     for _ in 0..3 {
         assert_eq!(api.join(&room("uncapped"), None).await.status, 200);
     }
-    assert!(capped.seen.lock().unwrap().iter().all(Option::is_none));
+    assert!(capped.join_limits().iter().all(Option::is_none));
 }

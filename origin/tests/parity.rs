@@ -43,7 +43,7 @@ enum Op {
     Figures,
 }
 
-fn settings() -> impl Strategy<Value = RoomSettings> {
+fn any_settings() -> impl Strategy<Value = RoomSettings> {
     (
         1u32..5,
         prop_oneof![Just(0.5), Just(1.0), Just(3.0), Just(50.0)],
@@ -83,7 +83,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0usize..40).prop_map(Op::SessionActive),
         4 => Just(Op::Tick),
         3 => prop_oneof![0u64..300, 300u64..3_000, 3_000u64..12_000].prop_map(Op::Advance),
-        1 => settings().prop_map(|s| Op::Settings(Box::new(s))),
+        1 => any_settings().prop_map(|s| Op::Settings(Box::new(s))),
         1 => prop_oneof![Just(RoomState::Open), Just(RoomState::Paused), Just(RoomState::Closed)]
             .prop_map(Op::State),
         1 => Just(Op::Figures),
@@ -211,7 +211,7 @@ proptest! {
 
     #[test]
     fn embedded_and_redis_stores_give_the_same_answers(
-        initial in settings(),
+        initial in any_settings(),
         ops in prop::collection::vec(op(), 1..80),
     ) {
         runtime().block_on(same_answers(initial, ops))?;

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::servers::{RedisServer, TempDir};
-use common::{Api, make_room, seq_of, state, unique_prefix};
+use common::{Api, make_room, seq_of, settings, state, unique_prefix};
 use origin::queue::QueueStore;
 use origin::queue::redis::{RedisConfig, RedisStore};
 use origin::room::RoomSettings;
@@ -41,12 +41,11 @@ async fn reconnected(store: &dyn QueueStore) {
     panic!("the store did not reconnect");
 }
 
-fn settings() -> RoomSettings {
+/// Room settings whose waiters are not dropped while a test restarts Redis.
+fn patient() -> RoomSettings {
     RoomSettings {
-        capacity: 10,
-        admit_per_second: 1_000.0,
         abandon_seconds: 600,
-        ..Default::default()
+        ..settings(10)
     }
 }
 
@@ -56,7 +55,7 @@ async fn a_room_created_again_after_its_data_was_lost_never_reuses_a_place() {
     let mut server = RedisServer::start(&dir.0);
     let store = store_on(&server);
     let api = Api::new(state(store.clone()));
-    let room = make_room(store.as_ref(), "lost", settings()).await;
+    let room = make_room(store.as_ref(), "lost", patient()).await;
     let mut old = Vec::new();
     for _ in 0..15 {
         old.push(api.join(&room, None).await);
@@ -69,7 +68,7 @@ async fn a_room_created_again_after_its_data_was_lost_never_reuses_a_place() {
     reconnected(store.as_ref()).await;
     assert_eq!(api.status(&room, &old[14].ticket()).await.status, 404);
     // The operator creates the room again; fifteen new visitors arrive.
-    make_room(store.as_ref(), "lost", settings()).await;
+    make_room(store.as_ref(), "lost", patient()).await;
     let mut new = Vec::new();
     for _ in 0..15 {
         new.push(api.join(&room, None).await);
@@ -127,7 +126,7 @@ async fn with_aof_a_restarted_redis_keeps_the_line_and_every_position() {
     );
     let store = store_on(&server);
     let api = Api::new(state(store.clone()));
-    let room = make_room(store.as_ref(), "kept", settings()).await;
+    let room = make_room(store.as_ref(), "kept", patient()).await;
     let mut visitors = Vec::new();
     for _ in 0..60 {
         visitors.push(api.join(&room, None).await);

@@ -1,11 +1,15 @@
 //! The line: the store trait every queue backend implements, and the answers
 //! it gives.
 //!
-//! A visitor is known to the store only by the sequence number its signed
-//! ticket carries (`seq`, from one atomic counter per room), so the store
-//! holds two small integers per waiter and nothing else; what a visitor is
-//! (room, id, issue time) travels in the ticket. The queue knows nothing of
-//! HTTP or tokens; Redis is named only in `queue::redis`.
+//! A visitor is known to the store only by its *member*: 1, 2, 3, ... from
+//! one atomic counter per room. Its signed ticket carries its *sequence
+//! number* (`seq`): the room's base plus the member, the base taken from the
+//! clock when the room is created, so a room created again never gives an
+//! old ticket's seq to someone new. This trait speaks only seqs; the stores
+//! turn them into members. So the store holds two small integers per waiter
+//! and nothing else; what a visitor is (room, id, issue time) travels in the
+//! ticket. The queue knows nothing of HTTP or tokens; Redis is named only in
+//! `queue::redis`.
 //!
 //! - [`promoter`]: the background loop that admits visitors every tick.
 //! - [`pacing`]: how often clients poll and what the ETA is (pure functions).
@@ -113,7 +117,7 @@ pub struct RoomFigures {
     pub admitted_total: u64,
     /// Waiters dropped for not polling, since the room was created.
     pub abandoned_total: u64,
-    /// Places given since the room was created (the last sequence number).
+    /// Places given since the room was created (the last member given).
     pub places_given: u64,
     /// Admissions per second actually achieved recently.
     pub admit_rate: f64,
@@ -131,17 +135,22 @@ pub struct PlaceLimit {
     pub max: u32,
 }
 
-/// The store failed; the request can be retried.
+/// Why a store call failed; each variant says whether trying again can help.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The room does not exist.
+    /// The room does not exist. The same call fails the same way until the
+    /// room is created.
     #[error("unknown room")]
     UnknownRoom,
-    /// The store could not be reached or did not answer in time.
+    /// The store could not be reached: down, too slow, failing over, or (from
+    /// `RedisStore::connect`) given no usable address. An outage passes: the
+    /// same call may succeed later.
     #[error("store unavailable: {0}")]
     Unavailable(String),
-    /// The store answered something this code does not understand (a bug or
-    /// a foreign key in the keyspace).
+    /// This code and the store disagree, or the process is broken: a request
+    /// the store refuses as malformed, a reply this code does not understand
+    /// (a bug, or a foreign key in the keyspace), a key prefix with braces,
+    /// or a room lock poisoned by a panic. Trying again does not help.
     #[error("unexpected store reply: {0}")]
     Protocol(String),
 }
@@ -199,5 +208,13 @@ pub trait QueueStore: Send + Sync + 'static {
 }
 
 /// Pre-queue draws are below this; places taken after the opening are ordered
-/// after every draw (by `PREQUEUE_SPAN + seq`).
+/// after every draw (by `PREQUEUE_SPAN + member`).
 pub const PREQUEUE_SPAN: u64 = 1 << 40;
+
+/// Most waiters one tick of one room drops for not polling; with
+/// [`MAX_ADMITS_PER_TICK`] it bounds how long one tick holds the store.
+pub const MAX_DROPS_PER_TICK: u64 = 10_000;
+
+/// Most visitors one tick of one room admits (at 10 ticks a second that is
+/// still 200,000 a second).
+pub const MAX_ADMITS_PER_TICK: u64 = 20_000;

@@ -1,11 +1,11 @@
 //! How often a client should poll and how long it will wait: pure functions
 //! of what the store reported.
 //!
-//! Polling is load in itself (field report 004): a million waiters polling
-//! every second is a million requests a second. So the interval grows with the
-//! expected wait (far back: rarely; near the front: often), and always stays
-//! under a third of the abandon time, so a client that polls as told is never
-//! dropped as abandoned.
+//! Polling is load in itself: a million waiters polling every second is a
+//! million requests a second. So the interval grows with the expected wait
+//! (far back: rarely; near the front: often), and always stays under a third
+//! of the abandon time, so a client that polls as told is never dropped as
+//! abandoned.
 
 use super::{LineView, Standing};
 

@@ -3,6 +3,7 @@
 //! server on a loopback port.
 #![allow(dead_code)] // each test file uses its own subset
 
+pub mod recording;
 pub mod scenarios;
 pub mod servers;
 
@@ -111,6 +112,15 @@ impl Drop for TestStore {
         if !keys.is_empty() {
             let _: redis::RedisResult<()> = redis::cmd("DEL").arg(keys).query(&mut conn);
         }
+    }
+}
+
+/// An open room's settings with `capacity` and a rate that never limits.
+pub fn settings(capacity: u32) -> RoomSettings {
+    RoomSettings {
+        capacity,
+        admit_per_second: 1_000.0,
+        ..Default::default()
     }
 }
 

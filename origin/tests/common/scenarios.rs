@@ -1,8 +1,9 @@
 //! The line's behaviour as scenarios over any store: each takes the store
-//! (Redis, a Redis Cluster, or later the embedded store) and drives it
-//! through the real router. `line.rs` runs them on the shared Redis,
-//! `cluster.rs` on a Redis Cluster, so one copy of each scenario serves every
-//! backend.
+//! (Redis, a Redis Cluster, or the embedded store) and the id of the room it
+//! creates, and drives the store through the real router. `line.rs` runs
+//! them on the suite's store, `cluster.rs` on a Redis Cluster, both from the
+//! one list in [`every_scenario`], so one copy of each scenario serves every
+//! backend and no runner can miss one.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,18 +14,38 @@ use time::OffsetDateTime;
 
 use super::*;
 
-/// An open room's settings with `capacity` and a rate that never limits.
-pub fn settings(capacity: u32) -> RoomSettings {
-    RoomSettings {
-        capacity,
-        admit_per_second: 1_000.0,
-        ..Default::default()
-    }
+/// Every scenario with the room it runs in, listed once: expands to
+/// `$then! { scenario => "room", ... }`, so the runners in `line.rs` and
+/// `cluster.rs` and [`ROOMS`] are all built from this list.
+macro_rules! every_scenario {
+    ($then:ident) => {
+        $then! {
+            an_empty_room_with_free_capacity_admits_at_once => "quiet",
+            cookies_are_secure_off_loopback => "shop",
+            the_prequeue_draws_places_at_the_opening_and_later_joins_queue_behind => "drop",
+            an_ended_session_frees_its_slot_and_its_token_is_refused => "short",
+            waiters_who_stop_polling_are_dropped_and_their_place_freed => "fickle",
+            leaving_frees_the_slot_or_the_place_at_once => "door",
+            rejoining_with_a_valid_ticket_keeps_the_place => "keep",
+            pausing_stops_admissions_and_closing_takes_no_places => "gate",
+            status_reports_an_eta_from_the_achieved_rate_and_paces_polls => "pace",
+        }
+    };
 }
+#[allow(unused_imports)] // only the runners use it
+pub(crate) use every_scenario;
+
+macro_rules! rooms_of {
+    ($($name:ident => $room:literal),* $(,)?) => {
+        /// The room each scenario creates, in the list's order.
+        pub const ROOMS: &[&str] = &[$($room),*];
+    };
+}
+every_scenario!(rooms_of);
 
 /// A join to an open, empty room with capacity is admitted at once, with both cookies.
-pub async fn an_empty_room_with_free_capacity_admits_at_once(store: Arc<dyn QueueStore>) {
-    let room = make_room(store.as_ref(), "quiet", settings(5)).await;
+pub async fn an_empty_room_with_free_capacity_admits_at_once(store: Arc<dyn QueueStore>, id: &str) {
+    let room = make_room(store.as_ref(), id, settings(5)).await;
     let api = Api::new(state(store.clone()));
     let r = api.join(&room, None).await;
     assert_eq!(r.status, 200);
@@ -33,8 +54,8 @@ pub async fn an_empty_room_with_free_capacity_admits_at_once(store: Arc<dyn Queu
     assert!(r.json["entry_token"].is_string());
     assert!(r.json["entry_expires_at"].is_string());
     let cookies = r.cookies().join("\n");
-    assert!(cookies.contains("wr_ticket_quiet="), "{cookies}");
-    assert!(cookies.contains("wr_entry_quiet="), "{cookies}");
+    assert!(cookies.contains(&format!("wr_ticket_{room}=")), "{cookies}");
+    assert!(cookies.contains(&format!("wr_entry_{room}=")), "{cookies}");
     assert!(
         cookies.contains("HttpOnly")
             && cookies.contains("SameSite=Lax")
@@ -47,8 +68,8 @@ pub async fn an_empty_room_with_free_capacity_admits_at_once(store: Arc<dyn Queu
 }
 
 /// Cookies carry `Secure` unless the request came over plain-http loopback.
-pub async fn cookies_are_secure_off_loopback(store: Arc<dyn QueueStore>) {
-    let room = make_room(store.as_ref(), "shop", settings(5)).await;
+pub async fn cookies_are_secure_off_loopback(store: Arc<dyn QueueStore>, id: &str) {
+    let room = make_room(store.as_ref(), id, settings(5)).await;
     let api = Api::new(state(store.clone()));
     let r = api
         .send(
@@ -68,13 +89,14 @@ pub async fn cookies_are_secure_off_loopback(store: Arc<dyn QueueStore>) {
 /// Before the opening places are drawn, not given in arrival order; later joins queue behind in order.
 pub async fn the_prequeue_draws_places_at_the_opening_and_later_joins_queue_behind(
     store: Arc<dyn QueueStore>,
+    id: &str,
 ) {
     let opens_at = OffsetDateTime::now_utc() + Duration::from_millis(1_500);
     let s = RoomSettings {
         opens_at: Some(opens_at),
         ..settings(1_000)
     };
-    let room = make_room(store.as_ref(), "drop", s).await;
+    let room = make_room(store.as_ref(), id, s).await;
     let api = Api::new(state(store.clone()));
 
     let mut early = Vec::new();
@@ -136,12 +158,15 @@ pub async fn the_prequeue_draws_places_at_the_opening_and_later_joins_queue_behi
 }
 
 /// An ended session frees its slot for the next in line and its entry token stops working.
-pub async fn an_ended_session_frees_its_slot_and_its_token_is_refused(store: Arc<dyn QueueStore>) {
+pub async fn an_ended_session_frees_its_slot_and_its_token_is_refused(
+    store: Arc<dyn QueueStore>,
+    id: &str,
+) {
     let s = RoomSettings {
         session_seconds: 1,
         ..settings(1)
     };
-    let room = make_room(store.as_ref(), "short", s).await;
+    let room = make_room(store.as_ref(), id, s).await;
     let st = state(store.clone());
     let api = Api::new(st.clone());
     let a = api.join(&room, None).await;
@@ -181,12 +206,13 @@ pub async fn an_ended_session_frees_its_slot_and_its_token_is_refused(store: Arc
 /// A waiter who stops polling for the abandon time loses the place; one who polls keeps it.
 pub async fn waiters_who_stop_polling_are_dropped_and_their_place_freed(
     store: Arc<dyn QueueStore>,
+    id: &str,
 ) {
     let s = RoomSettings {
         abandon_seconds: 3,
         ..settings(1)
     };
-    let room = make_room(store.as_ref(), "fickle", s).await;
+    let room = make_room(store.as_ref(), id, s).await;
     let api = Api::new(state(store.clone()));
     let _inside = api.join(&room, None).await;
     let gone = api.join(&room, None).await;
@@ -215,8 +241,8 @@ pub async fn waiters_who_stop_polling_are_dropped_and_their_place_freed(
 }
 
 /// Leaving frees a place in line or a slot inside at once.
-pub async fn leaving_frees_the_slot_or_the_place_at_once(store: Arc<dyn QueueStore>) {
-    let room = make_room(store.as_ref(), "door", settings(1)).await;
+pub async fn leaving_frees_the_slot_or_the_place_at_once(store: Arc<dyn QueueStore>, id: &str) {
+    let room = make_room(store.as_ref(), id, settings(1)).await;
     let api = Api::new(state(store.clone()));
     let a = api.join(&room, None).await;
     let b = api.join(&room, None).await;
@@ -231,7 +257,7 @@ pub async fn leaving_frees_the_slot_or_the_place_at_once(store: Arc<dyn QueueSto
     assert!(
         r.cookies()
             .iter()
-            .any(|c| c.starts_with("wr_ticket_door=;"))
+            .any(|c| c.starts_with(&format!("wr_ticket_{room}=;")))
     );
     assert_eq!(api.status(&room, &d.ticket()).await.json["position"], 2);
     assert_eq!(
@@ -255,8 +281,8 @@ pub async fn leaving_frees_the_slot_or_the_place_at_once(store: Arc<dyn QueueSto
 }
 
 /// A rejoin with a valid ticket (bearer or cookie) gets the same place, never a second one.
-pub async fn rejoining_with_a_valid_ticket_keeps_the_place(store: Arc<dyn QueueStore>) {
-    let room = make_paused_room(store.as_ref(), "keep", settings(1)).await;
+pub async fn rejoining_with_a_valid_ticket_keeps_the_place(store: Arc<dyn QueueStore>, id: &str) {
+    let room = make_paused_room(store.as_ref(), id, settings(1)).await;
     let api = Api::new(state(store.clone()));
     let tickets: Vec<String> = {
         let mut v = Vec::new();
@@ -272,7 +298,10 @@ pub async fn rejoining_with_a_valid_ticket_keeps_the_place(store: Arc<dyn QueueS
     let by_cookie = api
         .send(
             axum::http::Request::post(format!("/queue/{room}/join"))
-                .header("cookie", format!("other=1; wr_ticket_keep={}", tickets[1]))
+                .header(
+                    "cookie",
+                    format!("other=1; wr_ticket_{room}={}", tickets[1]),
+                )
                 .body(axum::body::Body::empty())
                 .unwrap(),
         )
@@ -293,8 +322,11 @@ pub async fn rejoining_with_a_valid_ticket_keeps_the_place(store: Arc<dyn QueueS
 }
 
 /// Paused rooms queue and admit nobody; closed rooms take no places and keep those inside.
-pub async fn pausing_stops_admissions_and_closing_takes_no_places(store: Arc<dyn QueueStore>) {
-    let room = make_paused_room(store.as_ref(), "gate", settings(10)).await;
+pub async fn pausing_stops_admissions_and_closing_takes_no_places(
+    store: Arc<dyn QueueStore>,
+    id: &str,
+) {
+    let room = make_paused_room(store.as_ref(), id, settings(10)).await;
     let api = Api::new(state(store.clone()));
     let a = api.join(&room, None).await;
     assert_eq!(
@@ -324,13 +356,14 @@ pub async fn pausing_stops_admissions_and_closing_takes_no_places(store: Arc<dyn
 /// The ETA starts from the configured rate, then follows the achieved one; polls are paced.
 pub async fn status_reports_an_eta_from_the_achieved_rate_and_paces_polls(
     store: Arc<dyn QueueStore>,
+    id: &str,
 ) {
     let s = RoomSettings {
         capacity: 1,
         admit_per_second: 2.0,
         ..Default::default()
     };
-    let room = make_room(store.as_ref(), "pace", s).await;
+    let room = make_room(store.as_ref(), id, s).await;
     let api = Api::new(state(store.clone()));
     api.join(&room, None).await; // inside
     let mut last = None;

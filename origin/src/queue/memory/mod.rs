@@ -7,6 +7,11 @@
 //! operation is one short critical section, which is what makes it atomic.
 //! Nothing survives a restart, and several instances cannot share it: for
 //! either, use Redis.
+//!
+//! Two numbers name a visitor, as in the scripts: its `Member` (what the
+//! store keeps: 1, 2, 3, ... in order of joining) and its sequence number
+//! (`seq`, what its ticket carries: the room's base plus the member). Only
+//! `member_of` and `seq_of` cross between them.
 
 mod ranked;
 
@@ -20,25 +25,26 @@ use rand::RngExt;
 use ranked::{Entry, RankedSet};
 
 use super::{
-    LineView, PREQUEUE_SPAN, PlaceLimit, QueueStore, RoomFigures, Snapshot, Standing, StoreError,
-    TickReport,
+    LineView, MAX_ADMITS_PER_TICK, MAX_DROPS_PER_TICK, PREQUEUE_SPAN, PlaceLimit, QueueStore,
+    RoomFigures, Snapshot, Standing, StoreError, TickReport,
 };
 use crate::room::{QueueingMethod, RoomId, RoomSettings, RoomState, unix_ms};
 
-/// Most waiters dropped for not polling in one tick (as the Redis store).
-const MAX_DROPS_PER_TICK: usize = 10_000;
-/// Most visitors admitted in one tick (as the Redis store).
-const MAX_ADMITS_PER_TICK: u64 = 20_000;
+/// A visitor's number inside the store: 1, 2, 3, ... in order of joining.
+/// Its own type so that it is never mistaken for the sequence number a
+/// ticket carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+struct Member(u64);
 
 /// One room's line, sessions and counters.
 #[derive(Default)]
 struct Room {
     settings: RoomSettings,
     state: Option<RoomState>,
-    /// Sequence numbers are `base + member`; see `member_of`.
+    /// Added to a member to make its sequence number; see `member_of`.
     base: u64,
-    /// Members given so far (the last member).
-    seq: u64,
+    /// The last member given, so also how many places were given.
+    last_member: u64,
     admitted: u64,
     abandoned: u64,
     allow: Option<f64>,
@@ -48,17 +54,17 @@ struct Room {
     mark_at: u64,
     /// The line, ordered as Redis orders the waiting sorted set.
     waiting: RankedSet,
-    /// seq -> (order score, last poll ms) of everyone in line.
-    waiters: HashMap<u64, (u64, u64)>,
-    /// (last poll ms, seq), to drop those who stopped polling.
-    seen: BTreeSet<(u64, u64)>,
-    /// seq -> end of session ms.
-    active: HashMap<u64, u64>,
-    /// (end of session ms, seq), to end sessions in order.
-    ending: BTreeSet<(u64, u64)>,
+    /// member -> (order score, last poll ms) of everyone in line.
+    waiters: HashMap<Member, (u64, u64)>,
+    /// (last poll ms, member), to drop those who stopped polling.
+    seen: BTreeSet<(u64, Member)>,
+    /// member -> end of session ms.
+    active: HashMap<Member, u64>,
+    /// (end of session ms, member), to end sessions in order.
+    ending: BTreeSet<(u64, Member)>,
     holders: HashMap<String, u32>,
-    /// seq -> join time ms, one a second at most.
-    marks: BTreeMap<u64, u64>,
+    /// member -> join time ms, one a second at most.
+    marks: BTreeMap<Member, u64>,
 }
 
 /// What applies at one instant: the room's settings with a running window's
@@ -99,12 +105,18 @@ impl Room {
     }
 
     /// The member a sequence number names, if this room gave it out: as the
-    /// Redis store, numbers start at a base taken from the clock when the
-    /// room is created, so a ticket from an earlier life of the room (before
-    /// a restart) never names a new visitor's place.
-    fn member_of(&self, seq: u64) -> Option<u64> {
+    /// Redis store, sequence numbers start at a base taken from the clock
+    /// when the room is created, so a ticket from an earlier life of the
+    /// room (before a restart) never names a new visitor's place.
+    fn member_of(&self, seq: u64) -> Option<Member> {
         seq.checked_sub(self.base)
-            .filter(|m| (1..=self.seq).contains(m))
+            .filter(|m| (1..=self.last_member).contains(m))
+            .map(Member)
+    }
+
+    /// The sequence number the ticket of `member` carries.
+    fn seq_of(&self, member: Member) -> u64 {
+        self.base + member.0
     }
 
     fn opened(e: &Effective, now: u64) -> bool {
@@ -129,76 +141,79 @@ impl Room {
 
     fn expire(&mut self, now: u64) -> u64 {
         let mut n = 0;
-        while let Some(&(until, seq)) = self.ending.first() {
+        while let Some(&(until, member)) = self.ending.first() {
             if until > now {
                 break;
             }
             self.ending.pop_first();
-            self.active.remove(&seq);
+            self.active.remove(&member);
             n += 1;
         }
         n
     }
 
-    fn admit_one(&mut self, e: &Effective, now: u64, seq: u64) -> u64 {
+    fn admit_one(&mut self, e: &Effective, now: u64, member: Member) -> u64 {
         let until = now + e.session_ms;
-        if let Some(old) = self.active.insert(seq, until) {
-            self.ending.remove(&(old, seq));
+        if let Some(old) = self.active.insert(member, until) {
+            self.ending.remove(&(old, member));
         }
-        self.ending.insert((until, seq));
+        self.ending.insert((until, member));
         self.admitted += 1;
         until
     }
 
-    fn session_end(&self, seq: u64, now: u64) -> Option<u64> {
-        self.active.get(&seq).copied().filter(|&until| until > now)
+    fn session_end(&self, member: Member, now: u64) -> Option<u64> {
+        self.active
+            .get(&member)
+            .copied()
+            .filter(|&until| until > now)
     }
 
-    fn remove_waiter(&mut self, seq: u64) -> bool {
-        match self.waiters.remove(&seq) {
+    fn remove_waiter(&mut self, member: Member) -> bool {
+        match self.waiters.remove(&member) {
             Some((score, seen)) => {
-                self.waiting.remove(&Entry { score, member: seq });
-                self.seen.remove(&(seen, seq));
+                self.waiting.remove(&Entry { score, member });
+                self.seen.remove(&(seen, member));
                 true
             }
             None => false,
         }
     }
 
-    fn touch(&mut self, seq: u64, now: u64) {
-        if let Some((_, seen)) = self.waiters.get_mut(&seq) {
-            self.seen.remove(&(*seen, seq));
+    fn touch(&mut self, member: Member, now: u64) {
+        if let Some((_, seen)) = self.waiters.get_mut(&member) {
+            self.seen.remove(&(*seen, member));
             *seen = now;
-            self.seen.insert((now, seq));
+            self.seen.insert((now, member));
         }
     }
 
-    fn position(&self, e: &Effective, now: u64, seq: u64) -> Option<u64> {
+    fn position(&self, e: &Effective, now: u64, member: Member) -> Option<u64> {
         if !Self::opened(e, now) || e.method == QueueingMethod::Random {
             return None;
         }
-        let (score, _) = self.waiters.get(&seq)?;
-        Some(
-            self.waiting.rank(&Entry {
-                score: *score,
-                member: seq,
-            }) as u64
-                + 1,
-        )
+        let &(score, _) = self.waiters.get(&member)?;
+        Some(self.waiting.rank(&Entry { score, member }) as u64 + 1)
     }
 
-    fn mark(&mut self, now: u64, seq: u64) {
+    fn mark(&mut self, now: u64, member: Member) {
         if now.saturating_sub(self.mark_at) >= 1000 {
-            self.marks.insert(seq, now);
+            self.marks.insert(member, now);
             self.mark_at = now;
         }
     }
 
     /// An answer about `member` (the visitor's place), carrying its
-    /// sequence number `base + member`.
-    fn view(&self, e: &Effective, now: u64, member: Option<u64>, standing: Standing) -> Snapshot {
+    /// sequence number.
+    fn view(
+        &self,
+        e: &Effective,
+        now: u64,
+        member: Option<Member>,
+        standing: Standing,
+    ) -> Snapshot {
         Snapshot {
-            seq: member.map(|m| self.base + m),
+            seq: member.map(|m| self.seq_of(m)),
             standing,
             line: LineView {
                 state: e.state,
@@ -331,7 +346,7 @@ impl QueueStore for MemoryStore {
                 active: r.active.values().filter(|&&until| until > now).count() as u64,
                 admitted_total: r.admitted,
                 abandoned_total: r.abandoned,
-                places_given: r.seq,
+                places_given: r.last_member,
                 admit_rate: r.rate_est,
                 oldest_wait_seconds,
             }
@@ -363,7 +378,7 @@ impl QueueStore for MemoryStore {
             if Room::refusing(&e) {
                 return r.view(&e, now, None, Standing::Closed);
             }
-            if e.max_line > 0 && r.seq >= e.max_line {
+            if e.max_line > 0 && r.last_member >= e.max_line {
                 return r.view(&e, now, None, Standing::SoldOut);
             }
             if let Some(l) = limit.filter(|l| l.max > 0)
@@ -372,17 +387,23 @@ impl QueueStore for MemoryStore {
                 return r.view(&e, now, None, Standing::LimitReached);
             }
 
-            r.seq += 1;
-            let seq = r.seq;
+            // The order of the line is this counter: one step, never a clock.
+            r.last_member += 1;
+            let member = Member(r.last_member);
             if let Some(l) = limit.filter(|l| l.max > 0) {
                 *r.holders.entry(l.holder.clone()).or_default() += 1;
             }
-            r.mark(now, seq);
+            r.mark(now, member);
             let is_open = Room::opened(&e, now);
             if is_open && e.state == RoomState::Open {
                 if e.method == QueueingMethod::Passthrough {
-                    let until = r.admit_one(&e, now, seq);
-                    return r.view(&e, now, Some(seq), Standing::Admitted { until_ms: until });
+                    let until = r.admit_one(&e, now, member);
+                    return r.view(
+                        &e,
+                        now,
+                        Some(member),
+                        Standing::Admitted { until_ms: until },
+                    );
                 }
                 if r.waiting.is_empty() {
                     r.expire(now);
@@ -390,11 +411,11 @@ impl QueueStore for MemoryStore {
                         r.refill(&e, now);
                         if r.allow.unwrap_or(0.0) >= 1.0 {
                             r.allow = r.allow.map(|a| a - 1.0);
-                            let until = r.admit_one(&e, now, seq);
+                            let until = r.admit_one(&e, now, member);
                             return r.view(
                                 &e,
                                 now,
-                                Some(seq),
+                                Some(member),
                                 Standing::Admitted { until_ms: until },
                             );
                         }
@@ -402,15 +423,15 @@ impl QueueStore for MemoryStore {
                 }
             }
             let score = if is_open {
-                PREQUEUE_SPAN + seq
+                PREQUEUE_SPAN + member.0
             } else {
                 draw % PREQUEUE_SPAN
             };
-            r.waiting.insert(Entry { score, member: seq });
-            r.waiters.insert(seq, (score, now));
-            r.seen.insert((now, seq));
-            let position = r.position(&e, now, seq);
-            r.view(&e, now, Some(seq), Standing::Waiting { position })
+            r.waiting.insert(Entry { score, member });
+            r.waiters.insert(member, (score, now));
+            r.seen.insert((now, member));
+            let position = r.position(&e, now, member);
+            r.view(&e, now, Some(member), Standing::Waiting { position })
         })
     }
 
@@ -461,15 +482,15 @@ impl QueueStore for MemoryStore {
             let expired = r.expire(now);
 
             let cutoff = now.saturating_sub(e.abandon_ms);
-            let stale: Vec<u64> = r
+            let stale: Vec<Member> = r
                 .seen
                 .iter()
                 .take_while(|(seen, _)| *seen <= cutoff)
-                .take(MAX_DROPS_PER_TICK)
-                .map(|&(_, seq)| seq)
+                .take(MAX_DROPS_PER_TICK as usize)
+                .map(|&(_, member)| member)
                 .collect();
-            for &seq in &stale {
-                r.remove_waiter(seq);
+            for &member in &stale {
+                r.remove_waiter(member);
             }
             r.abandoned += stale.len() as u64;
 
@@ -504,7 +525,7 @@ impl QueueStore for MemoryStore {
                     let until = now + e.session_ms;
                     r.active.insert(entry.member, until);
                     r.ending.insert((until, entry.member));
-                    admitted.push(r.base + entry.member);
+                    admitted.push(r.seq_of(entry.member));
                 }
                 let k = admitted.len() as u64;
                 if e.method != QueueingMethod::Passthrough {

@@ -9,13 +9,15 @@
 
 use std::cmp::Ordering;
 
-/// A sorted-set entry: a score and an integer member.
+use super::Member;
+
+/// A sorted-set entry: a score and a member.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Entry {
     /// The order in line.
     pub score: u64,
-    /// The visitor's sequence number.
-    pub member: u64,
+    /// The visitor's member (not its sequence number).
+    pub member: Member,
 }
 
 /// Decimal digits of `n`, as Redis stores a member.
@@ -37,7 +39,7 @@ impl Ord for Entry {
         self.score.cmp(&other.score).then_with(|| {
             // Ties are broken as Redis does: members compared as text ("10" < "9").
             let (mut a, mut b) = ([0u8; 20], [0u8; 20]);
-            digits(self.member, &mut a).cmp(digits(other.member, &mut b))
+            digits(self.member.0, &mut a).cmp(digits(other.member.0, &mut b))
         })
     }
 }
@@ -257,7 +259,10 @@ mod tests {
     use std::collections::BTreeSet;
 
     fn e(score: u64, member: u64) -> Entry {
-        Entry { score, member }
+        Entry {
+            score,
+            member: Member(member),
+        }
     }
 
     #[test]

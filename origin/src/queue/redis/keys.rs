@@ -3,23 +3,29 @@
 //! All keys of a room share the hash tag `{room}`, so every script touches one
 //! slot and the same code runs on Redis Cluster. The optional prefix (tests
 //! give each test its own) goes before the tag and must hold no braces.
+//!
+//! The sorted sets hold each visitor as its member (1, 2, 3, ... in order of
+//! joining), never as the sequence number its ticket carries (the room's base
+//! plus the member): the scripts' prelude says more.
 
 use crate::room::RoomId;
 
 /// The six keys every queue script takes, in `KEYS[1..6]` order.
 #[derive(Debug, Clone)]
 pub struct RoomKeys {
-    /// Hash: settings, counters, admission budget, achieved rate.
+    /// Hash: settings, counters (field `seq`: the last member given),
+    /// admission budget, achieved rate.
     pub room: String,
-    /// Sorted set: member seq - base, score order in line.
+    /// Sorted set: a visitor's member, scored by its order in line.
     pub waiting: String,
-    /// Sorted set: member seq - base, score last poll (ms).
+    /// Sorted set: a waiter's member, scored by its last poll (ms).
     pub seen: String,
-    /// Sorted set: member seq - base, score end of session (ms).
+    /// Sorted set: an admitted visitor's member, scored by its session's end (ms).
     pub active: String,
     /// Hash: client -> places given (the per-client cap).
     pub holders: String,
-    /// Sorted set: member join time (ms), score seq; one a second at most.
+    /// Sorted set: a join time (ms), scored by the member that joined then;
+    /// one a second at most.
     pub marks: String,
 }
 

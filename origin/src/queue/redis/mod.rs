@@ -25,15 +25,10 @@ pub use keys::RoomKeys;
 use scripts::Scripts;
 
 use crate::queue::{
-    PREQUEUE_SPAN, PlaceLimit, QueueStore, RoomFigures, Snapshot, StoreError, TickReport,
+    MAX_ADMITS_PER_TICK, MAX_DROPS_PER_TICK, PREQUEUE_SPAN, PlaceLimit, QueueStore, RoomFigures,
+    Snapshot, StoreError, TickReport,
 };
 use crate::room::{RoomId, RoomSettings, RoomState, unix_ms};
-
-/// Most waiters dropped for not polling in one tick of one room.
-const MAX_DROPS_PER_TICK: u32 = 10_000;
-/// Most visitors admitted in one tick of one room (bounds the script's time;
-/// at 10 ticks a second that is still 200,000 a second).
-const MAX_ADMITS_PER_TICK: u32 = 20_000;
 
 /// How to reach Redis.
 #[derive(Clone, Debug)]
@@ -105,6 +100,9 @@ impl RedisStore {
         RoomKeys::new(&self.prefix, room)
     }
 
+    /// Runs one script on `room`'s keys with the clock argument first. A
+    /// script's unknown-room answer becomes `StoreError::UnknownRoom` here,
+    /// so no parser has to look for it.
     async fn run(
         &self,
         script: &Script,
@@ -126,7 +124,7 @@ impl RedisStore {
         let mut conn = self.conn.clone();
         // EVALSHA, and after a NOSCRIPT (a restarted or new node) SCRIPT LOAD
         // and EVALSHA again; on a cluster SCRIPT LOAD goes to every node.
-        self.within(call.invoke_async(&mut conn)).await
+        reply::known_room(self.within(call.invoke_async(&mut conn)).await?)
     }
 
     /// Runs one store call under the store's deadline. The client's own
@@ -225,9 +223,7 @@ impl QueueStore for RedisStore {
         let reply = self
             .run(&self.scripts.set_state, room, &[state.as_str()])
             .await?;
-        reply::counter(reply)?
-            .ok_or(StoreError::UnknownRoom)
-            .map(drop)
+        reply::counter(reply).map(drop)
     }
 
     async fn rooms(&self) -> Result<Vec<RoomId>, StoreError> {
@@ -277,14 +273,14 @@ impl QueueStore for RedisStore {
         let reply = self
             .run(&self.scripts.leave, room, &[&seq.to_string()])
             .await?;
-        Ok(reply::counter(reply)?.ok_or(StoreError::UnknownRoom)? > 0)
+        Ok(reply::counter(reply)? > 0)
     }
 
     async fn session_active(&self, room: &RoomId, seq: u64) -> Result<bool, StoreError> {
         let reply = self
             .run(&self.scripts.session, room, &[&seq.to_string()])
             .await?;
-        Ok(reply::counter(reply)?.ok_or(StoreError::UnknownRoom)? == 1)
+        Ok(reply::counter(reply)? == 1)
     }
 
     async fn tick(&self, room: &RoomId) -> Result<TickReport, StoreError> {
@@ -294,7 +290,7 @@ impl QueueStore for RedisStore {
         let reply = self
             .run(&self.scripts.tick, room, &[&drops, &admits, &span])
             .await?;
-        reply::tick(reply)?.ok_or(StoreError::UnknownRoom)
+        reply::tick(reply)
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

@@ -1,5 +1,7 @@
 //! Turns the scripts' flat arrays into the queue's types. A reply of the
-//! wrong shape is a `StoreError::Protocol`, never a panic.
+//! wrong shape is a `StoreError::Protocol`, never a panic. The one answer
+//! every script gives for a room that does not exist is told apart once,
+//! by [`known_room`], before any parser here sees the reply.
 
 use redis::Value;
 
@@ -52,17 +54,23 @@ fn state(value: &Value) -> Result<RoomState, StoreError> {
         .ok_or_else(|| bad("unknown room state"))
 }
 
-/// True when a script answered `{'unknown'}`.
-fn is_unknown(items: &[Value]) -> bool {
-    items.len() == 1 && text(&items[0]) == Some("unknown")
+/// What a script returns, alone, when the room does not exist
+/// (`UNKNOWN_ROOM` in the prelude).
+const UNKNOWN_ROOM: &str = "unknown_room";
+
+/// Passes a script's reply on, or fails with `StoreError::UnknownRoom` when
+/// the script said the room does not exist.
+pub fn known_room(value: Value) -> Result<Value, StoreError> {
+    if text(&value) == Some(UNKNOWN_ROOM) {
+        Err(StoreError::UnknownRoom)
+    } else {
+        Ok(value)
+    }
 }
 
 /// Parses `view()` of the prelude (join and status).
 pub fn snapshot(value: Value) -> Result<Snapshot, StoreError> {
     let v = items(value)?;
-    if is_unknown(&v) {
-        return Err(StoreError::UnknownRoom);
-    }
     let [
         outcome,
         seq,
@@ -102,13 +110,12 @@ pub fn snapshot(value: Value) -> Result<Snapshot, StoreError> {
     })
 }
 
-/// Parses `tick.lua`'s reply; `None` when the room does not exist.
-pub fn tick(value: Value) -> Result<Option<TickReport>, StoreError> {
+/// Parses `tick.lua`'s reply.
+pub fn tick(value: Value) -> Result<TickReport, StoreError> {
     let v = items(value)?;
     let head: Vec<i64> = v.iter().take(4).map(int).collect::<Result<_, _>>()?;
     match head[..] {
-        [-1] => Ok(None),
-        [active, waiting, expired, abandoned] => Ok(Some(TickReport {
+        [active, waiting, expired, abandoned] => Ok(TickReport {
             admitted: v[4..]
                 .iter()
                 .map(|x| int(x).map(|n| n.max(0) as u64))
@@ -117,7 +124,7 @@ pub fn tick(value: Value) -> Result<Option<TickReport>, StoreError> {
             abandoned: abandoned.max(0) as u64,
             active: active.max(0) as u64,
             waiting: waiting.max(0) as u64,
-        })),
+        }),
         _ => Err(bad("tick reply has the wrong length")),
     }
 }
@@ -125,13 +132,10 @@ pub fn tick(value: Value) -> Result<Option<TickReport>, StoreError> {
 /// Parses `figures.lua`'s reply.
 pub fn figures(value: Value) -> Result<RoomFigures, StoreError> {
     let v = items(value)?;
-    if v.is_empty() {
-        return Err(StoreError::UnknownRoom);
-    }
     let [
         settings,
         st,
-        seq,
+        last_member,
         admitted,
         abandoned,
         rate_est,
@@ -150,13 +154,31 @@ pub fn figures(value: Value) -> Result<RoomFigures, StoreError> {
         active: count(&active)?,
         admitted_total: count(&admitted)?,
         abandoned_total: count(&abandoned)?,
-        places_given: count(&seq)?,
+        places_given: count(&last_member)?,
         admit_rate: real(&rate_est)?,
         oldest_wait_seconds: optional(int(&oldest_ms)?).map(|ms| ms / 1000),
     })
 }
 
-/// Parses a script's single integer reply; `None` for -1 (no such room).
-pub fn counter(value: Value) -> Result<Option<u64>, StoreError> {
-    Ok(optional(int(&value)?))
+/// Parses a script's single integer reply.
+pub fn counter(value: Value) -> Result<u64, StoreError> {
+    u64::try_from(int(&value)?).map_err(|_| bad("negative counter"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_bare_unknown_room_string_means_no_such_room() {
+        let unknown = Value::BulkString(b"unknown_room".to_vec());
+        assert!(matches!(known_room(unknown), Err(StoreError::UnknownRoom)));
+        for other in [
+            Value::Int(-1),
+            Value::Array(vec![]),
+            Value::Array(vec![Value::BulkString(b"unknown_room".to_vec())]),
+        ] {
+            assert_eq!(known_room(other.clone()).unwrap(), other);
+        }
+    }
 }

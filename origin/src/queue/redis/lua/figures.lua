@@ -1,10 +1,11 @@
 -- figures.lua: a room's settings and live figures, read in one atomic step.
--- Returns {settings JSON, state, seq, admitted, abandoned, rate_est, waiting,
--- active, oldest wait ms or -1}, all as text, or {} when the room does not exist.
+-- Returns {settings JSON, state, last member (places given), admitted,
+-- abandoned, rate_est, waiting, active, oldest wait ms or -1}, all as text,
+-- or UNKNOWN_ROOM.
 
 local v = redis.call('HMGET', ROOM, 'settings', 'state', 'seq', 'admitted', 'abandoned', 'rate_est')
 if not v[2] then
-  return {}
+  return UNKNOWN_ROOM
 end
 local now = now_ms()
 local oldest = -1

@@ -1,39 +1,39 @@
 -- join.lua: give a place in line, keep an existing one, or admit at once.
 -- ARGV[2] seq of the visitor's valid ticket, or '' when it has none
 -- ARGV[3] pre-queue draw: random integer in [0, span)
--- ARGV[4] span: places taken after the opening are ordered by span + seq,
+-- ARGV[4] span: places taken after the opening are ordered by span + member,
 --         behind every pre-queue draw
 -- ARGV[5] the client (for the per-client cap)  ARGV[6] its cap, 0 = none
 -- Returns view() with outcome waiting | admitted | closed | sold_out | limit, or
--- {'unknown'} when the room does not exist.
+-- UNKNOWN_ROOM.
 
 local now = now_ms()
 local room = load_room(now)
 if not room then
-  return { 'unknown' }
+  return UNKNOWN_ROOM
 end
 
 -- A valid ticket whose place still stands gets that place back, never a
 -- second one; those inside stay inside even when the room stops taking places.
-local mine = member_of(room, ARGV[2]) -- nil: no ticket, or a number never given
+local mine = member_of(room, ARGV[2]) -- nil: no ticket, or a seq never given
 if mine then
   local until_ms = tonumber(redis.call('ZSCORE', ACTIVE, mine))
   if until_ms and until_ms > now then
-    return view(room, now, 'admitted', tonumber(mine), nil, until_ms)
+    return view(room, now, 'admitted', mine, nil, until_ms)
   end
   if redis.call('ZSCORE', WAITING, mine) then
     if refusing(room) then
-      return view(room, now, 'closed', tonumber(mine))
+      return view(room, now, 'closed', mine)
     end
     redis.call('ZADD', SEEN, int(now), mine)
-    return view(room, now, 'waiting', tonumber(mine), position(room, now, mine))
+    return view(room, now, 'waiting', mine, position(room, now, mine))
   end
 end
 
 if refusing(room) then
   return view(room, now, 'closed')
 end
-if room.max_line > 0 and room.seq >= room.max_line then
+if room.max_line > 0 and room.last_member >= room.max_line then
   return view(room, now, 'sold_out')
 end
 local holder, max_places = ARGV[5], tonumber(ARGV[6])
@@ -42,21 +42,21 @@ if max_places > 0 and (tonumber(redis.call('HGET', HOLDERS, holder)) or 0) >= ma
 end
 
 -- The order of the line is this counter: one atomic step, never a clock.
--- (The ticket gets base + seq; see member_of.)
-local seq = redis.call('HINCRBY', ROOM, 'seq', 1)
-local member = int(seq)
+-- (The ticket gets the seq base + member; see member_of.)
+local member = redis.call('HINCRBY', ROOM, 'seq', 1)
 if max_places > 0 then
   redis.call('HINCRBY', HOLDERS, holder, 1)
 end
-mark(room, now, seq)
+mark(room, now, member)
 local is_open = opened(room, now)
 
 if is_open and room.state == 'open' then
   if room.method == 'passthrough' then
     -- The gate is off: everyone is let in, whatever capacity and rate say.
-    return view(room, now, 'admitted', seq, nil, admit_one(room, now, member))
+    return view(room, now, 'admitted', member, nil, admit_one(room, now, int(member)))
   end
-  -- Nobody waits and there is room: no reason to queue (field report 003).
+  -- Nobody waits and there is room: let the visitor in now rather than make
+  -- it wait a tick in an empty line.
   if redis.call('ZCARD', WAITING) == 0 then
     redis.call('ZREMRANGEBYSCORE', ACTIVE, '-inf', int(now))
     if redis.call('ZCARD', ACTIVE) < room.capacity then
@@ -64,7 +64,7 @@ if is_open and room.state == 'open' then
       if room.allow >= 1 then
         room.allow = room.allow - 1
         save_budget(room)
-        return view(room, now, 'admitted', seq, nil, admit_one(room, now, member))
+        return view(room, now, 'admitted', member, nil, admit_one(room, now, int(member)))
       end
       save_budget(room)
     end
@@ -73,10 +73,10 @@ end
 
 local score
 if is_open then
-  score = tonumber(ARGV[4]) + seq
+  score = tonumber(ARGV[4]) + member
 else
   score = tonumber(ARGV[3])
 end
-redis.call('ZADD', WAITING, int(score), member)
-redis.call('ZADD', SEEN, int(now), member)
-return view(room, now, 'waiting', seq, position(room, now, member))
+redis.call('ZADD', WAITING, int(score), int(member))
+redis.call('ZADD', SEEN, int(now), int(member))
+return view(room, now, 'waiting', member, position(room, now, int(member)))

@@ -1,10 +1,10 @@
 -- leave.lua: give up a place in line or an active session; the slot is free at once.
 -- ARGV[2] the visitor's seq
--- Returns how many entries were removed (0 or 1), or -1 when the room does not exist.
+-- Returns how many entries were removed (0 or 1), or UNKNOWN_ROOM.
 
 local room = load_room(now_ms())
 if not room then
-  return -1
+  return UNKNOWN_ROOM
 end
 local mine = member_of(room, ARGV[2])
 if not mine then

@@ -1,21 +1,32 @@
 -- prelude.lua: shared helpers, concatenated in front of every queue script.
 --
+-- Two numbers name a visitor, and each has one name here:
+--   member: what the store keeps, a short decimal integer (1, 2, 3, ... in
+--           order of joining), stored as text in the sorted sets;
+--   seq:    what the visitor's signed ticket carries, the room's base plus
+--           its member. Only member_of and view() cross between the two.
+-- What else a visitor is lives in its ticket, not here.
+--
 -- Every script gets the same six keys, all under the room's hash tag, so a
 -- script touches one slot and runs unchanged on Redis Cluster:
---   KEYS[1] room hash: settings, counters, admission budget, rate estimate
---   KEYS[2] waiting zset: member = seq, score = order in line
---   KEYS[3] seen zset: member = seq, score = last poll (ms)
---   KEYS[4] active zset: member = seq, score = end of session (ms)
+--   KEYS[1] room hash: settings, counters, admission budget, rate estimate;
+--           its field 'seq' holds the last member given (the name is kept
+--           so rooms stored before stay readable)
+--   KEYS[2] waiting zset: member = member, score = order in line
+--   KEYS[3] seen zset: member = member, score = last poll (ms)
+--   KEYS[4] active zset: member = member, score = end of session (ms)
 --   KEYS[5] holders hash: client -> places given (the per-address cap)
---   KEYS[6] marks zset: member = join time (ms), score = seq; at most one
+--   KEYS[6] marks zset: member = join time (ms), score = member; at most one
 --           a second, so the wait of the front of the line can be told
--- Members are short decimal integers (1, 2, 3, ... in order of joining):
--- what else a visitor is lives in its signed ticket, not here. The ticket
--- carries the sequence number base + member (see member_of).
 -- Time always comes from Redis (TIME), so origin instances with skewed clocks
 -- agree on openings, expiry and the budget.
 
 local ROOM, WAITING, SEEN, ACTIVE, HOLDERS, MARKS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+
+-- Every script that needs the room returns this bare string when the room
+-- does not exist, and no script returns a bare string otherwise (their
+-- replies are integers or arrays), so one check on the Rust side tells it.
+local UNKNOWN_ROOM = 'unknown_room'
 
 -- Exact integer text; redis.call would format a Lua number with %.14g.
 local function int(n)
@@ -54,7 +65,7 @@ local function load_room(now)
     abandon_ms = tonumber(v[5]),
     opens_at = tonumber(v[6]) or -1,
     max_line = tonumber(v[7]) or 0,
-    seq = tonumber(v[8]) or 0,
+    last_member = tonumber(v[8]) or 0,
     allow = tonumber(v[9]),
     refill_at = tonumber(v[10]),
     rate_est = tonumber(v[11]) or 0,
@@ -77,20 +88,19 @@ local function load_room(now)
   return room
 end
 
--- A visitor's sequence number is the room's base plus its member. The base
--- is set once, when the room is created, from the clock (ms * 1000): a room
--- created again after Redis lost its data starts far above every number the
--- lost line gave out, so a ticket from before the loss never names a new
--- visitor's place (it reads as gone). Members stay short, which keeps the
--- sorted sets small. Returns the member as text, or nil when the sequence
--- number was never given out by this room.
+-- A visitor's seq is the room's base plus its member. The base is set once,
+-- when the room is created, from the clock (ms * 1000): a room created again
+-- after Redis lost its data starts far above every seq the lost line gave
+-- out, so a ticket from before the loss never names a new visitor's place
+-- (it reads as gone). Members stay short, which keeps the sorted sets small.
+-- Returns the member as text, or nil when this room never gave out the seq.
 local function member_of(room, seq_text)
   local n = tonumber(seq_text)
   if not n then
     return nil
   end
   local m = n - room.base
-  if m < 1 or m > room.seq then
+  if m < 1 or m > room.last_member then
     return nil
   end
   return string.format('%d', m)
@@ -124,7 +134,8 @@ local function save_budget(room)
   redis.call('HSET', ROOM, 'allow', real(room.allow), 'refill_at', int(room.refill_at))
 end
 
--- Lets one visitor in now; the caller has checked capacity and budget.
+-- Lets one visitor (its member as text) in now; the caller has checked
+-- capacity and budget.
 local function admit_one(room, now, member)
   local until_ms = now + room.session_ms
   redis.call('ZADD', ACTIVE, int(until_ms), member)
@@ -132,8 +143,9 @@ local function admit_one(room, now, member)
   return until_ms
 end
 
--- 1-based place in line; nil before the opening (places are drawn then) and
--- in a lottery (random method), where a place says nothing.
+-- 1-based place in line of a member (as text); nil before the opening
+-- (places are drawn then) and in a lottery (random method), where a place
+-- says nothing.
 local function position(room, now, member)
   if not opened(room, now) or room.method == 'random' then
     return nil
@@ -144,18 +156,19 @@ end
 -- The answer of join and status, one flat array:
 -- {outcome, seq, position, until_ms, waiting, state, opens_at, rate_est, abandon_ms, now}
 -- with -1 for "none" and the rate as text (Lua numbers would be truncated).
--- `member` is the visitor's member number; the answer carries base + member.
+-- `member` (text or number, or nil) is the visitor's; the answer carries its
+-- seq.
 local function view(room, now, outcome, member, pos, until_ms)
-  local seq = member and (room.base + member) or -1
+  local seq = member and (room.base + tonumber(member)) or -1
   return { outcome, seq, pos or -1, until_ms or 0, redis.call('ZCARD', WAITING),
     room.state, room.opens_at, real(room.rate_est), room.abandon_ms, now }
 end
 
--- Notes when a sequence number joined, at most once a second, so the wait of
--- the front of the line can be told without storing a time per visitor.
-local function mark(room, now, seq)
+-- Notes when a member joined, at most once a second, so the wait of the
+-- front of the line can be told without storing a time per visitor.
+local function mark(room, now, member)
   if now - room.mark_at >= 1000 then
-    redis.call('ZADD', MARKS, int(seq), int(now))
+    redis.call('ZADD', MARKS, int(member), int(now))
     redis.call('HSET', ROOM, 'mark_at', int(now))
   end
 end

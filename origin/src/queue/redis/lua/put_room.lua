@@ -15,8 +15,9 @@ if old_rate ~= ARGV[3] then
   redis.call('HSET', ROOM, 'rate_est', ARGV[3])
 end
 if not old_rate then
-  -- A new line's sequence numbers start above any an earlier life of this
-  -- room gave out (lost with Redis's data, say): see member_of.
+  -- A new line starts at member 0, and its seqs (base + member) above any an
+  -- earlier life of this room gave out (lost with Redis's data, say): see
+  -- member_of.
   redis.call('HSET', ROOM, 'state', 'open', 'seq', 0, 'admitted', 0, 'abandoned', 0,
     'base', string.format('%d', now_ms() * 1000))
   return 1

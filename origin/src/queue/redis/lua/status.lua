@@ -1,25 +1,24 @@
 -- status.lua: where a visitor stands; records that it still polls.
 -- ARGV[2] the visitor's seq (from its verified ticket)
 -- Returns view() with outcome admitted | waiting | gone | closed, or
--- {'unknown'} when the room does not exist.
+-- UNKNOWN_ROOM.
 
 local now = now_ms()
 local room = load_room(now)
 if not room then
-  return { 'unknown' }
+  return UNKNOWN_ROOM
 end
-local mine = member_of(room, ARGV[2]) -- nil: a number this room never gave
-local seq = tonumber(mine)
+local mine = member_of(room, ARGV[2]) -- nil: a seq this room never gave
 
 local until_ms = mine and tonumber(redis.call('ZSCORE', ACTIVE, mine))
 if until_ms and until_ms > now then
-  return view(room, now, 'admitted', seq, nil, until_ms)
+  return view(room, now, 'admitted', mine, nil, until_ms)
 end
 if refusing(room) then
-  return view(room, now, 'closed', seq)
+  return view(room, now, 'closed', mine)
 end
 if not (mine and redis.call('ZSCORE', WAITING, mine)) then
-  return view(room, now, 'gone', seq)
+  return view(room, now, 'gone', mine)
 end
 redis.call('ZADD', SEEN, int(now), mine)
-return view(room, now, 'waiting', seq, position(room, now, mine))
+return view(room, now, 'waiting', mine, position(room, now, mine))

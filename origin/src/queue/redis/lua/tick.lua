@@ -3,15 +3,15 @@
 -- ARGV[3] most visitors admitted in one tick
 -- ARGV[4] the pre-queue span (scores below it are pre-queue draws)
 -- Both bound how long the script holds Redis.
--- Returns {active, waiting, expired, abandoned, admitted seq (base + member)...} after the
--- step, or {-1} when the room does not exist.
+-- Returns {active, waiting, expired, abandoned, seq of each admitted...} after the
+-- step, or UNKNOWN_ROOM.
 
 local CHUNK = 500 -- arguments per command, well under Lua's stack limit
 
 local now = now_ms()
 local room = load_room(now)
 if not room then
-  return { -1 }
+  return UNKNOWN_ROOM
 end
 
 local expired = redis.call('ZREMRANGEBYSCORE', ACTIVE, '-inf', int(now))

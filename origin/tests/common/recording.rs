@@ -1,0 +1,83 @@
+//! A store that passes every call on to a real one and records what the
+//! origin asked of it, for the tests that check what reaches the store
+//! rather than what the store does: how often the promoter lists rooms
+//! (`faults.rs`) and which place limit each join carries (`limits.rs`).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use origin::queue::{PlaceLimit, QueueStore, RoomFigures, Snapshot, StoreError, TickReport};
+use origin::room::{RoomId, RoomSettings, RoomState};
+
+/// Delegates to `inner`, counting `rooms()` calls and keeping each join's
+/// place limit.
+pub struct Recording {
+    inner: Arc<dyn QueueStore>,
+    room_lists: AtomicUsize,
+    join_limits: Mutex<Vec<Option<PlaceLimit>>>,
+}
+
+impl Recording {
+    /// Records the calls made to `inner`.
+    pub fn new(inner: Arc<dyn QueueStore>) -> Recording {
+        Recording {
+            inner,
+            room_lists: AtomicUsize::new(0),
+            join_limits: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// How many times the room list was read (the promoter reads it first
+    /// on every attempt).
+    pub fn room_lists(&self) -> usize {
+        self.room_lists.load(Ordering::SeqCst)
+    }
+
+    /// The place limit of every join so far, in order.
+    pub fn join_limits(&self) -> Vec<Option<PlaceLimit>> {
+        self.join_limits.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl QueueStore for Recording {
+    async fn put_room(&self, room: &RoomId, s: &RoomSettings) -> Result<(), StoreError> {
+        self.inner.put_room(room, s).await
+    }
+    async fn set_state(&self, room: &RoomId, state: RoomState) -> Result<(), StoreError> {
+        self.inner.set_state(room, state).await
+    }
+    async fn rooms(&self) -> Result<Vec<RoomId>, StoreError> {
+        self.room_lists.fetch_add(1, Ordering::SeqCst);
+        self.inner.rooms().await
+    }
+    async fn figures(&self, room: &RoomId) -> Result<RoomFigures, StoreError> {
+        self.inner.figures(room).await
+    }
+    async fn join(
+        &self,
+        room: &RoomId,
+        existing: Option<u64>,
+        draw: u64,
+        limit: Option<&PlaceLimit>,
+    ) -> Result<Snapshot, StoreError> {
+        self.join_limits.lock().unwrap().push(limit.cloned());
+        self.inner.join(room, existing, draw, limit).await
+    }
+    async fn status(&self, room: &RoomId, seq: u64) -> Result<Snapshot, StoreError> {
+        self.inner.status(room, seq).await
+    }
+    async fn leave(&self, room: &RoomId, seq: u64) -> Result<bool, StoreError> {
+        self.inner.leave(room, seq).await
+    }
+    async fn session_active(&self, room: &RoomId, seq: u64) -> Result<bool, StoreError> {
+        self.inner.session_active(room, seq).await
+    }
+    async fn tick(&self, room: &RoomId) -> Result<TickReport, StoreError> {
+        self.inner.tick(room).await
+    }
+    async fn ping(&self) -> Result<(), StoreError> {
+        self.inner.ping().await
+    }
+}
