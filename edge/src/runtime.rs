@@ -12,6 +12,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use futures_util::future::{Either, select};
+use token::{BYPASS_HEADER, EDGE_HEADER, ENTRY_TOKEN_HEADER};
 use worker::wasm_bindgen::JsValue;
 use worker::{
     AbortController, Date, Delay, Env, Fetch, Headers, Method, Request, RequestInit,
@@ -19,7 +20,7 @@ use worker::{
 };
 
 use crate::config::EdgeConfig;
-use crate::gate::{BYPASS_HEADER, EDGE_HEADER, ENTRY_TOKEN_HEADER, Input, Pass};
+use crate::gate::{Input, Pass};
 use crate::health::{HealthMemory, PROBE_TIMEOUT_MS, QueueHealth, status_means_down};
 use crate::page::Page;
 use crate::reply::Reply;

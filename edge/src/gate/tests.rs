@@ -610,5 +610,5 @@ fn waiting_page_route_and_redirect_targets() {
 
 #[test]
 fn entry_cookie_names_follow_the_contract() {
-    assert_eq!(entry_cookie_name("concert"), "wr_entry_concert");
+    assert_eq!(token::entry_cookie("concert"), "wr_entry_concert");
 }
