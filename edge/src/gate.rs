@@ -21,8 +21,11 @@
 //!    [`crate::http::want`]).
 //!
 //! Paths are matched in their normalized form ([`crate::path::normalize`]).
+//!
+//! What a forwarded request carries is a rule too: [`forwards_header`] says
+//! which request headers are copied to the origin.
 
-use token::Kind;
+use token::{BYPASS_HEADER, EDGE_HEADER, Kind};
 
 use crate::config::{EdgeConfig, FailMode, PAGE_PREFIX, QUEUE_PREFIX};
 use crate::health::QueueHealth;
@@ -188,6 +191,26 @@ fn has_entry(cfg: &EdgeConfig, input: &Input<'_>, room: &str) -> bool {
     input
         .cookie
         .is_some_and(|cookie| http::cookie_values(cookie, &name).any(verifies))
+}
+
+/// Request headers never copied to the origin: the runtime sets the
+/// transport ones itself, a client must not choose the edge's secret header
+/// (only the edge may vouch for a request), and the bypass secret stays at
+/// the edge.
+const NOT_FORWARDED: [&str; 6] = [
+    "host",
+    "content-length",
+    "connection",
+    "transfer-encoding",
+    EDGE_HEADER,
+    BYPASS_HEADER,
+];
+
+/// Whether a request header called `name` (any case) is copied to the
+/// origin when the edge forwards a request.
+#[must_use]
+pub fn forwards_header(name: &str) -> bool {
+    !NOT_FORWARDED.iter().any(|n| name.eq_ignore_ascii_case(n))
 }
 
 #[cfg(test)]
