@@ -142,7 +142,8 @@ impl Seen {
 
 /// Sends the request to the origin as received (same method, path, query,
 /// headers but those [`forwards_header`] refuses, and body; redirects
-/// handed back, not followed), plus `Waiting-Room-Edge`. Queue API answers also update the health memory.
+/// handed back, not followed), plus `Waiting-Room-Edge`. Queue API answers
+/// also update the health memory.
 pub async fn forward(req: Request, cfg: &EdgeConfig, pass: Pass<'_>) -> Result<Response> {
     let queue = pass == Pass::Queue;
     let url = req.url()?;
