@@ -4,7 +4,8 @@
 //! rendering the waiting page), and for a held API call (decision plus the
 //! JSON 429).
 //!
-//! Run: `cargo bench -p edge`. Figures go to BENCHMARKS-edge.md.
+//! Run: `cargo bench -p edge`. The recorded figures are in BENCHMARKS.md,
+//! under "The edge (gate)".
 
 use std::hint::black_box;
 

@@ -9,9 +9,7 @@
 use std::fmt;
 
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
-use token::Keyring;
+use token::{Keyring, MIN_SECRET_LEN, Secret};
 
 use crate::path;
 
@@ -22,9 +20,6 @@ pub const QUEUE_PREFIX: &str = "/queue/";
 /// room's waiting page, for links and web views (the `page` URL of the
 /// JSON 429).
 pub const PAGE_PREFIX: &str = "/waiting-room/";
-
-/// Shortest accepted `EDGE_SECRET` and `BYPASS_SECRET`, in bytes.
-pub const MIN_SECRET_LEN: usize = 16;
 
 /// Most prefixes in `ROOMS` and `BYPASS_PATHS` together; every request is
 /// matched against all of them.
@@ -80,10 +75,9 @@ pub struct EdgeConfig {
     pub edge_secret: String,
     /// `PAGE_TITLE` and `PAGE_COLOR`.
     pub page: PageStyle,
-    /// SHA-256 of `BYPASS_SECRET`, or `None` when bypass by header is off.
-    /// Comparing digests keeps the check constant-time in the secret's
-    /// length too.
-    bypass_digest: Option<[u8; 32]>,
+    /// `BYPASS_SECRET` (kept as a digest, compared in constant time), or
+    /// `None` when bypass by header is off.
+    bypass: Option<Secret>,
     /// Every room prefix, normalized, with the index of its room, longest
     /// first, so the first match is the most specific.
     protected: Vec<(String, usize)>,
@@ -98,7 +92,7 @@ impl fmt::Debug for EdgeConfig {
             .field("fail_mode", &self.fail_mode)
             .field("bypass_paths", &self.bypass_paths)
             .field("keys", &self.keys)
-            .field("bypass_secret_set", &self.bypass_digest.is_some())
+            .field("bypass_secret_set", &self.bypass.is_some())
             .field("page", &self.page)
             .finish_non_exhaustive()
     }
@@ -194,10 +188,10 @@ impl EdgeConfig {
         let keys = Keyring::parse(&required(&get, "SIGNING_KEYS")?)
             .map_err(|e| invalid("SIGNING_KEYS", e.to_string()))?;
         let edge_secret = check_secret("EDGE_SECRET", required(&get, "EDGE_SECRET")?)?;
-        let bypass_digest = optional(&get, "BYPASS_SECRET")
+        let bypass = optional(&get, "BYPASS_SECRET")
             .map(|s| check_secret("BYPASS_SECRET", s))
             .transpose()?
-            .map(|s| digest(&s));
+            .map(Secret::new);
         let page = PageStyle {
             title: optional(&get, "PAGE_TITLE")
                 .map(|t| check_title(&t).map(|()| t))
@@ -240,7 +234,7 @@ impl EdgeConfig {
             keys,
             edge_secret,
             page,
-            bypass_digest,
+            bypass,
             protected,
         })
     }
@@ -273,18 +267,15 @@ impl EdgeConfig {
             .any(|prefix| path::has_prefix(normalized, prefix))
     }
 
-    /// Whether a `Waiting-Room-Bypass` header value equals `BYPASS_SECRET`,
-    /// compared in constant time (over digests, so the secret's length does
-    /// not leak either). Always false when no bypass secret is set.
+    /// Whether a `Waiting-Room-Bypass` header value equals `BYPASS_SECRET`
+    /// (surrounding whitespace ignored), compared in constant time. Always
+    /// false when no bypass secret is set.
     #[must_use]
     pub fn is_bypass_secret(&self, presented: &str) -> bool {
-        self.bypass_digest
-            .is_some_and(|want| bool::from(digest(presented.trim()).ct_eq(&want)))
+        self.bypass
+            .as_ref()
+            .is_some_and(|secret| secret.matches(presented.trim()))
     }
-}
-
-fn digest(value: &str) -> [u8; 32] {
-    Sha256::digest(value.as_bytes()).into()
 }
 
 /// `http(s)://authority` with at most a trailing `/`: where requests are

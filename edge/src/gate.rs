@@ -21,20 +21,16 @@
 //!    [`crate::http::want`]).
 //!
 //! Paths are matched in their normalized form ([`crate::path::normalize`]).
+//!
+//! What a forwarded request carries is a rule too: [`forwards_header`] says
+//! which request headers are copied to the origin.
 
-use token::Kind;
+use token::{BYPASS_HEADER, EDGE_HEADER, Kind};
 
 use crate::config::{EdgeConfig, FailMode, PAGE_PREFIX, QUEUE_PREFIX};
 use crate::health::QueueHealth;
 use crate::http::{self, Lang, Want};
 use crate::path;
-
-/// Header naming an entry token (apps; browsers use the cookie).
-pub const ENTRY_TOKEN_HEADER: &str = "Entry-Token";
-/// Header carrying the operator's bypass secret.
-pub const BYPASS_HEADER: &str = "Waiting-Room-Bypass";
-/// Header the edge adds to everything it forwards, with `EDGE_SECRET`.
-pub const EDGE_HEADER: &str = "Waiting-Room-Edge";
 
 /// What the gate looks at in a request. Header values are as received
 /// (`None` when absent); nothing here has been checked yet.
@@ -178,27 +174,43 @@ pub fn decide<'c>(cfg: &'c EdgeConfig, input: &Input<'_>) -> Decision<'c> {
     }
 }
 
-/// The cookie that carries a room's entry token.
-#[must_use]
-pub fn entry_cookie_name(room: &str) -> String {
-    format!("wr_entry_{room}")
-}
-
 /// Whether the request carries a genuine, unexpired entry token for `room`,
 /// in its `Entry-Token` header or any of its `wr_entry_{room}` cookies.
+/// Overlong values need no check here: the keyring refuses anything over
+/// [`token::MAX_TOKEN_LEN`] before decoding it.
 fn has_entry(cfg: &EdgeConfig, input: &Input<'_>, room: &str) -> bool {
     let verifies = |token: &str| {
-        let token = token.trim();
-        token.len() <= token::MAX_TOKEN_LEN
-            && cfg.keys.verify(token, Kind::Entry, room, input.now).is_ok()
+        cfg.keys
+            .verify(token.trim(), Kind::Entry, room, input.now)
+            .is_ok()
     };
     if input.entry_token.is_some_and(verifies) {
         return true;
     }
-    let name = entry_cookie_name(room);
+    let name = token::entry_cookie(room);
     input
         .cookie
         .is_some_and(|cookie| http::cookie_values(cookie, &name).any(verifies))
+}
+
+/// Request headers never copied to the origin: the runtime sets the
+/// transport ones itself, a client must not choose the edge's secret header
+/// (only the edge may vouch for a request), and the bypass secret stays at
+/// the edge.
+const NOT_FORWARDED: [&str; 6] = [
+    "host",
+    "content-length",
+    "connection",
+    "transfer-encoding",
+    EDGE_HEADER,
+    BYPASS_HEADER,
+];
+
+/// Whether a request header called `name` (any case) is copied to the
+/// origin when the edge forwards a request.
+#[must_use]
+pub fn forwards_header(name: &str) -> bool {
+    !NOT_FORWARDED.iter().any(|n| name.eq_ignore_ascii_case(n))
 }
 
 #[cfg(test)]

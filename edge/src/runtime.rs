@@ -12,6 +12,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use futures_util::future::{Either, select};
+use token::{BYPASS_HEADER, EDGE_HEADER, ENTRY_TOKEN_HEADER};
 use worker::wasm_bindgen::JsValue;
 use worker::{
     AbortController, Date, Delay, Env, Fetch, Headers, Method, Request, RequestInit,
@@ -19,7 +20,7 @@ use worker::{
 };
 
 use crate::config::EdgeConfig;
-use crate::gate::{BYPASS_HEADER, EDGE_HEADER, ENTRY_TOKEN_HEADER, Input, Pass};
+use crate::gate::{Input, Pass, forwards_header};
 use crate::health::{HealthMemory, PROBE_TIMEOUT_MS, QueueHealth, status_means_down};
 use crate::page::Page;
 use crate::reply::Reply;
@@ -139,21 +140,10 @@ impl Seen {
     }
 }
 
-/// Request headers not copied to the origin: the runtime sets the
-/// transport ones itself, a client must not choose the edge's secret
-/// header, and the bypass secret stays at the edge.
-const NOT_FORWARDED: [&str; 6] = [
-    "host",
-    "content-length",
-    "connection",
-    "transfer-encoding",
-    "waiting-room-edge",
-    "waiting-room-bypass",
-];
-
 /// Sends the request to the origin as received (same method, path, query,
-/// headers and body; redirects handed back, not followed), plus
-/// `Waiting-Room-Edge`. Queue API answers also update the health memory.
+/// headers but those [`forwards_header`] refuses, and body; redirects
+/// handed back, not followed), plus `Waiting-Room-Edge`. Queue API answers
+/// also update the health memory.
 pub async fn forward(req: Request, cfg: &EdgeConfig, pass: Pass<'_>) -> Result<Response> {
     let queue = pass == Pass::Queue;
     let url = req.url()?;
@@ -164,7 +154,7 @@ pub async fn forward(req: Request, cfg: &EdgeConfig, pass: Pass<'_>) -> Result<R
     }
     let headers = Headers::new();
     for (name, value) in req.headers().entries() {
-        if !NOT_FORWARDED.iter().any(|n| name.eq_ignore_ascii_case(n)) {
+        if forwards_header(&name) {
             headers.append(&name, &value)?;
         }
     }

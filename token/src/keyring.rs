@@ -14,16 +14,16 @@ use subtle::ConstantTimeEq;
 
 use crate::claims::{Claims, Kind};
 use crate::error::{KeyringError, TokenError};
+use crate::secret::MIN_SECRET_LEN;
 use crate::wire;
 
 /// Longest kid, in bytes.
 pub const MAX_KID_LEN: usize = 16;
 
-/// Shortest accepted secret, in bytes.
-pub const MIN_SECRET_LEN: usize = 16;
-
-/// Longest token string [`Keyring::verify`] accepts. Callers should reject
-/// longer inputs (cookies, query strings) before calling it.
+/// Longest token string [`Keyring::verify`] accepts: anything longer is
+/// [`TokenError::Malformed`] before any decoding, so callers need no length
+/// check of their own. Use it to bound what is read or stored before a
+/// token reaches the keyring.
 ///
 /// Version-1 tokens are at most 210 characters; the rest is headroom so a
 /// future version can grow without every caller changing its limit.

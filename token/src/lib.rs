@@ -1,5 +1,6 @@
 //! Signed tickets and entry tokens for the waiting room: the format, signing
-//! and verification. Nothing else.
+//! and verification, plus the vocabulary the origin and the edge share
+//! around them (cookie and header names, secret comparison). Nothing else.
 //!
 //! The origin signs; the origin and the edge (a Cloudflare Worker, built for
 //! `wasm32-unknown-unknown`) verify. The crate does no I/O, reads no clock
@@ -67,10 +68,8 @@
 //! built and cloned per call, so a verification is a few SHA-256 blocks.
 
 #![no_std]
-#![forbid(unsafe_code)]
-#![deny(missing_docs)]
 // Everything here handles attacker-controlled bytes: no panicking shortcuts
-// outside tests.
+// outside tests. (Unsafe code and missing docs are workspace lints.)
 #![cfg_attr(
     not(test),
     deny(
@@ -86,6 +85,8 @@ extern crate alloc;
 mod claims;
 mod error;
 mod keyring;
+mod names;
+mod secret;
 mod wire;
 
 #[cfg(test)]
@@ -93,4 +94,9 @@ mod tests;
 
 pub use claims::{Claims, Kind, MAX_ROOM_LEN, is_valid_room};
 pub use error::{KeyringError, TokenError};
-pub use keyring::{Keyring, MAX_KID_LEN, MAX_TOKEN_LEN, MIN_SECRET_LEN};
+pub use keyring::{Keyring, MAX_KID_LEN, MAX_TOKEN_LEN};
+pub use names::{
+    BYPASS_HEADER, EDGE_HEADER, ENTRY_COOKIE_PREFIX, ENTRY_TOKEN_HEADER, TICKET_COOKIE_PREFIX,
+    entry_cookie, ticket_cookie,
+};
+pub use secret::{MIN_SECRET_LEN, Secret};

@@ -12,7 +12,10 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use proptest::prelude::*;
 
-use crate::{Claims, Keyring, KeyringError, Kind, MAX_TOKEN_LEN, TokenError};
+use crate::{
+    BYPASS_HEADER, Claims, EDGE_HEADER, ENTRY_TOKEN_HEADER, Keyring, KeyringError, Kind,
+    MAX_TOKEN_LEN, MIN_SECRET_LEN, Secret, TokenError, entry_cookie, ticket_cookie,
+};
 
 const S1: &str = "secret-one-0123456789";
 const S2: &str = "secret-two-0123456789";
@@ -566,6 +569,43 @@ fn error_messages_help_the_operator() {
     );
     let err = Keyring::parse("").unwrap_err();
     assert!(err.to_string().contains("kid:secret"));
+}
+
+#[test]
+fn wire_names_are_the_documented_ones() {
+    // Browsers, apps and the edge's operators rely on these exact names.
+    assert_eq!(ticket_cookie("concert"), "wr_ticket_concert");
+    assert_eq!(entry_cookie("concert"), "wr_entry_concert");
+    assert_eq!(ENTRY_TOKEN_HEADER, "Entry-Token");
+    assert_eq!(EDGE_HEADER, "Waiting-Room-Edge");
+    assert_eq!(BYPASS_HEADER, "Waiting-Room-Bypass");
+}
+
+#[test]
+fn secrets_match_only_themselves() {
+    let s = Secret::new("0123456789abcdef");
+    assert!(s.matches(b"0123456789abcdef"));
+    assert!(s.matches("0123456789abcdef"));
+    for other in [
+        &b""[..],
+        b"0123456789abcde",
+        b"0123456789abcdeF",
+        b"0123456789abcdef ",
+    ] {
+        assert!(!s.matches(other), "{other:?}");
+    }
+    // An empty secret is still only itself.
+    assert!(Secret::new("").matches(""));
+    assert!(!Secret::new("").matches(" "));
+    assert_eq!(format!("{s:?}"), "Secret(..)");
+}
+
+#[test]
+fn the_keyring_uses_the_shared_secret_minimum() {
+    let short = "s".repeat(MIN_SECRET_LEN - 1);
+    assert!(Keyring::parse(&format!("k1:{short}")).is_err());
+    let enough = "s".repeat(MIN_SECRET_LEN);
+    assert!(Keyring::parse(&format!("k1:{enough}")).is_ok());
 }
 
 proptest! {

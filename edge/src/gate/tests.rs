@@ -609,6 +609,32 @@ fn waiting_page_route_and_redirect_targets() {
 }
 
 #[test]
-fn entry_cookie_names_follow_the_contract() {
-    assert_eq!(entry_cookie_name("concert"), "wr_entry_concert");
+fn forwarded_headers() {
+    let cases: &[(&str, bool)] = &[
+        // A client must not vouch for itself as the edge, and the bypass
+        // secret never leaves the edge, in any spelling.
+        ("Waiting-Room-Edge", false),
+        ("waiting-room-edge", false),
+        ("WAITING-ROOM-EDGE", false),
+        ("Waiting-Room-Bypass", false),
+        ("waiting-room-bypass", false),
+        // The runtime sets the transport headers itself.
+        ("Host", false),
+        ("content-length", false),
+        ("Connection", false),
+        ("Transfer-Encoding", false),
+        // Everything else goes as received, credentials included.
+        ("Cookie", true),
+        ("Entry-Token", true),
+        ("Authorization", true),
+        ("Accept", true),
+        ("CF-Connecting-IP", true),
+        ("Content-Type", true),
+        ("Waiting-Room-Edges", true),
+        ("X-Waiting-Room-Edge", true),
+        ("", true),
+    ];
+    for (name, forwarded) in cases {
+        assert_eq!(forwards_header(name), *forwarded, "header {name:?}");
+    }
 }
