@@ -89,12 +89,6 @@ impl Config {
     }
 }
 
-/// Shortest admin key or edge secret that starts without a warning: anything
-/// shorter is guessable. Shorter ones are still accepted, because the
-/// operator surface sets no minimum and harnesses pass short test keys.
-/// The number is the one every part of the waiting room uses.
-pub use token::MIN_SECRET_LEN;
-
 fn parse_secret(raw: &str) -> Result<String, String> {
     if raw.trim().is_empty() {
         Err("must not be empty".into())

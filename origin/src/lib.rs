@@ -116,7 +116,7 @@ pub fn app_state(config: &Config, store: Arc<dyn QueueStore>, keys: Keyring) -> 
     ] {
         if secret
             .as_ref()
-            .is_some_and(|s| s.len() < config::MIN_SECRET_LEN)
+            .is_some_and(|s| s.len() < token::MIN_SECRET_LEN)
         {
             tracing::warn!(
                 "{flag} is shorter than 16 bytes: use a long random secret in production"

@@ -3,9 +3,7 @@
 
 use std::sync::Arc;
 
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
-use token::Keyring;
+use token::{Keyring, Secret};
 
 use crate::clock::Clock;
 use crate::http::client::ClientPolicy;
@@ -54,48 +52,5 @@ impl AppState {
     pub fn with_clients(mut self, clients: ClientPolicy) -> AppState {
         self.clients = Arc::new(clients);
         self
-    }
-}
-
-/// A shared secret (the admin key, the edge secret), kept as its SHA-256 so
-/// comparing takes the same time whatever the presented value's length or
-/// content.
-pub struct Secret([u8; 32]);
-
-impl Secret {
-    /// Keeps `raw`'s digest.
-    pub fn new(raw: &str) -> Secret {
-        Secret(Sha256::digest(raw.as_bytes()).into())
-    }
-
-    /// Whether `presented` is the secret, compared in constant time.
-    pub fn matches(&self, presented: &[u8]) -> bool {
-        let digest: [u8; 32] = Sha256::digest(presented).into();
-        digest.ct_eq(&self.0).into()
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secret(..)")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn secrets_match_only_themselves() {
-        let s = Secret::new("0123456789abcdef");
-        assert!(s.matches(b"0123456789abcdef"));
-        for other in [
-            &b""[..],
-            b"0123456789abcde",
-            b"0123456789abcdeF",
-            b"0123456789abcdef ",
-        ] {
-            assert!(!s.matches(other), "{other:?}");
-        }
     }
 }

@@ -24,10 +24,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::ApiError;
 use crate::queue::PlaceLimit;
-use crate::state::{AppState, Secret};
+use token::{EDGE_HEADER, Secret};
 
-/// The header the edge proves itself with.
-pub const EDGE_HEADER: &str = "waiting-room-edge";
+use crate::state::AppState;
+
 /// The header the edge names the client address in.
 pub const CLIENT_IP_HEADER: &str = "cf-connecting-ip";
 /// How often addresses that are back to a full allowance are forgotten.
@@ -185,7 +185,10 @@ mod tests {
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
         let mut h = HeaderMap::new();
         for (k, v) in pairs {
-            h.insert(*k, v.parse().unwrap());
+            h.insert(
+                axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
         }
         h
     }

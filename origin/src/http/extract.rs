@@ -9,7 +9,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum_extra::extract::cookie::{Cookie, CookieJar, SameSite};
 use serde::de::DeserializeOwned;
-use token::{Kind, MAX_TOKEN_LEN, TokenError};
+use token::{ENTRY_TOKEN_HEADER, Kind, TokenError, entry_cookie, ticket_cookie};
 
 use crate::error::ApiError;
 use crate::room::RoomId;
@@ -32,16 +32,6 @@ impl<S: Send + Sync> FromRequestParts<S> for Room {
             .map(Room)
             .ok_or(ApiError::UnknownRoom)
     }
-}
-
-/// The cookie that carries a room's ticket.
-pub fn ticket_cookie(room: &RoomId) -> String {
-    format!("wr_ticket_{room}")
-}
-
-/// The cookie that carries a room's entry token.
-pub fn entry_cookie(room: &RoomId) -> String {
-    format!("wr_entry_{room}")
 }
 
 /// A token as presented, and whether it came from a cookie (which a refusal
@@ -73,7 +63,7 @@ pub fn presented_ticket(headers: &HeaderMap, room: &RoomId) -> Result<Option<Pre
             cookie: None,
         }));
     }
-    let name = ticket_cookie(room);
+    let name = ticket_cookie(room.as_str());
     Ok(CookieJar::from_headers(headers)
         .get(&name)
         .map(|c| Presented {
@@ -85,11 +75,11 @@ pub fn presented_ticket(headers: &HeaderMap, room: &RoomId) -> Result<Option<Pre
 /// The entry token a protected request carries: the `Entry-Token` header
 /// first, else the room's cookie.
 pub fn presented_entry(headers: &HeaderMap, room: &RoomId) -> Option<String> {
-    if let Some(value) = headers.get("entry-token") {
+    if let Some(value) = headers.get(ENTRY_TOKEN_HEADER) {
         return Some(value.to_str().unwrap_or_default().trim().to_owned());
     }
     CookieJar::from_headers(headers)
-        .get(&entry_cookie(room))
+        .get(&entry_cookie(room.as_str()))
         .map(|c| c.value().to_owned())
 }
 
@@ -101,9 +91,6 @@ pub fn verify(
     room: &RoomId,
     now: u64,
 ) -> Result<token::Claims, TokenError> {
-    if token.len() > MAX_TOKEN_LEN {
-        return Err(TokenError::Malformed);
-    }
     keys.verify(token, kind, room.as_str(), now)
 }
 

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
-use token::{Claims, Kind};
+use token::{Claims, Kind, entry_cookie, ticket_cookie};
 use tracing::instrument;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -21,8 +21,7 @@ use utoipa_axum::routes;
 use super::api_doc::RoomPath;
 use super::client::Client;
 use super::extract::{
-    Room, clear_cookie, entry_cookie, insecure_loopback, optional_json, presented_ticket,
-    set_cookie, ticket_cookie, verify,
+    Room, clear_cookie, insecure_loopback, optional_json, presented_ticket, set_cookie, verify,
 };
 use super::responses::{BadBody, BadTicket, JoinLimits, NoRoom, StoreDown, TicketAuth};
 use crate::error::ApiError;
@@ -184,7 +183,12 @@ fn issue_ticket(
         issued_at: now,
         expires_at,
     });
-    let cookie = set_cookie(ticket_cookie(room), token.clone(), expires_at - now, secure);
+    let cookie = set_cookie(
+        ticket_cookie(room.as_str()),
+        token.clone(),
+        expires_at - now,
+        secure,
+    );
     Issued { token, cookie }
 }
 
@@ -208,7 +212,7 @@ fn issue_entry(
         expires_at,
     });
     let cookie = set_cookie(
-        entry_cookie(room),
+        entry_cookie(room.as_str()),
         token.clone(),
         expires_at.saturating_sub(now),
         secure,
@@ -397,7 +401,13 @@ async fn leave(
     state.queue.leave(&room, claims.seq).await?;
     let mut response = StatusCode::NO_CONTENT.into_response();
     let h = response.headers_mut();
-    h.append(header::SET_COOKIE, clear_cookie(ticket_cookie(&room)));
-    h.append(header::SET_COOKIE, clear_cookie(entry_cookie(&room)));
+    h.append(
+        header::SET_COOKIE,
+        clear_cookie(ticket_cookie(room.as_str())),
+    );
+    h.append(
+        header::SET_COOKIE,
+        clear_cookie(entry_cookie(room.as_str())),
+    );
     Ok(response)
 }
