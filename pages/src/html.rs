@@ -155,6 +155,30 @@ pub(crate) mod tests {
         }
     }
 
+    /// Every `t.name` the script reads is a string the page sends it.
+    pub(crate) fn script_strings_exist(js: &str, strings: &impl Serialize) {
+        let sent = serde_json::to_value(strings).expect("serializes");
+        let mut read = 0;
+        for (at, _) in js.match_indices("t.") {
+            let before = js.get(..at).and_then(|b| b.chars().next_back());
+            if before.is_some_and(|c| c.is_ascii_alphanumeric() || "_.$".contains(c)) {
+                continue;
+            }
+            let name: String = js
+                .get(at + 2..)
+                .unwrap_or("")
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            assert!(
+                sent.get(&name).is_some(),
+                "the script reads t.{name}, never sent"
+            );
+            read += 1;
+        }
+        assert!(read > 5, "the script reads its strings as t.name");
+    }
+
     fn placeholders(text: &str) -> Vec<&str> {
         let mut found: Vec<&str> = text
             .split('{')

@@ -6,6 +6,10 @@
 //!
 //! # Layout
 //! - [`waiting`]: the waiting page, polling the queue API until admitted.
+//! - [`seats`]: the seat page at `/book/{room}/`: performances, the seat map,
+//!   hold, countdown, confirm, the booking.
+//! - [`lobby`]: the origin's front door (the room list) and short notices
+//!   (unknown room, unavailable) for browsers.
 //! - [`Lang`]: the pages' languages and how a request picks one.
 //!
 //! This crate only renders: it does no I/O, knows no server or store, and
@@ -29,9 +33,13 @@
 
 mod html;
 mod lang;
+pub mod lobby;
+pub mod seats;
 pub mod waiting;
 
 pub use lang::{Lang, weighted};
+pub use lobby::{Notice, RoomLink, RoomState};
+pub use seats::SeatPage;
 pub use waiting::WaitingPage;
 
 /// The accent colour when the operator sets none.

@@ -137,7 +137,7 @@ impl WaitingPage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::html::tests::assert_csp_matches;
+    use crate::html::tests::{assert_csp_matches, script_strings_exist};
 
     fn page() -> WaitingPage {
         WaitingPage::new(Some("Tix <b>& \"co\""), Some("#aa3300"))
@@ -209,6 +209,13 @@ mod tests {
         let p = page();
         for lang in Lang::ALL {
             assert_csp_matches(&p.render(&visit("concert", "/", lang, false)), p.csp());
+        }
+    }
+
+    #[test]
+    fn the_script_uses_only_strings_that_exist() {
+        for lang in Lang::ALL {
+            script_strings_exist(JS, strings(lang));
         }
     }
 
