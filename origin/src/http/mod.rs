@@ -11,6 +11,7 @@ pub mod extract;
 mod health;
 mod metrics;
 pub mod openapi;
+mod pages;
 mod queue;
 
 use std::future::Future;
@@ -43,6 +44,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .merge(health::router())
         .merge(metrics::router())
         .merge(openapi::router())
+        .merge(pages::router())
 }
 
 /// The OpenAPI document of every route [`app`] serves.
