@@ -3,7 +3,8 @@
 # crate and the edge for wasm32, the whole test suite against a real Redis
 # (plus Redis servers and a Redis Cluster the tests start themselves) and on
 # the embedded store, schemathesis against a running origin, a tiny run of the
-# benchmark, and the edge end to end. Installs and starts what it needs;
+# benchmark, the flow in a browser against the origin alone, and the edge
+# end to end. Installs and starts what it needs;
 # skips what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +22,7 @@ step "lint"
 cargo clippy --workspace --all-targets -- -D warnings
 step "the token crate and the edge build for wasm32"
 cargo build -p token --target wasm32-unknown-unknown
-cargo clippy -p token -p edge --target wasm32-unknown-unknown -- -D warnings
+cargo clippy -p token -p edge -p pages --target wasm32-unknown-unknown -- -D warnings
 step "tests (real Redis on 127.0.0.1:6379; the cluster, fault and persistence tests start their own)"
 cargo test --workspace
 step "the same origin suite on the embedded store"
@@ -32,5 +33,7 @@ step "schemathesis: the API against its own OpenAPI document (a running origin)"
 ./scripts/schemathesis.sh
 step "benchmark smoke run (tiny counts, debug build: it runs, it measures nothing)"
 cargo run -q -p origin --example bench -- --smoke
+step "the whole flow without the edge: chromium against the origin alone"
+scripts/flow-test.sh
 step "the edge end to end: the worker in workerd before a real origin, and chromium"
 scripts/edge-test.sh

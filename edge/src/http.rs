@@ -1,8 +1,14 @@
 //! Reading the request headers the gate cares about: `Accept` (page or
 //! JSON), `Accept-Language` (English or Korean) and `Cookie` (entry tokens).
 //!
-//! Lenient, bounded parsers: a header that makes no sense is read as absent,
-//! never as an error, and never panics.
+//! Lenient, bounded parsers: a header that makes no sense is read as
+//! absent, never as an error, and never panics. The q-value list reader and
+//! the language choice are the pages crate's, so the edge and the origin
+//! pick a visitor's language the same way.
+
+/// The waiting page's language (the pages crate owns which ones exist).
+pub use pages::Lang;
+use pages::weighted;
 
 /// What kind of answer a held request gets.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -11,69 +17,6 @@ pub enum Want {
     Page,
     /// The JSON 429 (an API call or an app).
     Json,
-}
-
-/// The waiting page's language.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Lang {
-    /// English (the default).
-    En,
-    /// Korean.
-    Ko,
-}
-
-impl Lang {
-    /// The BCP 47 tag, for `<html lang>`.
-    #[must_use]
-    pub fn tag(self) -> &'static str {
-        match self {
-            Lang::En => "en",
-            Lang::Ko => "ko",
-        }
-    }
-}
-
-/// Most list entries looked at in one header; a longer list is cut there.
-const MAX_ITEMS: usize = 32;
-
-/// A comma-separated list of `value;q=x` items, as `(value, q)` with `q` in
-/// thousandths, so no floating point is needed. A missing or malformed `q`
-/// is 1000; `q` above 1 is clamped.
-fn weighted(header: &str) -> impl Iterator<Item = (&str, u16)> {
-    header.split(',').take(MAX_ITEMS).filter_map(|item| {
-        let mut parts = item.split(';');
-        let value = parts.next()?.trim();
-        if value.is_empty() {
-            return None;
-        }
-        let q = parts
-            .filter_map(|p| p.trim().strip_prefix("q="))
-            .map(parse_q)
-            .next()
-            .unwrap_or(1000);
-        Some((value, q))
-    })
-}
-
-/// Parses an HTTP quality value (`0`, `0.5`, `1.000`) into thousandths.
-fn parse_q(raw: &str) -> u16 {
-    let raw = raw.trim();
-    let (whole, frac) = raw.split_once('.').unwrap_or((raw, ""));
-    let whole: u16 = match whole {
-        "0" => 0,
-        "1" => 1000,
-        _ => return 1000,
-    };
-    let mut frac_value: u16 = 0;
-    let mut scale: u16 = 100;
-    for c in frac.bytes().take(3) {
-        if !c.is_ascii_digit() {
-            return 1000;
-        }
-        frac_value += u16::from(c - b'0') * scale;
-        scale /= 10;
-    }
-    (whole + frac_value).min(1000)
 }
 
 /// Page or JSON, from `Accept` and `Sec-Fetch-Mode`.
@@ -116,19 +59,7 @@ pub fn want(accept: Option<&str>, sec_fetch_mode: Option<&str>) -> Want {
 /// the one listed first); English when neither is listed.
 #[must_use]
 pub fn lang(accept_language: Option<&str>) -> Lang {
-    let mut best: Option<(Lang, u16)> = None;
-    for (tag, q) in weighted(accept_language.unwrap_or("")) {
-        let primary = tag.split('-').next().unwrap_or("").to_ascii_lowercase();
-        let found = match primary.as_str() {
-            "ko" => Lang::Ko,
-            "en" => Lang::En,
-            _ => continue,
-        };
-        if q > 0 && best.is_none_or(|(_, best_q)| q > best_q) {
-            best = Some((found, q));
-        }
-    }
-    best.map_or(Lang::En, |(l, _)| l)
+    Lang::from_accept_language(accept_language)
 }
 
 /// Most cookies of one name tried; browsers send one per path and domain,
@@ -203,19 +134,6 @@ mod tests {
         for (header, expected) in cases {
             assert_eq!(lang(*header), *expected, "{header:?}");
         }
-    }
-
-    #[test]
-    fn q_values() {
-        assert_eq!(parse_q("0"), 0);
-        assert_eq!(parse_q("1"), 1000);
-        assert_eq!(parse_q("0.5"), 500);
-        assert_eq!(parse_q("0.123"), 123);
-        assert_eq!(parse_q("0.1239"), 123);
-        assert_eq!(parse_q("1.000"), 1000);
-        assert_eq!(parse_q("1.5"), 1000);
-        assert_eq!(parse_q("7"), 1000);
-        assert_eq!(parse_q("0.x"), 1000);
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! - [`gate`]: every decision, as the plain function [`gate::decide`].
 //! - [`path`], [`http`]: path normalization, same-site targets, header parsing.
 //! - [`health`]: what this isolate knows about the queue API (fail modes).
-//! - [`page`]: the waiting page (HTML, CSS, JS, English and Korean).
+//! - [`page`]: the waiting page (from the shared `pages` crate) as the
+//!   edge serves it.
 //! - [`reply`]: the answers the edge gives itself, as plain data.
 //! - `runtime` (wasm only): the glue to the Workers runtime.
 //!

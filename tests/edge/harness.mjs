@@ -135,9 +135,10 @@ export async function startRedis(dir) {
 
 /**
  * The origin binary on a free port. `rooms` is a list of objects written to
- * rooms.toml with the admin API's field names.
+ * rooms.toml with the admin API's field names. Without `redisUrl` the origin
+ * runs on its embedded store; with `adminKey` its admin API is on.
  */
-export async function startOrigin({ dir, redisUrl, prefix, rooms, name = "origin", port }) {
+export async function startOrigin({ dir, redisUrl, prefix, rooms, name = "origin", port, adminKey }) {
   if (!existsSync(ORIGIN_BIN)) throw new Error(`no origin binary at ${ORIGIN_BIN}: cargo build -p origin --release`);
   port = port || await freePort();
   const toml = rooms.map((room) => "[[room]]\n" + Object.entries(room)
@@ -145,9 +146,8 @@ export async function startOrigin({ dir, redisUrl, prefix, rooms, name = "origin
   writeFileSync(path.join(dir, `${name}-rooms.toml`), toml + "\n");
   const entry = start(name, ORIGIN_BIN, [
     "--listen", `127.0.0.1:${port}`,
-    "--redis-url", redisUrl,
-    "--redis-prefix", prefix,
-    "--redis-timeout-ms", "300",
+    ...(redisUrl ? ["--redis-url", redisUrl, "--redis-prefix", prefix, "--redis-timeout-ms", "300"] : []),
+    ...(adminKey ? ["--admin-key", adminKey] : []),
     "--signing-keys", SIGNING_KEYS,
     "--rooms", path.join(dir, `${name}-rooms.toml`),
     "--tick-ms", "100",

@@ -11,6 +11,7 @@ pub mod entry;
 pub mod extract;
 mod health;
 mod metrics;
+mod pages;
 mod queue;
 mod responses;
 
@@ -44,6 +45,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .merge(health::router())
         .merge(metrics::router())
         .merge(api_doc::router())
+        .merge(pages::router())
 }
 
 /// The OpenAPI document of every route [`app`] serves.

@@ -1,10 +1,10 @@
 //! The waiting page's words, in English and Korean. The HTML labels are
-//! filled in by the edge; the messages go to the page's script in its
+//! filled in when the page is rendered; the messages go to the page's script in its
 //! config block. `{n}`, `{h}`, `{m}` and `{time}` are filled in by the script.
 
 use serde::Serialize;
 
-use crate::http::Lang;
+use crate::Lang;
 
 /// Every string the page shows.
 #[derive(Serialize, Debug)]
@@ -137,5 +137,30 @@ pub fn strings(lang: Lang) -> &'static Strings {
     match lang {
         Lang::En => &EN,
         Lang::Ko => &KO,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::html::tests::assert_strings_complete;
+
+    #[test]
+    fn both_languages_say_everything() {
+        let labels = |t: &Strings| {
+            [
+                t.default_title,
+                t.label_room,
+                t.label_progress,
+                t.label_opens_in,
+                t.label_position,
+                t.label_waiting,
+                t.label_eta,
+                t.label_rejoin,
+                t.msg_keep_open,
+                t.msg_noscript,
+            ]
+        };
+        assert_strings_complete(&EN, &KO, &labels(&EN), &labels(&KO));
     }
 }

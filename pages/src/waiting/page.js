@@ -1,6 +1,7 @@
 // The waiting page's loop: join on load, poll status as the server says,
 // back off with jitter on errors, go to the wanted page once admitted.
-// Settings and strings come from the JSON block the edge renders (wr-config):
+// Settings and strings come from the JSON block the page is rendered with
+// (wr-config), by the edge or the origin:
 // {room, target, lang, failOpen, api: {join, status}, t: {...strings}}.
 "use strict";
 (function () {

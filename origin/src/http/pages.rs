@@ -1,0 +1,302 @@
+//! The pages the origin serves itself, so the whole flow works on one
+//! machine without the edge: `/` lists the rooms, `/waiting-room/{room}` is
+//! the same waiting page the edge shows (polling this origin's own
+//! `/queue/{room}/*`, then going on to the seat page), and `/book/{room}/`
+//! is the seat page, which talks to the booking API under `/api/{room}/`.
+//!
+//! The pages themselves are the shared `pages` crate's; this module only
+//! looks the room up, picks the language (`?lang=`, else
+//! `Accept-Language`) and sets the headers. It decides nothing about
+//! admission: the queue and booking APIs check tickets and entry tokens.
+//! Behind the edge, `/waiting-room/*` never reaches the origin (the edge
+//! owns it) and `/book/{room}/` arrives only with a valid entry token.
+//!
+//! These routes are in the OpenAPI document like every other (tag `pages`):
+//! HTML answers are `text/html`; their errors are the contract's JSON, or
+//! for a browser (`Accept: text/html`) a short HTML page with the same
+//! status.
+
+use std::sync::LazyLock;
+
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use pages::{Lang, Notice, RoomLink, SeatPage, WaitingPage};
+use tracing::instrument;
+use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::api_doc::{ErrorBody, RoomPath};
+use crate::error::ApiError;
+use crate::queue::StoreError;
+use crate::room::{RoomId, RoomState};
+use crate::state::AppState;
+
+/// The currency of the booking API's prices (integers in its minor unit).
+/// The contract's examples are in won; a per-room currency would come with
+/// the performance settings.
+const CURRENCY: &str = "KRW";
+
+// Built once: each holds the page's stylesheet and the CSP with its hashes.
+static WAITING: LazyLock<WaitingPage> = LazyLock::new(|| WaitingPage::new(None, None));
+static SEATS: LazyLock<SeatPage> = LazyLock::new(|| SeatPage::new(None, None));
+static LOBBY_CSP: LazyLock<String> = LazyLock::new(pages::lobby::csp_header);
+
+/// The page routes.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(room_list))
+        .routes(routes!(waiting_room))
+        .routes(routes!(seat_page))
+}
+
+/// The language a page may be asked for.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)] // read by the documentation only; handlers read the raw query
+struct LangQuery {
+    /// `en` or `ko`; anything else (or nothing) follows `Accept-Language`.
+    #[param(example = "ko")]
+    lang: Option<String>,
+}
+
+/// The rooms, each linked to its waiting page (HTML).
+#[utoipa::path(
+    get,
+    path = "/",
+    tag = "pages",
+    params(LangQuery),
+    responses(
+        (status = 200, description = "Every room, linked to its waiting page",
+            content_type = "text/html", body = String),
+        (status = 503, description = "`store_unavailable`: JSON, or a short HTML page for browsers",
+            content((ErrorBody = "application/json"), (String = "text/html")),
+            headers(("Retry-After" = u32, description = "Seconds to wait"))),
+    ),
+)]
+#[instrument(skip_all)]
+async fn room_list(
+    State(state): State<AppState>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let lang = lang(query.as_deref(), &headers);
+    match rooms(&state).await {
+        Ok(rooms) => {
+            let links: Vec<(String, String, pages::RoomState)> = rooms
+                .iter()
+                .map(|(id, room_state)| {
+                    (
+                        id.to_string(),
+                        waiting_url(id.as_str()),
+                        match room_state {
+                            RoomState::Open => pages::RoomState::Open,
+                            RoomState::Paused => pages::RoomState::Paused,
+                            RoomState::Closed => pages::RoomState::Closed,
+                        },
+                    )
+                })
+                .collect();
+            let links: Vec<RoomLink<'_>> = links
+                .iter()
+                .map(|(id, href, state)| RoomLink {
+                    id,
+                    href,
+                    state: *state,
+                })
+                .collect();
+            page(&LOBBY_CSP, pages::lobby::rooms(lang, &links))
+        }
+        Err(e) => refuse(e, &headers, lang),
+    }
+}
+
+/// Every room with its state, by id; a room removed meanwhile is left out.
+async fn rooms(state: &AppState) -> Result<Vec<(RoomId, RoomState)>, ApiError> {
+    let mut rooms = Vec::new();
+    for room in state.queue.rooms().await? {
+        match state.queue.figures(&room).await {
+            Ok(f) => rooms.push((room, f.state)),
+            Err(StoreError::UnknownRoom) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    rooms.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+    Ok(rooms)
+}
+
+/// The room's waiting page (HTML): joins the line, polls `/queue/{room}/status`,
+/// and goes to `/book/{room}/` once admitted.
+#[utoipa::path(
+    get,
+    path = "/waiting-room/{room}",
+    tag = "pages",
+    params(RoomPath, LangQuery),
+    responses(
+        (status = 200, description = "The waiting page", content_type = "text/html", body = String),
+        (status = 404, description = "`unknown_room`: JSON, or a short HTML page for browsers",
+            content((ErrorBody = "application/json"), (String = "text/html"))),
+        (status = 503, description = "`store_unavailable`: JSON, or a short HTML page for browsers",
+            content((ErrorBody = "application/json"), (String = "text/html")),
+            headers(("Retry-After" = u32, description = "Seconds to wait"))),
+    ),
+)]
+#[instrument(skip_all, fields(room = %raw))]
+async fn waiting_room(
+    State(state): State<AppState>,
+    Path(raw): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let lang = lang(query.as_deref(), &headers);
+    let room = match known_room(&state, &raw).await {
+        Ok(room) => room,
+        Err(e) => return refuse(e, &headers, lang),
+    };
+    let room = room.as_str();
+    let body = WAITING.render(&pages::waiting::Visit {
+        room,
+        target: &format!("/book/{room}/"),
+        lang,
+        // The origin is the queue: when it cannot answer there is nothing
+        // to fail open to.
+        fail_open: false,
+        join: &format!("/queue/{room}/join"),
+        status: &format!("/queue/{room}/status"),
+    });
+    page(WAITING.csp(), body)
+}
+
+/// The room's seat page (HTML): performances, seats, hold, payment, the
+/// booking, through the booking API under `/api/{room}/`.
+#[utoipa::path(
+    get,
+    path = "/book/{room}/",
+    tag = "pages",
+    params(RoomPath, LangQuery),
+    responses(
+        (status = 200, description = "The seat page", content_type = "text/html", body = String),
+        (status = 404, description = "`unknown_room`: JSON, or a short HTML page for browsers",
+            content((ErrorBody = "application/json"), (String = "text/html"))),
+        (status = 503, description = "`store_unavailable`: JSON, or a short HTML page for browsers",
+            content((ErrorBody = "application/json"), (String = "text/html")),
+            headers(("Retry-After" = u32, description = "Seconds to wait"))),
+    ),
+)]
+#[instrument(skip_all, fields(room = %raw))]
+async fn seat_page(
+    State(state): State<AppState>,
+    Path(raw): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let lang = lang(query.as_deref(), &headers);
+    let room = match known_room(&state, &raw).await {
+        Ok(room) => room,
+        Err(e) => return refuse(e, &headers, lang),
+    };
+    let room = room.as_str();
+    let body = SEATS.render(&pages::seats::Visit {
+        room,
+        lang,
+        api: &format!("/api/{room}"),
+        waiting: &waiting_url(room),
+        currency: CURRENCY,
+    });
+    page(SEATS.csp(), body)
+}
+
+/// The room the path names, if it is well formed and exists.
+async fn known_room(state: &AppState, raw: &str) -> Result<RoomId, ApiError> {
+    let room = RoomId::parse(raw).ok_or(ApiError::UnknownRoom)?;
+    state.queue.figures(&room).await?;
+    Ok(room)
+}
+
+fn waiting_url(room: &str) -> String {
+    format!("/waiting-room/{room}")
+}
+
+/// `?lang=` when it names a language, else `Accept-Language`.
+fn lang(query: Option<&str>, headers: &HeaderMap) -> Lang {
+    let chosen = query
+        .unwrap_or("")
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("lang="));
+    let accept = headers
+        .get(header::ACCEPT_LANGUAGE)
+        .and_then(|v| v.to_str().ok());
+    Lang::choose(chosen, accept)
+}
+
+/// Whether the client ranks HTML above JSON in `Accept` (a browser
+/// navigation does; API clients and curl's `*/*` do not).
+fn wants_html(headers: &HeaderMap) -> bool {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let (mut html, mut json) = (0, 0);
+    for (media, q) in pages::weighted(accept) {
+        if media.eq_ignore_ascii_case("text/html") {
+            html = html.max(q);
+        } else if media.eq_ignore_ascii_case("application/json") {
+            json = json.max(q);
+        }
+    }
+    html > 0 && html >= json
+}
+
+/// An HTML page with the headers every page gets.
+fn page(csp: &str, body: String) -> Response {
+    let mut response = (StatusCode::OK, body).into_response();
+    html_headers(response.headers_mut(), csp);
+    response
+}
+
+fn html_headers(headers: &mut HeaderMap, csp: &str) {
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(pages::CONTENT_TYPE),
+    );
+    // Pages carry per-visitor state (language, the room's state) and the
+    // waiting page must never be served from a cache.
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    if let Ok(value) = HeaderValue::from_str(csp) {
+        headers.insert(header::CONTENT_SECURITY_POLICY, value);
+    }
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    headers.insert(
+        header::VARY,
+        HeaderValue::from_static("Accept, Accept-Language"),
+    );
+}
+
+/// The contract's JSON error, or for a browser the same status (and
+/// headers, e.g. `Retry-After`) with a short HTML page.
+fn refuse(e: ApiError, headers: &HeaderMap, lang: Lang) -> Response {
+    let notice = match e.status() {
+        StatusCode::NOT_FOUND => Some(Notice::UnknownRoom),
+        StatusCode::SERVICE_UNAVAILABLE => Some(Notice::Unavailable),
+        _ => None,
+    };
+    let response = e.into_response();
+    match notice {
+        Some(notice) if wants_html(headers) => {
+            let (mut parts, _) = response.into_parts();
+            parts.headers.remove(header::CONTENT_LENGTH);
+            html_headers(&mut parts.headers, &LOBBY_CSP);
+            Response::from_parts(parts, Body::from(notice.render(lang)))
+        }
+        _ => response,
+    }
+}

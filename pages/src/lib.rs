@@ -1,0 +1,49 @@
+//! The waiting room's HTML pages, from one source for the edge (a worker in
+//! wasm) and the origin (axum): each page is one self-contained document
+//! (CSS and script inline, no outside assets, no framework) in English and
+//! Korean, served under a Content-Security-Policy that allows exactly its
+//! own inline style and script (by hash) and requests to its own site.
+//!
+//! # Layout
+//! - [`waiting`]: the waiting page, polling the queue API until admitted.
+//! - [`seats`]: the seat page at `/book/{room}/`: performances, the seat map,
+//!   hold, countdown, confirm, the booking.
+//! - [`lobby`]: the origin's front door (the room list) and short notices
+//!   (unknown room, unavailable) for browsers.
+//! - [`Lang`]: the pages' languages and how a request picks one.
+//!
+//! This crate only renders: it does no I/O, knows no server or store, and
+//! decides nothing about who may see a page. The caller passes the room, the
+//! URLs the page talks to and what to do when the queue is down; the edge
+//! and the origin each decide those for themselves. Each page lives in its
+//! own module, so a binary links only the pages it renders (the edge links
+//! the waiting page alone).
+
+#![forbid(unsafe_code)]
+// Rendering runs on every held request: no panicking shortcuts.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+mod html;
+mod lang;
+pub mod lobby;
+pub mod seats;
+pub mod waiting;
+
+pub use lang::{Lang, weighted};
+pub use lobby::{Notice, RoomLink, RoomState};
+pub use seats::SeatPage;
+pub use waiting::WaitingPage;
+
+/// The accent colour when the operator sets none.
+pub const DEFAULT_COLOR: &str = "#2357c6";
+
+/// The `Content-Type` every page is served with.
+pub const CONTENT_TYPE: &str = "text/html; charset=utf-8";

@@ -1,0 +1,232 @@
+//! The origin's own small pages: the front door at `/` (every room, linked
+//! to its waiting page) and short notices for browsers (a room that does
+//! not exist, a store that does not answer), in English and Korean. No
+//! script: the CSP names the inline style and forbids scripts.
+//!
+//! The edge never serves these; they live here so every page a visitor
+//! sees is rendered the same way, from one crate.
+
+use crate::html::{csp, escape};
+use crate::lang::Lang;
+
+const CSS: &str = include_str!("lobby.css");
+
+/// Whether a listed room lets people in, as the room list shows it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum RoomState {
+    /// Open: the line moves.
+    Open,
+    /// Paused: the line keeps its places but admits nobody.
+    Paused,
+    /// Closed: no more places.
+    Closed,
+}
+
+/// One room in the list.
+#[derive(Copy, Clone, Debug)]
+pub struct RoomLink<'a> {
+    /// The room id (escaped when shown).
+    pub id: &'a str,
+    /// Where its link goes (escaped), e.g. `/waiting-room/{id}`.
+    pub href: &'a str,
+    /// Its state.
+    pub state: RoomState,
+}
+
+/// A short page for a browser that asked for something that cannot be
+/// shown. JSON clients get the contract's error body instead; this is what
+/// a person sees.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Notice {
+    /// No such room (404 `unknown_room`).
+    UnknownRoom,
+    /// The store or the service does not answer (503).
+    Unavailable,
+}
+
+struct Words {
+    rooms_title: &'static str,
+    rooms_intro: &'static str,
+    rooms_none: &'static str,
+    open: &'static str,
+    paused: &'static str,
+    closed: &'static str,
+    unknown_title: &'static str,
+    unknown_text: &'static str,
+    unavailable_title: &'static str,
+    unavailable_text: &'static str,
+    all_rooms: &'static str,
+}
+
+const EN: Words = Words {
+    rooms_title: "Waiting rooms",
+    rooms_intro: "Pick an event to join its line. When it is your turn you go straight on to choose your seats.",
+    rooms_none: "No events are set up yet.",
+    open: "Open",
+    paused: "Paused",
+    closed: "Closed",
+    unknown_title: "No such event",
+    unknown_text: "There is no waiting room at this address.",
+    unavailable_title: "Please try again shortly",
+    unavailable_text: "The waiting room cannot be reached right now. Reload this page in a few seconds.",
+    all_rooms: "All events",
+};
+
+const KO: Words = Words {
+    rooms_title: "대기실 목록",
+    rooms_intro: "대기열에 들어갈 이벤트를 고르세요. 차례가 되면 바로 좌석 선택으로 이동합니다.",
+    rooms_none: "아직 준비된 이벤트가 없습니다.",
+    open: "진행 중",
+    paused: "일시 중지",
+    closed: "마감",
+    unknown_title: "이벤트를 찾을 수 없습니다",
+    unknown_text: "이 주소에는 대기실이 없습니다.",
+    unavailable_title: "잠시 후 다시 시도하세요",
+    unavailable_text: "지금은 대기실에 연결할 수 없습니다. 몇 초 뒤 이 페이지를 새로고침하세요.",
+    all_rooms: "전체 이벤트",
+};
+
+fn words(lang: Lang) -> &'static Words {
+    match lang {
+        Lang::En => &EN,
+        Lang::Ko => &KO,
+    }
+}
+
+/// The `Content-Security-Policy` of every page in this module.
+#[must_use]
+pub fn csp_header() -> String {
+    csp(CSS, None)
+}
+
+fn document(lang: Lang, title: &str, body: &str) -> String {
+    format!(
+        "<!doctype html>\n<html lang=\"{lang}\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{title}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n\
+         <h1>{title}</h1>\n{body}</main>\n</body>\n</html>\n",
+        lang = lang.tag(),
+    )
+}
+
+/// The room list: each room linked to its page, with its state.
+#[must_use]
+pub fn rooms(lang: Lang, rooms: &[RoomLink<'_>]) -> String {
+    let w = words(lang);
+    let mut body = format!("<p>{}</p>\n", w.rooms_intro);
+    if rooms.is_empty() {
+        body.push_str(&format!("<p id=\"no-rooms\">{}</p>\n", w.rooms_none));
+    } else {
+        body.push_str("<ul id=\"rooms\">\n");
+        for room in rooms {
+            let (key, label) = match room.state {
+                RoomState::Open => ("open", w.open),
+                RoomState::Paused => ("paused", w.paused),
+                RoomState::Closed => ("closed", w.closed),
+            };
+            let id = escape(room.id);
+            body.push_str(&format!(
+                "<li><a href=\"{href}\" data-room=\"{id}\">{id}</a> \
+                 <span class=\"state\" data-state=\"{key}\">{label}</span></li>\n",
+                href = escape(room.href),
+            ));
+        }
+        body.push_str("</ul>\n");
+    }
+    document(lang, w.rooms_title, &body)
+}
+
+impl Notice {
+    /// The notice as a page, with a link to the room list.
+    #[must_use]
+    pub fn render(self, lang: Lang) -> String {
+        let w = words(lang);
+        let (title, text) = match self {
+            Notice::UnknownRoom => (w.unknown_title, w.unknown_text),
+            Notice::Unavailable => (w.unavailable_title, w.unavailable_text),
+        };
+        let body = format!("<p>{text}</p>\n<p><a href=\"/\">{}</a></p>\n", w.all_rooms);
+        document(lang, title, &body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::html::csp_hash;
+    use crate::html::tests::between;
+
+    #[test]
+    fn lists_rooms_with_links_and_escapes_them() {
+        let html = rooms(
+            Lang::En,
+            &[
+                RoomLink {
+                    id: "concert",
+                    href: "/waiting-room/concert",
+                    state: RoomState::Open,
+                },
+                RoomLink {
+                    id: "<b>x\"",
+                    href: "/waiting-room/\"><script>",
+                    state: RoomState::Paused,
+                },
+            ],
+        );
+        assert!(
+            html.contains("<a href=\"/waiting-room/concert\" data-room=\"concert\">concert</a>")
+        );
+        assert!(html.contains("&lt;b&gt;x&quot;"));
+        assert!(html.contains("href=\"/waiting-room/&quot;&gt;&lt;script&gt;\""));
+        assert!(!html.contains("<script") && !html.contains("<b>"));
+        assert!(html.contains("data-state=\"paused\">Paused<"));
+        let ko = rooms(Lang::Ko, &[]);
+        assert!(ko.contains("<html lang=\"ko\">") && ko.contains(KO.rooms_none));
+    }
+
+    #[test]
+    fn notices_in_both_languages() {
+        for lang in Lang::ALL {
+            for notice in [Notice::UnknownRoom, Notice::Unavailable] {
+                let html = notice.render(lang);
+                assert!(html.contains(&format!("<html lang=\"{}\">", lang.tag())));
+                assert!(html.contains("<a href=\"/\">"));
+            }
+        }
+        assert!(
+            Notice::UnknownRoom
+                .render(Lang::Ko)
+                .contains(KO.unknown_title)
+        );
+    }
+
+    #[test]
+    fn csp_names_the_style_and_forbids_scripts() {
+        let html = rooms(Lang::En, &[]);
+        let policy = csp_header();
+        assert!(policy.contains(&csp_hash(between(&html, "<style>", "</style>"))));
+        assert!(policy.contains("script-src 'none'"));
+    }
+
+    #[test]
+    fn both_languages_say_everything() {
+        let all = |w: &Words| {
+            [
+                w.rooms_title,
+                w.rooms_intro,
+                w.rooms_none,
+                w.open,
+                w.paused,
+                w.closed,
+                w.unknown_title,
+                w.unknown_text,
+                w.unavailable_title,
+                w.unavailable_text,
+                w.all_rooms,
+            ]
+        };
+        for (en, ko) in all(&EN).into_iter().zip(all(&KO)) {
+            assert!(!en.is_empty() && !ko.is_empty() && en != ko, "{en}");
+        }
+    }
+}

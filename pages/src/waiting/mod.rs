@@ -1,0 +1,227 @@
+//! The waiting page: one self-contained HTML document (CSS and script
+//! inline, no external assets, no framework), rendered per request from
+//! `page.html`, `page.css` and `page.js` with the room, the target, the
+//! visitor's language, the queue URLs and the operator's title and colour.
+//!
+//! The page is served under a Content-Security-Policy that allows exactly
+//! its own inline style and script (by hash) and requests to its own site,
+//! so nothing injected could run or send data elsewhere.
+//!
+//! The edge serves it to held visitors and the origin at
+//! `/waiting-room/{room}`; what differs between them (the target, the
+//! queue URLs, fail-open) is passed in a [`Visit`].
+
+mod strings;
+
+use serde::Serialize;
+
+pub use strings::{Strings, strings};
+
+use crate::html::{accent_css, csp, escape, fill, script_json};
+use crate::lang::Lang;
+
+const TEMPLATE: &str = include_str!("page.html");
+const CSS: &str = include_str!("page.css");
+const JS: &str = include_str!("page.js");
+
+/// The parts of the page that depend only on the settings, built once (per
+/// isolate at the edge, per process at the origin): the stylesheet with the
+/// operator's colour, and the CSP header that names the hashes of the
+/// inline style and script.
+#[derive(Debug, Clone)]
+pub struct WaitingPage {
+    css: String,
+    csp: String,
+    title: Option<String>,
+}
+
+/// One rendering of the page: who waits where, and where the page sends
+/// them.
+#[derive(Debug, Clone, Copy)]
+pub struct Visit<'a> {
+    /// The room id (escaped where it is shown).
+    pub room: &'a str,
+    /// Where to go once admitted: a same-site path the caller has checked.
+    pub target: &'a str,
+    /// The visitor's language.
+    pub lang: Lang,
+    /// Whether to try `target` when the queue API cannot be reached.
+    pub fail_open: bool,
+    /// The queue API's join URL for the room (`POST`).
+    pub join: &'a str,
+    /// The queue API's status URL for the room (`GET`).
+    pub status: &'a str,
+}
+
+/// What the page's script reads from its config block.
+#[derive(Serialize)]
+struct ScriptConfig<'a> {
+    room: &'a str,
+    target: &'a str,
+    lang: &'a str,
+    #[serde(rename = "failOpen")]
+    fail_open: bool,
+    api: Api<'a>,
+    t: &'a Strings,
+}
+
+#[derive(Serialize)]
+struct Api<'a> {
+    join: &'a str,
+    status: &'a str,
+}
+
+impl WaitingPage {
+    /// Prepares the page with the operator's heading (`None`: "Waiting
+    /// room" in the visitor's language) and accent colour (`#rgb` or
+    /// `#rrggbb`; `None` or anything else: [`crate::DEFAULT_COLOR`]).
+    #[must_use]
+    pub fn new(title: Option<&str>, color: Option<&str>) -> WaitingPage {
+        let css = accent_css(color, CSS);
+        WaitingPage {
+            csp: csp(&css, Some(JS)),
+            css,
+            title: title.map(str::to_owned),
+        }
+    }
+
+    /// The `Content-Security-Policy` to serve the page with.
+    #[must_use]
+    pub fn csp(&self) -> &str {
+        &self.csp
+    }
+
+    /// The page for one visit.
+    #[must_use]
+    pub fn render(&self, visit: &Visit<'_>) -> String {
+        let lang = visit.lang;
+        let t = strings(lang);
+        let title = escape(self.title.as_deref().unwrap_or(t.default_title));
+        let room = escape(visit.room);
+        let config = script_json(&ScriptConfig {
+            room: visit.room,
+            target: visit.target,
+            lang: lang.tag(),
+            fail_open: visit.fail_open,
+            api: Api {
+                join: visit.join,
+                status: visit.status,
+            },
+            t,
+        });
+        fill(TEMPLATE, self.css.len() + JS.len() + 2048, |key, out| {
+            out.push_str(match key {
+                "lang" => lang.tag(),
+                "title" => &title,
+                "room" => &room,
+                "css" => &self.css,
+                "js" => JS,
+                "config" => &config,
+                "label_room" => t.label_room,
+                "label_progress" => t.label_progress,
+                "label_opens_in" => t.label_opens_in,
+                "label_position" => t.label_position,
+                "label_waiting" => t.label_waiting,
+                "label_eta" => t.label_eta,
+                "label_rejoin" => t.label_rejoin,
+                "msg_keep_open" => t.msg_keep_open,
+                "msg_noscript" => t.msg_noscript,
+                "msg_connecting" => t.msg_connecting,
+                _ => return false,
+            });
+            true
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::html::tests::{assert_csp_matches, script_strings_exist};
+
+    fn page() -> WaitingPage {
+        WaitingPage::new(Some("Tix <b>& \"co\""), Some("#aa3300"))
+    }
+
+    fn visit<'a>(room: &'a str, target: &'a str, lang: Lang, fail_open: bool) -> Visit<'a> {
+        Visit {
+            room,
+            target,
+            lang,
+            fail_open,
+            join: "/queue/concert/join",
+            status: "/queue/concert/status",
+        }
+    }
+
+    #[test]
+    fn renders_every_placeholder() {
+        for lang in Lang::ALL {
+            let html = page().render(&visit("concert", "/book/concert?seat=1", lang, false));
+            assert!(!html.contains("{{"), "unfilled placeholder");
+            assert!(html.contains(&format!("<html lang=\"{}\">", lang.tag())));
+            assert!(html.contains("<strong>concert</strong>"));
+            assert!(html.contains("aria-live=\"polite\""));
+            assert!(html.contains(strings(lang).label_position));
+            assert!(html.contains("\"target\":\"/book/concert?seat=1\""));
+            assert!(html.contains("\"join\":\"/queue/concert/join\""));
+            assert!(html.contains("\"status\":\"/queue/concert/status\""));
+            assert!(!html.contains("http://") && !html.contains("https://"));
+        }
+        let ko = page().render(&visit("concert", "/", Lang::Ko, true));
+        assert!(ko.contains("내 순서") && ko.contains("\"failOpen\":true"));
+    }
+
+    #[test]
+    fn operator_text_and_room_are_escaped() {
+        let html = page().render(&visit("<i>x</i>", "/", Lang::En, false));
+        assert!(html.contains("<title>Tix &lt;b&gt;&amp; &quot;co&quot;</title>"));
+        assert!(!html.contains("<b>&"));
+        assert!(html.contains("<strong>&lt;i&gt;x&lt;/i&gt;</strong>"));
+        assert!(!html.contains("<i>x"));
+        assert!(html.contains("--accent:#aa3300"));
+    }
+
+    #[test]
+    fn default_title_is_in_the_visitors_language() {
+        let plain = WaitingPage::new(None, None);
+        for lang in Lang::ALL {
+            let html = plain.render(&visit("concert", "/", lang, false));
+            let title = format!("<title>{}</title>", strings(lang).default_title);
+            assert!(html.contains(&title), "{lang:?}");
+        }
+    }
+
+    #[test]
+    fn config_block_cannot_be_closed_early() {
+        let html = page().render(&visit(
+            "concert",
+            "/x?</script><script>alert(1)",
+            Lang::En,
+            false,
+        ));
+        assert_eq!(html.matches("</script>").count(), 2, "only the page's own");
+        assert!(html.contains("\\u003c/script>"));
+    }
+
+    #[test]
+    fn csp_names_the_inline_hashes() {
+        let p = page();
+        for lang in Lang::ALL {
+            assert_csp_matches(&p.render(&visit("concert", "/", lang, false)), p.csp());
+        }
+    }
+
+    #[test]
+    fn the_script_uses_only_strings_that_exist() {
+        for lang in Lang::ALL {
+            script_strings_exist(JS, strings(lang));
+        }
+    }
+
+    #[test]
+    fn page_is_small() {
+        let html = page().render(&visit("concert", "/", Lang::Ko, false));
+        assert!(html.len() < 20 * 1024, "{} bytes", html.len());
+    }
+}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The whole flow on one machine, without the edge: Debian's chromium (driven
+# by playwright-core) against the origin binary alone on its embedded store
+# (tests/origin/flow.test.mjs): the room list, the waiting page, admission,
+# the seat page; and the seat page's script against a stand-in booking API
+# (tests/origin/seats.test.mjs). Screenshots land in target/e2e-artifacts/.
+#
+# The seat-page part needs the booking API; it runs with WR_E2E_BOOKING=1
+# and is skipped otherwise.
+#
+# Installs what it needs and is missing: chromium and fonts-noto-cjk (Korean
+# glyphs) with apt-get, and the pinned JavaScript tools (npm ci, through
+# scripts/edge-tools.sh) when playwright-core is absent. Everything listens on
+# 127.0.0.1 only. ORIGIN_BIN picks another origin binary (default: a debug
+# build, which is quick to make and fast enough for one browser).
+#
+# Usage: scripts/flow-test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+log() { printf '\nflow-test: %s\n' "$*" >&2; }
+started=$SECONDS
+
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+dpkg -s fonts-noto-cjk >/dev/null 2>&1 || missing+=(fonts-noto-cjk)
+((${#missing[@]} == 0)) || apt_install "${missing[@]}"
+[[ -d node_modules/playwright-core ]] || scripts/edge-tools.sh
+
+if [[ -z "${ORIGIN_BIN:-}" ]]; then
+  log "building the origin (cargo build -p origin)"
+  cargo build -p origin --quiet
+  export ORIGIN_BIN="$PWD/target/debug/origin"
+fi
+
+# The node test process stops what it started (its own process groups) on
+# exit and on signals; this makes sure it is gone if this script is stopped.
+test_pid=""
+cleanup() {
+  if [[ -n "$test_pid" ]] && kill -0 "$test_pid" 2>/dev/null; then
+    kill -TERM "$test_pid" 2>/dev/null || true
+    wait "$test_pid" 2>/dev/null || true
+  fi
+}
+trap cleanup EXIT INT TERM
+
+log "chromium against the origin alone (node --test tests/origin/)"
+mkdir -p target/e2e-artifacts
+timeout --signal=TERM 300 node --test --test-concurrency=1 --test-reporter=spec \
+  tests/origin/flow.test.mjs tests/origin/seats.test.mjs &
+test_pid=$!
+wait "$test_pid"
+test_pid=""
+
+log "passed in $((SECONDS - started)) s; screenshots in target/e2e-artifacts/"

@@ -1,0 +1,243 @@
+// The whole flow on one machine, without the edge: a real browser (Debian's
+// chromium, driven by playwright-core) against the origin binary alone, on
+// its embedded store. It opens `/`, follows the room's link, waits on the
+// waiting page behind a visitor who is inside, is let in when that visitor
+// leaves, and lands on the seat page at /book/{room}/.
+//
+// The seat-page part (hold two seats, confirm, see the booking, a declined
+// card, screenshots in English and Korean) needs the booking API, which is
+// not built yet: it is skipped unless WR_E2E_BOOKING=1.
+// TODO(booking): drop the guard once /api/{room}/... and the admin
+// performance route exist (design.md "Booking").
+//
+// Screenshots go to target/e2e-artifacts/. Run by scripts/flow-test.sh.
+
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import { after, before, test } from "node:test";
+
+import { chromium } from "playwright-core";
+
+import { ARTIFACTS, Visitor, cleanup, scratch, sleep, startOrigin, stopAll } from "../edge/harness.mjs";
+
+const ROOM = "concert";
+const ADMIN_KEY = "e2e-admin-key-0123456789abcdef";
+const BOOKING = process.env.WR_E2E_BOOKING === "1";
+const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+// From shared notes: keep Chromium from reaching for anything off this machine.
+const CHROMIUM_ARGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+];
+
+let dir, origin, browser;
+
+before(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  dir = scratch("flow");
+  // One visitor inside at a time, so the browser waits behind whoever is in.
+  // Sessions are long enough to book in; the test frees the slot by leaving.
+  origin = await startOrigin({
+    dir,
+    adminKey: ADMIN_KEY,
+    rooms: [
+      { id: ROOM, capacity: 1, admit_per_second: 5.0, session_seconds: 300, abandon_seconds: 10 },
+      { id: "later", capacity: 10, admit_per_second: 1.0 },
+    ],
+  });
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+});
+
+after(async () => {
+  if (browser) await browser.close().catch(() => {});
+  await stopAll();
+  if (dir) cleanup(dir);
+});
+
+/** The admin API, as an operator would call it. */
+async function admin(method, urlPath, body) {
+  const res = await fetch(origin.url + urlPath, {
+    method,
+    headers: { Authorization: `Bearer ${ADMIN_KEY}`, "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch { /* not JSON */ }
+  return { status: res.status, json, text };
+}
+
+/** Waits until the admin API's live figures satisfy `ok`. */
+async function figures(ok, what, timeoutMs = 15000) {
+  const deadline = Date.now() + timeoutMs;
+  let last = null;
+  while (Date.now() < deadline) {
+    last = await admin("GET", `/admin/rooms/${ROOM}`);
+    if (last.status === 200 && ok(last.json.live)) return last.json.live;
+    await sleep(200);
+  }
+  throw new Error(`${what}: ${last && last.text}`);
+}
+
+/**
+ * Someone already inside: takes the room's one slot until `leave()`.
+ * Returns the visitor.
+ */
+async function someoneInside() {
+  const inside = new Visitor(origin.url);
+  const joined = await inside.json("POST", `/queue/${ROOM}/join`);
+  assert.equal(joined.json.state, "admitted", joined.text);
+  return inside;
+}
+
+/** Follows a page through the waiting room until it leaves it. */
+async function waitUntilAdmitted(page, timeoutMs = 30000) {
+  await page.waitForFunction(() => !document.getElementById("wr-config"), null, { timeout: timeoutMs });
+  await page.waitForLoadState("domcontentloaded");
+}
+
+test("from the room list through the waiting page to the seat page", { timeout: 90000 }, async () => {
+  const inside = await someoneInside();
+
+  const ctx = await browser.newContext({ locale: "en-US", viewport: { width: 900, height: 900 } });
+  const page = await ctx.newPage();
+  const response = await page.goto(`${origin.url}/`);
+  assert.equal(response.status(), 200);
+  assert.equal(response.headers()["cache-control"], "no-store");
+  const link = page.locator(`a[data-room="${ROOM}"]`);
+  assert.equal(await link.getAttribute("href"), `/waiting-room/${ROOM}`);
+  assert.equal(await page.locator('a[data-room="later"]').count(), 1, "every room is listed");
+  await page.screenshot({ path: path.join(ARTIFACTS, "origin-rooms-en.png") });
+
+  await link.click();
+  await page.waitForURL(`${origin.url}/waiting-room/${ROOM}`);
+  await page.waitForFunction(() => document.getElementById("wr-pos").textContent === "1", null, { timeout: 15000 });
+  assert.match(await page.textContent("#wr-msg"), /You are in line/);
+  const live = await figures((l) => l.waiting === 1 && l.active === 1, "the browser waits behind the visitor inside");
+  assert.equal(live.waiting, 1);
+  await page.screenshot({ path: path.join(ARTIFACTS, "origin-waiting-en.png") });
+
+  // The visitor inside leaves: the browser is next, and the page takes it on.
+  assert.equal((await inside.request("POST", `/queue/${ROOM}/leave`)).status, 204);
+  await waitUntilAdmitted(page);
+  assert.equal(page.url(), `${origin.url}/book/${ROOM}/`);
+  await figures((l) => l.waiting === 0 && l.active === 1, "the browser is inside");
+
+  // The seat page is there and has spoken (without the booking API it says
+  // what went wrong; with it, it lists the performance).
+  assert.equal(await page.getAttribute("html", "lang"), "en");
+  await page.waitForFunction(() => document.getElementById("app").dataset.phase !== "loading"
+    || document.getElementById("message").dataset.code !== "", null, { timeout: 15000 });
+  assert.equal(await page.locator("#seatmap").count(), 1);
+  await page.screenshot({ path: path.join(ARTIFACTS, "origin-seat-page-landing-en.png") });
+
+  // Leave, so the next test's visitor gets in at once.
+  const left = await page.evaluate(async (room) => (await fetch(`/queue/${room}/leave`, { method: "POST" })).status, ROOM);
+  assert.equal(left, 204);
+  await ctx.close();
+});
+
+test("an unknown room is a 404 page for a browser", { timeout: 30000 }, async () => {
+  const ctx = await browser.newContext({ locale: "ko-KR" });
+  const page = await ctx.newPage();
+  const response = await page.goto(`${origin.url}/waiting-room/no-such-room`);
+  assert.equal(response.status(), 404);
+  assert.equal(await page.getAttribute("html", "lang"), "ko");
+  assert.equal(await page.locator('a[href="/"]').count(), 1);
+  await ctx.close();
+});
+
+/** Creates the performance the booking tests sell. */
+async function performance() {
+  const r = await admin("PUT", `/admin/rooms/${ROOM}/performances/evening`, {
+    title: "Evening show",
+    starts_at: new Date(Date.now() + 30 * 86400e3).toISOString().replace(/\.\d+Z$/, "Z"),
+    hold_seconds: 420,
+    max_seats_per_hold: 4,
+    sections: [
+      { name: "A", rows: 3, seats_per_row: 8, price: 110000 },
+      { name: "B", rows: 2, seats_per_row: 8, price: 88000 },
+    ],
+  });
+  assert.equal(r.status, 200, r.text);
+}
+
+/** A browser in `locale` let into the room through its waiting page. */
+async function admittedPage(locale) {
+  const ctx = await browser.newContext({ locale, viewport: { width: 900, height: 1100 } });
+  const page = await ctx.newPage();
+  await page.goto(`${origin.url}/waiting-room/${ROOM}`);
+  await waitUntilAdmitted(page);
+  assert.equal(page.url(), `${origin.url}/book/${ROOM}/`);
+  // One performance: chosen by itself, the map drawn.
+  await page.waitForSelector('[data-seat][data-state="available"]', { timeout: 15000 });
+  return { ctx, page };
+}
+
+test("hold two seats, pay, see the booking (English)", { skip: !BOOKING && "needs the booking API: set WR_E2E_BOOKING=1", timeout: 90000 }, async () => {
+  await performance();
+  const { ctx, page } = await admittedPage("en-US");
+  assert.equal(await page.getAttribute("#app", "data-phase"), "seats");
+  assert.match(await page.textContent('[data-section="A"] h3'), /₩110,000/);
+
+  // One seat by keyboard, one by mouse.
+  await page.focus('[data-seat="A-1-1"]');
+  await page.keyboard.press("Enter");
+  await page.click('[data-seat="A-1-2"]');
+  assert.equal(await page.getAttribute('[data-seat="A-1-1"]', "aria-pressed"), "true");
+  assert.match(await page.textContent("#live"), /A-1-2 chosen, 2 of 4/);
+  assert.equal(await page.textContent("#selected-total"), "₩220,000");
+  await page.screenshot({ path: path.join(ARTIFACTS, "seats-chosen-en.png") });
+
+  await page.click("#hold-button");
+  await page.waitForSelector("#hold:not([hidden])");
+  assert.match(await page.getAttribute("#hold", "data-hold-id"), /^[0-9a-f-]{36}$/);
+  assert.equal(await page.textContent("#hold-seats"), "A-1-1, A-1-2");
+  assert.match(await page.textContent("#countdown"), /^0[67]:\d\d$/);
+  assert.equal(await page.getAttribute('[data-seat="A-1-1"]', "data-state"), "mine");
+  await page.screenshot({ path: path.join(ARTIFACTS, "seats-held-en.png") });
+
+  // A declined card keeps the hold; the default card then pays.
+  await page.fill("#payment-token", "tok_decline");
+  await page.click("#confirm");
+  await page.waitForSelector('#message[data-code="payment_declined"]');
+  assert.equal(await page.isVisible("#hold"), true, "the hold stays");
+  await page.fill("#payment-token", "tok_visa");
+  await page.click("#confirm");
+  await page.waitForSelector("#booking:not([hidden])", { timeout: 15000 });
+  assert.equal(await page.getAttribute("#app", "data-phase"), "booked");
+  assert.equal(await page.textContent("#booking-seats"), "A-1-1, A-1-2");
+  assert.equal(await page.textContent("#booking-total"), "₩220,000");
+  assert.equal(await page.textContent("#booking-status"), "Confirmed");
+  await page.screenshot({ path: path.join(ARTIFACTS, "booking-en.png"), fullPage: true });
+  await ctx.close();
+});
+
+test("the same in Korean; the seats just sold are taken", { skip: !BOOKING && "needs the booking API: set WR_E2E_BOOKING=1", timeout: 90000 }, async () => {
+  // The English booking ended that session, so this visitor gets in at once.
+  const { ctx, page } = await admittedPage("ko-KR");
+  assert.equal(await page.getAttribute("html", "lang"), "ko");
+  assert.equal(await page.getAttribute('[data-seat="A-1-1"]', "data-state"), "booked");
+  assert.equal(await page.isDisabled('[data-seat="A-1-1"]'), true);
+  assert.match(await page.getAttribute('[data-seat="B-1-1"]', "aria-label"), /B구역 1열 1번, ₩88,000, 선택 가능/);
+
+  await page.focus('[data-seat="B-1-1"]');
+  await page.keyboard.press("Space");
+  await page.click('[data-seat="B-1-2"]');
+  await page.click("#hold-button");
+  await page.waitForSelector("#hold:not([hidden])");
+  await page.screenshot({ path: path.join(ARTIFACTS, "seats-held-ko.png") });
+  await page.click("#confirm");
+  await page.waitForSelector("#booking:not([hidden])", { timeout: 15000 });
+  assert.equal(await page.textContent("#booking-status"), "확정");
+  assert.equal(await page.textContent("#booking-total"), "₩176,000");
+  await page.screenshot({ path: path.join(ARTIFACTS, "booking-ko.png"), fullPage: true });
+  await ctx.close();
+});
