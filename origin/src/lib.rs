@@ -17,6 +17,7 @@
 //!
 //! The token format itself lives in the `token` crate, shared with the edge.
 
+pub mod booking;
 pub mod config;
 pub mod error;
 pub mod http;
