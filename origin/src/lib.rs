@@ -21,6 +21,7 @@
 //!
 //! The token format itself lives in the `token` crate, shared with the edge.
 
+pub mod booking;
 pub mod clock;
 pub mod config;
 pub mod error;

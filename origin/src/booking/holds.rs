@@ -1,0 +1,364 @@
+//! Holds: claiming seats all or nothing, releasing them, and ending a
+//! session's holds. A claim is one conditional `UPDATE` of the wanted seats
+//! (free: not booked and `held_until <= now`), in sorted seat order so
+//! overlapping claims lock in the same order; anything short of every seat
+//! rolls back. Payment and bookings live in `confirm`.
+
+use sqlx::AnyConnection;
+use sqlx::AssertSqlSafe;
+
+use super::db::{marks, write_tx};
+use super::performances::{PerfRow, bump};
+use super::{BookingError, BookingStore, Hold, check_id, db_ms, is_uuid, new_id, visitor_key};
+
+/// A hold's row, as the writers that end it need it.
+pub(crate) struct HoldRow {
+    pub(crate) hold_id: String,
+    pub(crate) pkey: i64,
+    pub(crate) visitor: String,
+    pub(crate) seats: Vec<String>,
+    pub(crate) total: i64,
+    pub(crate) state: String,
+    pub(crate) expires_at: i64,
+    pub(crate) paying_until: i64,
+}
+
+pub(crate) type HoldTuple = (String, i64, String, String, i64, String, i64, i64);
+
+/// The columns of [`HoldTuple`], in order.
+pub(crate) const HOLD_COLUMNS: &str =
+    "hold_id, pkey, visitor, seats, total, state, expires_at, paying_until";
+
+impl From<HoldTuple> for HoldRow {
+    fn from(t: HoldTuple) -> HoldRow {
+        let (hold_id, pkey, visitor, seats, total, state, expires_at, paying_until) = t;
+        HoldRow {
+            hold_id,
+            pkey,
+            visitor,
+            seats: split_seats(&seats),
+            total,
+            state,
+            expires_at,
+            paying_until,
+        }
+    }
+}
+
+/// The stored form of a seat list is its ids joined by commas.
+pub(crate) fn split_seats(text: &str) -> Vec<String> {
+    text.split(',')
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Hold states in the database.
+pub(crate) mod state {
+    pub(crate) const HELD: &str = "held";
+    pub(crate) const PAYING: &str = "paying";
+    pub(crate) const CONFIRMED: &str = "confirmed";
+    pub(crate) const RELEASED: &str = "released";
+    pub(crate) const EXPIRED: &str = "expired";
+}
+
+impl BookingStore {
+    /// Holds `seats` of the performance for `visitor`, all or nothing, until
+    /// `hold_seconds` from `now_ms` or `session_ends_ms`, whichever is first.
+    /// A seat whose hold has ended counts as free, sweeper or not.
+    pub async fn hold(
+        &self,
+        room: &str,
+        performance: &str,
+        visitor: u128,
+        seats: &[String],
+        session_ends_ms: u64,
+        now_ms: u64,
+    ) -> Result<Hold, BookingError> {
+        let perf = self.performance_row(room, performance).await?;
+        if seats.is_empty() {
+            return Err(BookingError::NoSeats);
+        }
+        if seats.len() > perf.spec.max_seats_per_hold as usize {
+            return Err(BookingError::TooManySeats {
+                max: perf.spec.max_seats_per_hold,
+            });
+        }
+        let mut wanted = seats.to_vec();
+        wanted.sort();
+        wanted.dedup();
+        if wanted.len() != seats.len() {
+            return Err(BookingError::Invalid("a seat is listed twice".into()));
+        }
+        let unknown: Vec<String> = wanted
+            .iter()
+            .filter(|s| perf.price_of(s).is_none())
+            .cloned()
+            .collect();
+        if !unknown.is_empty() {
+            return Err(BookingError::UnknownSeat(unknown));
+        }
+        let total: u64 = wanted.iter().filter_map(|s| perf.price_of(s)).sum();
+        let expires_at = now_ms.saturating_add(perf.hold_ms()).min(session_ends_ms);
+        if expires_at <= now_ms {
+            return Err(BookingError::SessionEnded);
+        }
+        let now = db_ms(now_ms);
+        // A plain read first: the many losers of a popular seat learn it
+        // here without taking any lock.
+        let taken =
+            taken_seats(&mut *self.db.pool.acquire().await?, perf.pkey, &wanted, now).await?;
+        if !taken.is_empty() {
+            return Err(BookingError::SeatUnavailable { seats: taken });
+        }
+        let hold = Hold {
+            hold_id: new_id(now_ms),
+            performance: perf.id.clone(),
+            seats: wanted,
+            total,
+            expires_at,
+        };
+        let visitor = visitor_key(visitor);
+        write_tx!(self.db, |tx| claim(
+            tx.conn(),
+            &perf,
+            room,
+            &visitor,
+            &hold,
+            now
+        ))?;
+        Ok(hold)
+    }
+
+    /// Ends the visitor's hold now; its seats are available at once. An
+    /// already ended hold is fine; another visitor's is `NotFound`.
+    pub async fn release_hold(
+        &self,
+        room: &str,
+        visitor: u128,
+        hold_id: &str,
+        now_ms: u64,
+    ) -> Result<(), BookingError> {
+        check_id(room, BookingError::NotFound)?;
+        if !is_uuid(hold_id) {
+            return Err(BookingError::NotFound);
+        }
+        let visitor = visitor_key(visitor);
+        let now = db_ms(now_ms);
+        write_tx!(self.db, |tx| async {
+            let hold = self
+                .lock_hold(tx.conn(), room, hold_id)
+                .await?
+                .filter(|h| h.visitor == visitor)
+                .ok_or(BookingError::NotFound)?;
+            match hold.state.as_str() {
+                state::HELD => end_held(tx.conn(), &hold, state::RELEASED, now)
+                    .await
+                    .map(|_| ()),
+                state::PAYING => Err(BookingError::PaymentInProgress),
+                state::CONFIRMED => Err(BookingError::HoldExpired),
+                _ => Ok(()),
+            }
+        })
+    }
+
+    /// Ends every held (not paying) hold of the visitor in the room: the
+    /// session ended. Returns how many ended.
+    pub async fn end_session(
+        &self,
+        room: &str,
+        visitor: u128,
+        now_ms: u64,
+    ) -> Result<u64, BookingError> {
+        if !token::is_valid_room(room) {
+            return Ok(0);
+        }
+        let visitor = visitor_key(visitor);
+        let now = db_ms(now_ms);
+        let ids: Vec<(String,)> = sqlx::query_as(
+            "SELECT hold_id FROM booking_holds WHERE room = ? AND visitor = ? AND state = ?",
+        )
+        .bind(room)
+        .bind(visitor.as_str())
+        .bind(state::HELD)
+        .fetch_all(&self.db.pool)
+        .await?;
+        let mut ended = 0;
+        for (hold_id,) in ids {
+            let done = write_tx!(self.db, |tx| async {
+                match self.lock_hold(tx.conn(), room, &hold_id).await? {
+                    Some(h) if h.state == state::HELD => {
+                        end_held(tx.conn(), &h, state::RELEASED, now).await
+                    }
+                    _ => Ok(false),
+                }
+            })?;
+            ended += u64::from(done);
+        }
+        Ok(ended)
+    }
+
+    /// The hold's row, locked for this transaction (MySQL) or under the
+    /// write lock (SQLite).
+    pub(crate) async fn lock_hold(
+        &self,
+        conn: &mut AnyConnection,
+        room: &str,
+        hold_id: &str,
+    ) -> Result<Option<HoldRow>, BookingError> {
+        let sql = format!(
+            "SELECT {HOLD_COLUMNS} FROM booking_holds WHERE hold_id = ? AND room = ?{}",
+            self.db.for_update()
+        );
+        let row: Option<HoldTuple> = sqlx::query_as(AssertSqlSafe(sql))
+            .bind(hold_id)
+            .bind(room)
+            .fetch_optional(conn)
+            .await?;
+        Ok(row.map(HoldRow::from))
+    }
+}
+
+/// The claim itself: the seats, then the hold row (whose unique live key
+/// refuses a second live hold of the visitor), then the counter.
+async fn claim(
+    conn: &mut AnyConnection,
+    perf: &PerfRow,
+    room: &str,
+    visitor: &str,
+    hold: &Hold,
+    now: i64,
+) -> Result<(), BookingError> {
+    let n = hold.seats.len();
+    let sql = format!(
+        "UPDATE booking_seats SET hold_id = ?, held_until = ? \
+         WHERE pkey = ? AND seat IN ({}) AND booking_id IS NULL AND held_until <= ?",
+        marks(n)
+    );
+    let mut q = sqlx::query(AssertSqlSafe(sql))
+        .bind(hold.hold_id.as_str())
+        .bind(db_ms(hold.expires_at))
+        .bind(perf.pkey);
+    for seat in &hold.seats {
+        q = q.bind(seat.as_str());
+    }
+    let claimed = q.bind(now).execute(&mut *conn).await?.rows_affected();
+    if claimed != n as u64 {
+        let mut taken = taken_seats(conn, perf.pkey, &hold.seats, now).await?;
+        if taken.is_empty() {
+            // Freed again between the two statements: report them all.
+            taken = hold.seats.clone();
+        }
+        return Err(BookingError::SeatUnavailable { seats: taken });
+    }
+    // The visitor's previous hold on this performance may have ended by
+    // time only: end it properly, so its live slot is free.
+    sqlx::query(
+        "UPDATE booking_holds SET state = ?, live_visitor = NULL, ended_at = ? \
+         WHERE pkey = ? AND live_visitor = ? AND state = ? AND expires_at <= ?",
+    )
+    .bind(state::EXPIRED)
+    .bind(now)
+    .bind(perf.pkey)
+    .bind(visitor)
+    .bind(state::HELD)
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    let inserted = sqlx::query(
+        "INSERT INTO booking_holds (hold_id, pkey, room, visitor, live_visitor, seats, total, \
+         state, created_at, expires_at, paying_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+    )
+    .bind(hold.hold_id.as_str())
+    .bind(perf.pkey)
+    .bind(room)
+    .bind(visitor)
+    .bind(visitor)
+    .bind(hold.seats.join(","))
+    .bind(i64::try_from(hold.total).unwrap_or(i64::MAX))
+    .bind(state::HELD)
+    .bind(now)
+    .bind(db_ms(hold.expires_at))
+    .execute(&mut *conn)
+    .await;
+    match inserted {
+        Err(e) if super::error::is_unique_violation(&e) => return Err(BookingError::HoldExists),
+        other => other?,
+    };
+    bump(conn, perf.pkey, 0).await
+}
+
+/// Which of `seats` are booked or held at `now`.
+pub(crate) async fn taken_seats(
+    conn: &mut AnyConnection,
+    pkey: i64,
+    seats: &[String],
+    now: i64,
+) -> Result<Vec<String>, BookingError> {
+    let sql = format!(
+        "SELECT seat FROM booking_seats WHERE pkey = ? AND seat IN ({}) \
+         AND (booking_id IS NOT NULL OR held_until > ?)",
+        marks(seats.len())
+    );
+    let mut q = sqlx::query_as::<_, (String,)>(AssertSqlSafe(sql)).bind(pkey);
+    for seat in seats {
+        q = q.bind(seat.as_str());
+    }
+    let mut taken: Vec<String> = q
+        .bind(now)
+        .fetch_all(conn)
+        .await?
+        .into_iter()
+        .map(|(s,)| s)
+        .collect();
+    taken.sort();
+    Ok(taken)
+}
+
+/// Ends a held hold as `new_state` (released or expired) and frees its
+/// seats, if it is still held; returns whether it was.
+pub(crate) async fn end_held(
+    conn: &mut AnyConnection,
+    hold: &HoldRow,
+    new_state: &str,
+    now: i64,
+) -> Result<bool, BookingError> {
+    let ended = sqlx::query(
+        "UPDATE booking_holds SET state = ?, live_visitor = NULL, ended_at = ? \
+         WHERE hold_id = ? AND state = ?",
+    )
+    .bind(new_state)
+    .bind(now)
+    .bind(hold.hold_id.as_str())
+    .bind(state::HELD)
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+    if ended == 0 {
+        return Ok(false);
+    }
+    free_seats(conn, hold).await?;
+    bump(conn, hold.pkey, 0).await?;
+    Ok(true)
+}
+
+/// Frees the seats the hold still has (not those claimed by others since).
+pub(crate) async fn free_seats(
+    conn: &mut AnyConnection,
+    hold: &HoldRow,
+) -> Result<(), BookingError> {
+    if hold.seats.is_empty() {
+        return Ok(());
+    }
+    let sql = format!(
+        "UPDATE booking_seats SET hold_id = NULL, held_until = 0 \
+         WHERE pkey = ? AND seat IN ({}) AND hold_id = ? AND booking_id IS NULL",
+        marks(hold.seats.len())
+    );
+    let mut q = sqlx::query(AssertSqlSafe(sql)).bind(hold.pkey);
+    for seat in &hold.seats {
+        q = q.bind(seat.as_str());
+    }
+    q.bind(hold.hold_id.as_str()).execute(conn).await?;
+    Ok(())
+}

@@ -1,0 +1,592 @@
+//! Booking on both databases: performances and their replacement, the
+//! seat listing, and holds under contention (many visitors on few seats,
+//! one hot seat, overlapping multi-seat holds), their end by time, release,
+//! session end and sweep. Confirmation has `booking_confirm.rs`.
+
+#[path = "common/booking.rs"]
+mod support;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use origin::booking::{BookingError, SeatState};
+use support::*;
+
+both!(
+    performances_and_listing,
+    replace_refuses_seats_in_use,
+    hold_rules,
+    release_end_session_and_sweep,
+    many_visitors_few_seats,
+    one_hot_seat,
+    overlapping_multi_seat_holds,
+);
+
+async fn performances_and_listing(db: &TestDb) {
+    let (store, _) = db.store_counting().await;
+    let perf = store
+        .put_performance(
+            "concert",
+            "night-1",
+            &spec(&[("A", 2, 3, 5000), ("B", 1, 2, 3000)]),
+            T0,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (perf.counts.available, perf.counts.held, perf.counts.booked),
+        (8, 0, 0)
+    );
+    let json = serde_json::to_value(&perf).unwrap();
+    assert_eq!(json["id"], "night-1");
+    assert_eq!(json["available"], 8);
+    assert_eq!(json["sections"][0]["name"], "A");
+    assert_eq!(json["starts_at"], "2030-03-18T21:33:20Z");
+
+    let map = store.seats("concert", "night-1", T0).await.unwrap();
+    let ids: Vec<&str> = map.seats.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "A-1-1", "A-1-2", "A-1-3", "A-2-1", "A-2-2", "A-2-3", "B-1-1", "B-1-2"
+        ]
+    );
+    assert_eq!(map.seats[6].price, 3000);
+    let json = serde_json::to_value(&map).unwrap();
+    assert_eq!(
+        json["seats"][0],
+        serde_json::json!({
+            "id": "A-1-1", "section": "A", "row": 1, "number": 1, "price": 5000, "state": "available"
+        })
+    );
+    assert!(json.get("tag").is_none());
+
+    // The tag moves with a hold, and again when it ends by time alone.
+    let tag0 = store.seats_tag("concert", "night-1", T0).await.unwrap();
+    assert_eq!(tag0, map.tag);
+    let hold = store
+        .hold(
+            "concert",
+            "night-1",
+            1,
+            &seats(&["A-1-2"]),
+            T0 + 3_600_000,
+            T0,
+        )
+        .await
+        .unwrap();
+    let tag1 = store.seats_tag("concert", "night-1", T0).await.unwrap();
+    assert_ne!(tag0, tag1);
+    let held = store.seats("concert", "night-1", T0 + 1).await.unwrap();
+    assert_eq!(held.seats[1].state, SeatState::Held);
+    let after = hold.expires_at;
+    let tag2 = store.seats_tag("concert", "night-1", after).await.unwrap();
+    assert_ne!(tag1, tag2);
+    let ended = store.seats("concert", "night-1", after).await.unwrap();
+    assert_eq!(ended.seats[1].state, SeatState::Available);
+
+    store
+        .put_performance("concert", "night-0", &spec(&[("A", 1, 1, 1)]), T0)
+        .await
+        .unwrap();
+    let mut early = spec(&[("A", 1, 1, 1)]);
+    early.starts_at = time::OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap();
+    store
+        .put_performance("concert", "matinee", &early, T0)
+        .await
+        .unwrap();
+    let list = store.list_performances("concert", T0).await.unwrap();
+    let ids: Vec<&str> = list.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(ids, ["matinee", "night-0", "night-1"]);
+    assert_eq!(list[2].counts.held, 1);
+    assert!(
+        store
+            .list_performances("other", T0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(store.room_seats("other", T0).await.unwrap(), None);
+    let room = store.room_seats("concert", T0).await.unwrap().unwrap();
+    assert_eq!(
+        (room.total, room.held, room.available, room.booked),
+        (10, 1, 9, 0)
+    );
+
+    for (room, perf) in [
+        ("concert", "nope"),
+        ("concert", "Bad"),
+        ("other", "night-1"),
+    ] {
+        assert_eq!(
+            store.get_performance(room, perf, T0).await.unwrap_err(),
+            BookingError::UnknownPerformance
+        );
+        assert_eq!(
+            store.seats(room, perf, T0).await.unwrap_err(),
+            BookingError::UnknownPerformance
+        );
+    }
+    for bad in ["Bad", "-x", &"a".repeat(65)] {
+        assert!(matches!(
+            store
+                .put_performance("concert", bad, &spec(&[("A", 1, 1, 1)]), T0)
+                .await,
+            Err(BookingError::Invalid(_))
+        ));
+    }
+    assert!(matches!(
+        store
+            .put_performance("concert", "huge", &spec(&[("A", 1000, 1000, 1)]), T0)
+            .await,
+        Err(BookingError::Invalid(_))
+    ));
+}
+
+async fn replace_refuses_seats_in_use(db: &TestDb) {
+    let (store, _) = db.store_counting().await;
+    let room = "replace";
+    store
+        .put_performance(room, "p", &spec(&[("A", 2, 2, 100), ("B", 1, 2, 50)]), T0)
+        .await
+        .unwrap();
+    store
+        .hold(room, "p", 7, &seats(&["A-2-2"]), T0 + 3_600_000, T0)
+        .await
+        .unwrap();
+    let before = store.seats(room, "p", T0).await.unwrap();
+
+    // Removing the held seat (A has one row now) or repricing A: refused.
+    for bad in [
+        spec(&[("A", 1, 2, 100), ("B", 1, 2, 50)]),
+        spec(&[("A", 2, 2, 120), ("B", 1, 2, 50)]),
+        spec(&[("B", 1, 2, 50)]),
+    ] {
+        let err = store
+            .put_performance(room, "p", &bad, T0)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err,
+            BookingError::SeatsInUse {
+                seats: seats(&["A-2-2"])
+            }
+        );
+    }
+    let after = store.seats(room, "p", T0).await.unwrap();
+    assert_eq!(
+        before.seats, after.seats,
+        "a refused replacement changes nothing"
+    );
+    let perf = store.get_performance(room, "p", T0).await.unwrap();
+    assert_eq!(perf.spec.sections.len(), 2);
+
+    // Free seats may go and change price; new ones come; the title changes.
+    let mut next = spec(&[("A", 2, 3, 100), ("B", 1, 1, 70)]);
+    next.title = "Renamed".into();
+    let perf = store.put_performance(room, "p", &next, T0).await.unwrap();
+    assert_eq!(perf.spec.title, "Renamed");
+    assert_eq!((perf.counts.available, perf.counts.held), (6, 1));
+    let map = store.seats(room, "p", T0).await.unwrap();
+    let ids: Vec<&str> = map.seats.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "A-1-1", "A-1-2", "A-1-3", "A-2-1", "A-2-2", "A-2-3", "B-1-1"
+        ]
+    );
+    assert_eq!(map.seats[6].price, 70);
+    assert_eq!(map.seats[4].state, SeatState::Held);
+
+    // Once the hold ended, the seat may go.
+    let later = T0 + 420_000;
+    store
+        .put_performance(room, "p", &spec(&[("A", 1, 1, 1)]), later)
+        .await
+        .unwrap();
+    assert_eq!(store.seats(room, "p", later).await.unwrap().seats.len(), 1);
+}
+
+async fn hold_rules(db: &TestDb) {
+    let (store, _) = db.store_counting().await;
+    let room = "rules";
+    let mut s = spec(&[("A", 3, 5, 1000)]);
+    s.hold_seconds = 60;
+    store.put_performance(room, "p", &s, T0).await.unwrap();
+    let end = T0 + 3_600_000;
+
+    let h = store
+        .hold(room, "p", 1, &seats(&["A-1-2", "A-1-1"]), end, T0)
+        .await
+        .unwrap();
+    assert_eq!(h.seats, seats(&["A-1-1", "A-1-2"]));
+    assert_eq!(h.total, 2000);
+    assert_eq!(h.expires_at, T0 + 60_000);
+    let id = uuid::Uuid::parse_str(&h.hold_id).unwrap();
+    assert_eq!(id.get_version_num(), 7);
+    let json = serde_json::to_value(&h).unwrap();
+    assert_eq!(json["performance"], "p");
+    assert!(json["expires_at"].as_str().unwrap().ends_with('Z'));
+
+    // One live hold per visitor and performance.
+    assert_eq!(
+        store
+            .hold(room, "p", 1, &seats(&["A-3-1"]), end, T0)
+            .await
+            .unwrap_err(),
+        BookingError::HoldExists
+    );
+    // Taken seats are listed; nothing is held.
+    assert_eq!(
+        store
+            .hold(room, "p", 2, &seats(&["A-1-2", "A-2-1", "A-1-1"]), end, T0)
+            .await
+            .unwrap_err(),
+        BookingError::SeatUnavailable {
+            seats: seats(&["A-1-1", "A-1-2"])
+        }
+    );
+    assert_eq!(
+        store.seats(room, "p", T0).await.unwrap().seats[5].state,
+        SeatState::Available
+    );
+    assert_eq!(
+        store.hold(room, "p", 2, &[], end, T0).await.unwrap_err(),
+        BookingError::NoSeats
+    );
+    assert_eq!(
+        store
+            .hold(
+                room,
+                "p",
+                2,
+                &seats(&["A-2-1", "A-2-2", "A-2-3", "A-2-4", "A-2-5"]),
+                end,
+                T0
+            )
+            .await
+            .unwrap_err(),
+        BookingError::TooManySeats { max: 4 }
+    );
+    assert_eq!(
+        store
+            .hold(
+                room,
+                "p",
+                2,
+                &seats(&["A-2-1", "A-9-1", "Z-1-1", "A-02-1"]),
+                end,
+                T0
+            )
+            .await
+            .unwrap_err(),
+        BookingError::UnknownSeat(seats(&["A-02-1", "A-9-1", "Z-1-1"]))
+    );
+    assert!(matches!(
+        store
+            .hold(room, "p", 2, &seats(&["A-2-1", "A-2-1"]), end, T0)
+            .await,
+        Err(BookingError::Invalid(_))
+    ));
+    assert_eq!(
+        store
+            .hold(room, "nope", 2, &seats(&["A-2-1"]), end, T0)
+            .await
+            .unwrap_err(),
+        BookingError::UnknownPerformance
+    );
+    // The session's end caps the hold; an ended session holds nothing.
+    let short = store
+        .hold(room, "p", 3, &seats(&["A-3-3"]), T0 + 5_000, T0)
+        .await
+        .unwrap();
+    assert_eq!(short.expires_at, T0 + 5_000);
+    assert_eq!(
+        store
+            .hold(room, "p", 4, &seats(&["A-3-4"]), T0, T0)
+            .await
+            .unwrap_err(),
+        BookingError::SessionEnded
+    );
+
+    // The hold ends by time: its seats are free, and the visitor may hold
+    // again, without any sweep.
+    let later = T0 + 60_000;
+    let again = store
+        .hold(room, "p", 2, &seats(&["A-1-1"]), end, later)
+        .await
+        .unwrap();
+    let mine = store
+        .hold(room, "p", 1, &seats(&["A-1-2"]), end, later)
+        .await
+        .unwrap();
+    assert_ne!(again.hold_id, mine.hold_id);
+
+    // Another visitor's hold does not exist for them.
+    assert_eq!(
+        store
+            .release_hold(room, 2, &mine.hold_id, later)
+            .await
+            .unwrap_err(),
+        BookingError::NotFound
+    );
+    assert_eq!(
+        store
+            .release_hold("other", 1, &mine.hold_id, later)
+            .await
+            .unwrap_err(),
+        BookingError::NotFound
+    );
+    assert_eq!(
+        store
+            .release_hold(room, 1, "not-a-uuid", later)
+            .await
+            .unwrap_err(),
+        BookingError::NotFound
+    );
+    store
+        .release_hold(room, 1, &mine.hold_id, later)
+        .await
+        .unwrap();
+    store
+        .release_hold(room, 1, &mine.hold_id, later)
+        .await
+        .unwrap();
+}
+
+async fn release_end_session_and_sweep(db: &TestDb) {
+    let (store, _) = db.store_counting().await;
+    let room = "sweep";
+    store
+        .put_performance(room, "p", &spec(&[("A", 1, 10, 10)]), T0)
+        .await
+        .unwrap();
+    store
+        .put_performance(room, "q", &spec(&[("A", 1, 10, 10)]), T0)
+        .await
+        .unwrap();
+    let end = T0 + 3_600_000;
+    let a = store
+        .hold(room, "p", 1, &seats(&["A-1-1", "A-1-2"]), end, T0)
+        .await
+        .unwrap();
+    store
+        .hold(room, "q", 1, &seats(&["A-1-1"]), end, T0)
+        .await
+        .unwrap();
+    store
+        .hold(room, "p", 2, &seats(&["A-1-3"]), end, T0)
+        .await
+        .unwrap();
+    let counts = store.room_seats(room, T0).await.unwrap().unwrap();
+    assert_eq!((counts.held, counts.available), (4, 16));
+
+    store.release_hold(room, 1, &a.hold_id, T0).await.unwrap();
+    assert_eq!(store.room_seats(room, T0).await.unwrap().unwrap().held, 2);
+    // Visitor 1's session ends: their hold on q ends too, not visitor 2's.
+    assert_eq!(store.end_session(room, 1, T0).await.unwrap(), 1);
+    assert_eq!(store.end_session(room, 1, T0).await.unwrap(), 0);
+    let counts = store.room_seats(room, T0).await.unwrap().unwrap();
+    assert_eq!((counts.held, counts.available), (1, 19));
+    assert_eq!(store.end_session("Bad room", 1, T0).await.unwrap(), 0);
+
+    // Ended holds read as available at once; the sweep marks them.
+    let later = T0 + 420_000;
+    assert_eq!(
+        store.room_seats(room, later).await.unwrap().unwrap().held,
+        0
+    );
+    let tag = store.seats_tag(room, "p", later).await.unwrap();
+    let swept = store.sweep(later).await.unwrap();
+    assert_eq!(swept.expired, 1);
+    assert_ne!(store.seats_tag(room, "p", later).await.unwrap(), tag);
+    assert_eq!(store.sweep(later).await.unwrap().expired, 0);
+}
+
+/// 2,000 hold attempts from 500 visitors on 100 seats, all at once.
+async fn many_visitors_few_seats(db: &TestDb) {
+    let (store, _) = db.store_counting().await;
+    let store = Arc::new(store);
+    let room = "crowd";
+    let mut s = spec(&[("A", 10, 10, 100)]);
+    s.max_seats_per_hold = 1;
+    store.put_performance(room, "p", &s, T0).await.unwrap();
+    let end = T0 + 3_600_000;
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for attempt in 0..2000u64 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let visitor = u128::from(attempt % 500);
+            // Each visitor tries four different seats; each seat is asked
+            // for 20 times.
+            let idx = (attempt + attempt / 500 * 17) % 100;
+            let seat = format!("A-{}-{}", idx / 10 + 1, idx % 10 + 1);
+            let r = store.hold(room, "p", visitor, &[seat], end, T0).await;
+            (visitor, r)
+        }));
+    }
+    let mut held: HashMap<String, u128> = HashMap::new();
+    let mut holders = HashMap::new();
+    for t in tasks {
+        let (visitor, r) = t.await.unwrap();
+        match r {
+            Ok(h) => {
+                assert!(
+                    holders.insert(visitor, h.hold_id.clone()).is_none(),
+                    "two live holds"
+                );
+                for seat in h.seats {
+                    assert!(held.insert(seat, visitor).is_none(), "seat held twice");
+                }
+            }
+            Err(BookingError::SeatUnavailable { .. } | BookingError::HoldExists) => {}
+            Err(e) => panic!("unexpected error {e:?}"),
+        }
+    }
+    println!(
+        "[{:?}] 2000 attempts, 500 visitors, 100 seats: {} held in {:?}",
+        db.kind,
+        held.len(),
+        started.elapsed()
+    );
+    let counts = store.room_seats(room, T0).await.unwrap().unwrap();
+    assert_eq!(counts.held as usize, held.len());
+    let map = store.seats(room, "p", T0).await.unwrap();
+    let held_listed = map
+        .seats
+        .iter()
+        .filter(|s| s.state == SeatState::Held)
+        .count();
+    assert_eq!(held_listed, held.len());
+    // Every seat is asked for many times over: all 100 end up held.
+    assert_eq!(held.len(), 100);
+
+    // The holds end: all 100 available again, before and after a sweep.
+    let later = T0 + 420_000;
+    assert_eq!(
+        store
+            .room_seats(room, later)
+            .await
+            .unwrap()
+            .unwrap()
+            .available,
+        100
+    );
+    let swept = store.sweep(later).await.unwrap();
+    assert_eq!(swept.expired, 100);
+    let counts = store.room_seats(room, later).await.unwrap().unwrap();
+    assert_eq!((counts.available, counts.held), (100, 0));
+    let map = store.seats(room, "p", later).await.unwrap();
+    assert!(map.seats.iter().all(|s| s.state == SeatState::Available));
+}
+
+/// 1,000 visitors on one seat at once: one winner, the rest told quickly.
+async fn one_hot_seat(db: &TestDb) {
+    let (store, _) = db.store_counting().await;
+    let store = Arc::new(store);
+    let room = "hot";
+    store
+        .put_performance(room, "p", &spec(&[("A", 1, 5, 100)]), T0)
+        .await
+        .unwrap();
+    let end = T0 + 3_600_000;
+    let mut tasks = Vec::new();
+    for visitor in 0..1000u128 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let t = Instant::now();
+            let r = store
+                .hold(room, "p", visitor, &seats(&["A-1-3"]), end, T0)
+                .await;
+            (r, t.elapsed())
+        }));
+    }
+    let mut winners = 0;
+    let mut losers = Vec::new();
+    for t in tasks {
+        match t.await.unwrap() {
+            (Ok(_), _) => winners += 1,
+            (Err(BookingError::SeatUnavailable { seats }), took) => {
+                assert_eq!(seats, ["A-1-3"]);
+                losers.push(took);
+            }
+            (Err(e), _) => panic!("unexpected error {e:?}"),
+        }
+    }
+    assert_eq!(winners, 1);
+    assert_eq!(losers.len(), 999);
+    let p50 = percentile(&mut losers, 50.0);
+    let p99 = percentile(&mut losers, 99.0);
+    println!(
+        "[{:?}] hot seat: 1 winner, 999 losers; loser latency p50 {p50:?} p99 {p99:?}",
+        db.kind
+    );
+}
+
+/// Many visitors holding overlapping runs of seats: each hold is whole or
+/// absent, no seat twice, and no deadlock surfaces as an error.
+async fn overlapping_multi_seat_holds(db: &TestDb) {
+    let (store, _) = db.store_counting().await;
+    let store = Arc::new(store);
+    let room = "overlap";
+    store
+        .put_performance(room, "p", &spec(&[("A", 1, 40, 100)]), T0)
+        .await
+        .unwrap();
+    let end = T0 + 3_600_000;
+    let mut tasks = Vec::new();
+    for visitor in 0..400u128 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            // Runs of 2 to 4 seats, in both orders, overlapping their neighbours.
+            let start = (visitor * 7 % 38) as u32 + 1;
+            let len = (visitor % 3) as u32 + 2;
+            let mut want: Vec<String> = (start..(start + len).min(41))
+                .map(|n| format!("A-1-{n}"))
+                .collect();
+            if visitor % 2 == 1 {
+                want.reverse();
+            }
+            (
+                want.clone(),
+                store.hold(room, "p", visitor, &want, end, T0).await,
+            )
+        }));
+    }
+    let mut owner: HashMap<String, String> = HashMap::new();
+    let mut won = 0;
+    for t in tasks {
+        let (want, r) = t.await.unwrap();
+        match r {
+            Ok(h) => {
+                won += 1;
+                assert_eq!(h.seats.len(), want.len(), "a hold is whole");
+                for seat in h.seats {
+                    assert!(
+                        owner.insert(seat, h.hold_id.clone()).is_none(),
+                        "seat held twice"
+                    );
+                }
+            }
+            Err(BookingError::SeatUnavailable { seats }) => assert!(!seats.is_empty()),
+            Err(e) => panic!("unexpected error (a deadlock surfacing?) {e:?}"),
+        }
+    }
+    // What the database says matches what the winners were told.
+    let map = store.seats(room, "p", T0).await.unwrap();
+    for seat in &map.seats {
+        assert_eq!(
+            seat.state == SeatState::Held,
+            owner.contains_key(&seat.id),
+            "{}",
+            seat.id
+        );
+    }
+    println!(
+        "[{:?}] overlapping holds: {won} whole holds, {} seats",
+        db.kind,
+        owner.len()
+    );
+}
