@@ -144,7 +144,11 @@ async fn same_answers(initial: RoomSettings, ops: Vec<Op>) -> Result<(), TestCas
                     .await
                     .unwrap();
                 prop_assert_eq!(a, b, "{}", ctx);
-                if let Some(seq) = a.seq.filter(|s| !seqs.contains(s)) {
+                if let Some(seq) = a
+                    .answer()
+                    .and_then(|snap| snap.seq)
+                    .filter(|s| !seqs.contains(s))
+                {
                     seqs.push(seq);
                 }
             }

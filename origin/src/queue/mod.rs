@@ -45,9 +45,6 @@ pub enum Standing {
     Closed,
     /// The line cap is reached: no place was given.
     SoldOut,
-    /// The client address already holds as many places as a room allows; no
-    /// place was given.
-    LimitReached,
 }
 
 /// The room's figures that go with every answer, so one round trip serves a
@@ -85,6 +82,28 @@ pub struct Snapshot {
     pub standing: Standing,
     /// The room's figures.
     pub line: LineView,
+}
+
+/// What a join gives.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Joined {
+    /// The store's answer: a new or kept place, an admission, or a refusal
+    /// that applies to everyone alike (closed, sold out).
+    Answer(Snapshot),
+    /// The client address already holds as many places as the room allows
+    /// ([`PlaceLimit`]); no place was given. Its own variant, not a
+    /// [`Standing`], because only a join can meet it and a status never does.
+    TooManyPlaces,
+}
+
+impl Joined {
+    /// The answer, or `None` when the place cap refused the join.
+    pub fn answer(self) -> Option<Snapshot> {
+        match self {
+            Joined::Answer(snap) => Some(snap),
+            Joined::TooManyPlaces => None,
+        }
+    }
 }
 
 /// What one promoter tick did to one room.
@@ -177,14 +196,14 @@ pub trait QueueStore: Send + Sync + 'static {
     /// number of a valid ticket) whose place still stands, returns that place
     /// instead. `draw` is a random number in `0..2^40` that orders the visitor
     /// among the pre-queue when joining before the opening. With `limit`, a
-    /// holder already at its cap gets no new place ([`Standing::LimitReached`]).
+    /// holder already at its cap gets no new place ([`Joined::TooManyPlaces`]).
     async fn join(
         &self,
         room: &RoomId,
         existing: Option<u64>,
         draw: u64,
         limit: Option<&PlaceLimit>,
-    ) -> Result<Snapshot, StoreError>;
+    ) -> Result<Joined, StoreError>;
 
     /// Where a visitor stands; also records that it is still polling.
     async fn status(&self, room: &RoomId, seq: u64) -> Result<Snapshot, StoreError>;

@@ -62,11 +62,7 @@ pub fn poll_after_ms(standing: Standing, line: &LineView) -> u64 {
             (expected_ms / POLLS_PER_WAIT).clamp(MIN_POLL_MS, top)
         }
         // Nothing will change soon for these; the client mostly stops polling.
-        Standing::Admitted { .. }
-        | Standing::Gone
-        | Standing::Closed
-        | Standing::SoldOut
-        | Standing::LimitReached => top,
+        Standing::Admitted { .. } | Standing::Gone | Standing::Closed | Standing::SoldOut => top,
     }
 }
 

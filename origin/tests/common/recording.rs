@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use origin::queue::{PlaceLimit, QueueStore, RoomFigures, Snapshot, StoreError, TickReport};
+use origin::queue::{
+    Joined, PlaceLimit, QueueStore, RoomFigures, Snapshot, StoreError, TickReport,
+};
 use origin::room::{RoomId, RoomSettings, RoomState};
 
 /// Delegates to `inner`, counting `rooms()` calls and keeping each join's
@@ -61,7 +63,7 @@ impl QueueStore for Recording {
         existing: Option<u64>,
         draw: u64,
         limit: Option<&PlaceLimit>,
-    ) -> Result<Snapshot, StoreError> {
+    ) -> Result<Joined, StoreError> {
         self.join_limits.lock().unwrap().push(limit.cloned());
         self.inner.join(room, existing, draw, limit).await
     }

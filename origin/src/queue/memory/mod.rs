@@ -25,8 +25,8 @@ use rand::RngExt;
 use ranked::{Entry, RankedSet};
 
 use super::{
-    LineView, MAX_ADMITS_PER_TICK, MAX_DROPS_PER_TICK, PREQUEUE_SPAN, PlaceLimit, QueueStore,
-    RoomFigures, Snapshot, Standing, StoreError, TickReport,
+    Joined, LineView, MAX_ADMITS_PER_TICK, MAX_DROPS_PER_TICK, PREQUEUE_SPAN, PlaceLimit,
+    QueueStore, RoomFigures, Snapshot, Standing, StoreError, TickReport,
 };
 use crate::room::{QueueingMethod, RoomId, RoomSettings, RoomState, unix_ms};
 
@@ -359,32 +359,42 @@ impl QueueStore for MemoryStore {
         existing: Option<u64>,
         draw: u64,
         limit: Option<&PlaceLimit>,
-    ) -> Result<Snapshot, StoreError> {
+    ) -> Result<Joined, StoreError> {
         self.with_room(id, |r, now| {
             let e = r.effective(now);
             if let Some(mine) = existing.and_then(|seq| r.member_of(seq)) {
                 if let Some(until) = r.session_end(mine, now) {
-                    return r.view(&e, now, Some(mine), Standing::Admitted { until_ms: until });
+                    return Joined::Answer(r.view(
+                        &e,
+                        now,
+                        Some(mine),
+                        Standing::Admitted { until_ms: until },
+                    ));
                 }
                 if r.waiters.contains_key(&mine) {
                     if Room::refusing(&e) {
-                        return r.view(&e, now, Some(mine), Standing::Closed);
+                        return Joined::Answer(r.view(&e, now, Some(mine), Standing::Closed));
                     }
                     r.touch(mine, now);
                     let position = r.position(&e, now, mine);
-                    return r.view(&e, now, Some(mine), Standing::Waiting { position });
+                    return Joined::Answer(r.view(
+                        &e,
+                        now,
+                        Some(mine),
+                        Standing::Waiting { position },
+                    ));
                 }
             }
             if Room::refusing(&e) {
-                return r.view(&e, now, None, Standing::Closed);
+                return Joined::Answer(r.view(&e, now, None, Standing::Closed));
             }
             if e.max_line > 0 && r.last_member >= e.max_line {
-                return r.view(&e, now, None, Standing::SoldOut);
+                return Joined::Answer(r.view(&e, now, None, Standing::SoldOut));
             }
             if let Some(l) = limit.filter(|l| l.max > 0)
                 && r.holders.get(&l.holder).copied().unwrap_or(0) >= l.max
             {
-                return r.view(&e, now, None, Standing::LimitReached);
+                return Joined::TooManyPlaces;
             }
 
             // The order of the line is this counter: one step, never a clock.
@@ -398,12 +408,12 @@ impl QueueStore for MemoryStore {
             if is_open && e.state == RoomState::Open {
                 if e.method == QueueingMethod::Passthrough {
                     let until = r.admit_one(&e, now, member);
-                    return r.view(
+                    return Joined::Answer(r.view(
                         &e,
                         now,
                         Some(member),
                         Standing::Admitted { until_ms: until },
-                    );
+                    ));
                 }
                 if r.waiting.is_empty() {
                     r.expire(now);
@@ -412,12 +422,12 @@ impl QueueStore for MemoryStore {
                         if r.allow.unwrap_or(0.0) >= 1.0 {
                             r.allow = r.allow.map(|a| a - 1.0);
                             let until = r.admit_one(&e, now, member);
-                            return r.view(
+                            return Joined::Answer(r.view(
                                 &e,
                                 now,
                                 Some(member),
                                 Standing::Admitted { until_ms: until },
-                            );
+                            ));
                         }
                     }
                 }
@@ -431,7 +441,7 @@ impl QueueStore for MemoryStore {
             r.waiters.insert(member, (score, now));
             r.seen.insert((now, member));
             let position = r.position(&e, now, member);
-            r.view(&e, now, Some(member), Standing::Waiting { position })
+            Joined::Answer(r.view(&e, now, Some(member), Standing::Waiting { position }))
         })
     }
 

@@ -5,7 +5,7 @@
 
 use redis::Value;
 
-use crate::queue::{LineView, RoomFigures, Snapshot, Standing, StoreError, TickReport};
+use crate::queue::{Joined, LineView, RoomFigures, Snapshot, Standing, StoreError, TickReport};
 use crate::room::{RoomSettings, RoomState};
 
 fn bad(what: &str) -> StoreError {
@@ -93,7 +93,6 @@ pub fn snapshot(value: Value) -> Result<Snapshot, StoreError> {
         Some("gone") => Standing::Gone,
         Some("closed") => Standing::Closed,
         Some("sold_out") => Standing::SoldOut,
-        Some("limit") => Standing::LimitReached,
         _ => return Err(bad("unknown outcome")),
     };
     Ok(Snapshot {
@@ -108,6 +107,16 @@ pub fn snapshot(value: Value) -> Result<Snapshot, StoreError> {
             now_ms: optional(int(&now)?).unwrap_or(0),
         },
     })
+}
+
+/// Parses `join.lua`'s reply: `view()`, whose outcome `limit` (the place
+/// cap refused the join) is not a standing.
+pub fn joined(value: Value) -> Result<Joined, StoreError> {
+    let limit = matches!(&value, Value::Array(v) if v.first().and_then(text) == Some("limit"));
+    if limit {
+        return Ok(Joined::TooManyPlaces);
+    }
+    snapshot(value).map(Joined::Answer)
 }
 
 /// Parses `tick.lua`'s reply.

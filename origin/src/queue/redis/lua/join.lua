@@ -4,8 +4,8 @@
 -- ARGV[4] span: places taken after the opening are ordered by span + member,
 --         behind every pre-queue draw
 -- ARGV[5] the client (for the per-client cap)  ARGV[6] its cap, 0 = none
--- Returns view() with outcome waiting | admitted | closed | sold_out | limit, or
--- UNKNOWN_ROOM.
+-- Returns view() with outcome waiting | admitted | closed | sold_out | limit
+-- (the client already holds its cap of places), or UNKNOWN_ROOM.
 
 local now = now_ms()
 local room = load_room(now)
