@@ -43,7 +43,65 @@ pub enum Standing {
     Gone,
     /// The room is closed: no place is given or kept.
     Closed,
-    /// The line cap is reached: no place was given.
+    /// No place is given: the line cap is reached, or every seat is booked
+    /// ([`SeatsLeft::SoldOut`]). A waiter who reads this keeps its place
+    /// while it polls, and reads `Waiting` again if seats come back.
+    SoldOut,
+}
+
+/// What the sale behind a room allows right now. The promoter computes it
+/// from the booking database and writes it with [`QueueStore::set_sale`]
+/// when it changes, so every origin instance reads the same one; it lives
+/// with the room (one per room, nothing per waiter) and survives `put_room`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SaleSignal {
+    /// Whether anybody admitted now could buy.
+    pub seats: SeatsLeft,
+    /// Scales the room's `admit_per_second` wherever the admission budget is
+    /// refilled (its one-second cap too), so admission slows while booking
+    /// struggles. In (0, 1].
+    pub rate_factor: f64,
+}
+
+impl SaleSignal {
+    /// A room that sells nothing, or whose seats are free: admission as set.
+    pub const AVAILABLE: SaleSignal = SaleSignal {
+        seats: SeatsLeft::Available,
+        rate_factor: 1.0,
+    };
+
+    /// Refuses a factor outside (0, 1] (NaN too) rather than clamp it: a bad
+    /// factor is the caller's bug, and clamping would hide it.
+    pub fn check(&self) -> Result<(), StoreError> {
+        if self.rate_factor > 0.0 && self.rate_factor <= 1.0 {
+            Ok(())
+        } else {
+            Err(StoreError::Protocol(format!(
+                "rate_factor {} is outside (0, 1]",
+                self.rate_factor
+            )))
+        }
+    }
+}
+
+impl Default for SaleSignal {
+    fn default() -> Self {
+        SaleSignal::AVAILABLE
+    }
+}
+
+/// Whether the room's seats leave anything to sell.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SeatsLeft {
+    /// Some seat can be held: admission as usual.
+    #[default]
+    Available,
+    /// Every seat is held or booked, so nobody admitted now could buy:
+    /// nobody is admitted (ticks and joins alike), waiters keep their places
+    /// with no ETA, and the achieved rate is left as it was (as when paused).
+    NoneAvailable,
+    /// Every seat is booked: joins take no place and waiters read
+    /// [`Standing::SoldOut`] (their places kept); those inside stay inside.
     SoldOut,
 }
 
@@ -61,6 +119,8 @@ pub struct LineView {
     pub admit_rate: f64,
     /// The room's abandon time, which bounds how long clients may wait between polls.
     pub abandon_ms: u64,
+    /// What the sale behind the room allows (no ETA while no seat is available).
+    pub sale: SaleSignal,
     /// The store's clock (unix ms) when it answered.
     pub now_ms: u64,
 }
@@ -140,6 +200,8 @@ pub struct RoomFigures {
     pub places_given: u64,
     /// Admissions per second actually achieved recently.
     pub admit_rate: f64,
+    /// What the sale behind the room allows, as last set.
+    pub sale: SaleSignal,
     /// How long the visitor at the front has waited, roughly (to the second
     /// it joined); `None` when nobody waits.
     pub oldest_wait_seconds: Option<u64>,
@@ -184,6 +246,11 @@ pub trait QueueStore: Send + Sync + 'static {
 
     /// Sets a room's state.
     async fn set_state(&self, room: &RoomId, state: RoomState) -> Result<(), StoreError>;
+
+    /// Records what the sale behind a room allows (see [`SaleSignal`]); it
+    /// applies from the next call on. A `rate_factor` outside (0, 1] is
+    /// refused with `StoreError::Protocol` and changes nothing.
+    async fn set_sale(&self, room: &RoomId, sale: SaleSignal) -> Result<(), StoreError>;
 
     /// Every room's id.
     async fn rooms(&self) -> Result<Vec<RoomId>, StoreError>;

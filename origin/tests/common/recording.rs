@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use origin::queue::{
-    Joined, PlaceLimit, QueueStore, RoomFigures, Snapshot, StoreError, TickReport,
+    Joined, PlaceLimit, QueueStore, RoomFigures, SaleSignal, Snapshot, StoreError, TickReport,
 };
 use origin::room::{RoomId, RoomSettings, RoomState};
 
@@ -49,6 +49,9 @@ impl QueueStore for Recording {
     }
     async fn set_state(&self, room: &RoomId, state: RoomState) -> Result<(), StoreError> {
         self.inner.set_state(room, state).await
+    }
+    async fn set_sale(&self, room: &RoomId, sale: SaleSignal) -> Result<(), StoreError> {
+        self.inner.set_sale(room, sale).await
     }
     async fn rooms(&self) -> Result<Vec<RoomId>, StoreError> {
         self.room_lists.fetch_add(1, Ordering::SeqCst);

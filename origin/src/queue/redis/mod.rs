@@ -26,7 +26,7 @@ use scripts::Scripts;
 
 use crate::queue::{
     Joined, MAX_ADMITS_PER_TICK, MAX_DROPS_PER_TICK, PREQUEUE_SPAN, PlaceLimit, QueueStore,
-    RoomFigures, Snapshot, StoreError, TickReport,
+    RoomFigures, SaleSignal, Snapshot, StoreError, TickReport,
 };
 use crate::room::{RoomId, RoomSettings, RoomState, unix_ms};
 
@@ -222,6 +222,21 @@ impl QueueStore for RedisStore {
     async fn set_state(&self, room: &RoomId, state: RoomState) -> Result<(), StoreError> {
         let reply = self
             .run(&self.scripts.set_state, room, &[state.as_str()])
+            .await?;
+        reply::counter(reply).map(drop)
+    }
+
+    async fn set_sale(&self, room: &RoomId, sale: SaleSignal) -> Result<(), StoreError> {
+        sale.check()?;
+        // Rust's float text is the shortest that reads back exactly, so the
+        // scripts compute with the very factor the embedded store does.
+        let factor = sale.rate_factor.to_string();
+        let reply = self
+            .run(
+                &self.scripts.set_sale,
+                room,
+                &[reply::seats_text(sale.seats), &factor],
+            )
             .await?;
         reply::counter(reply).map(drop)
     }
