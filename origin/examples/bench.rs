@@ -415,7 +415,11 @@ async fn fill(store: Arc<dyn QueueStore>, room: &RoomId, n: u64) -> Result<(u64,
         tasks.spawn(async move {
             let (mut lo, mut hi) = (u64::MAX, 0);
             while next.fetch_add(1, Ordering::Relaxed) < n {
-                let snap = store.join(&room, None, 0, None).await?;
+                let snap = store
+                    .join(&room, None, 0, None)
+                    .await?
+                    .answer()
+                    .ok_or("no place cap was set")?;
                 let seq = snap.seq.ok_or("a join got no place")?;
                 lo = lo.min(seq);
                 hi = hi.max(seq);

@@ -103,7 +103,12 @@ async fn scripts_are_reloaded_when_a_node_has_forgotten_them() {
         assert_eq!(node.query(&["SCRIPT", "FLUSH"]).unwrap(), "OK");
     }
     for r in &rooms {
-        let snap = store.join(r, None, 0, None).await.unwrap();
+        let snap = store
+            .join(r, None, 0, None)
+            .await
+            .unwrap()
+            .answer()
+            .unwrap();
         assert_eq!(
             snap.standing,
             origin::queue::Standing::Waiting { position: Some(1) }
@@ -174,7 +179,12 @@ async fn a_dead_node_is_503_within_the_timeout_and_its_return_is_picked_up() {
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let snap = store.join(&door, None, 0, None).await.unwrap();
+    let snap = store
+        .join(&door, None, 0, None)
+        .await
+        .unwrap()
+        .answer()
+        .unwrap();
     assert!(snap.seq.is_some());
     // Every node sees the cluster whole again a moment later.
     while store.ping().await.is_err() {

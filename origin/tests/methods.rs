@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::*;
-use origin::queue::{PlaceLimit, Standing};
+use origin::queue::{Joined, PlaceLimit, Standing};
 use origin::room::{QueueingMethod, RoomSettings, RoomState, Window};
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -285,23 +285,21 @@ async fn one_client_holds_at_most_its_cap_of_places() {
         holder: "203.0.113.7".into(),
         max: 2,
     };
-    let first = t.store.join(&room, None, 0, Some(&limit)).await.unwrap();
-    t.store.join(&room, None, 0, Some(&limit)).await.unwrap();
-    let third = t.store.join(&room, None, 0, Some(&limit)).await.unwrap();
-    assert_eq!(third.standing, Standing::LimitReached);
-    assert_eq!(third.seq, None);
+    let join = |limit: &PlaceLimit, existing: Option<u64>| {
+        let (store, room, limit) = (t.store.clone(), room.clone(), limit.clone());
+        async move { store.join(&room, existing, 0, Some(&limit)).await.unwrap() }
+    };
+    let first = join(&limit, None).await.answer().unwrap();
+    join(&limit, None).await.answer().unwrap();
+    assert_eq!(join(&limit, None).await, Joined::TooManyPlaces);
     // A kept place is not a new one; another client is not affected.
-    let again = t
-        .store
-        .join(&room, first.seq, 0, Some(&limit))
-        .await
-        .unwrap();
+    let again = join(&limit, first.seq).await.answer().unwrap();
     assert_eq!(again.seq, first.seq);
     let other = PlaceLimit {
         holder: "198.51.100.1".into(),
         max: 2,
     };
-    let r = t.store.join(&room, None, 0, Some(&other)).await.unwrap();
+    let r = join(&other, None).await.answer().unwrap();
     assert!(matches!(r.standing, Standing::Waiting { .. }));
     assert_eq!(t.store.figures(&room).await.unwrap().places_given, 3);
 }
@@ -332,7 +330,13 @@ async fn numbers_from_an_earlier_life_of_a_room_never_name_a_new_place() {
     // honour the old line's tickets.
     let before = test_store();
     let room = make_paused_room(before.store.as_ref(), "reborn", RoomSettings::default()).await;
-    let old = before.store.join(&room, None, 0, None).await.unwrap();
+    let old = before
+        .store
+        .join(&room, None, 0, None)
+        .await
+        .unwrap()
+        .answer()
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(5)).await;
     let after = test_store();
     make_paused_room(after.store.as_ref(), "reborn", RoomSettings::default()).await;

@@ -1,7 +1,8 @@
 //! The embedded store and Redis are one behaviour: a randomized model test
 //! drives both with the same sequence of operations and clock steps (join,
 //! status, leave, tick, expiry and abandonment by stepping the clock,
-//! settings changes, pause, resume, close) and compares every answer.
+//! settings changes, pause, resume, close, the sale signal) and compares
+//! every answer.
 //!
 //! Both stores run on a pinned clock (Redis scripts take it as their first
 //! argument), so time is stepped, not slept. A failure prints the smallest
@@ -18,7 +19,7 @@ use std::time::Duration;
 use common::{redis_url, unique_prefix};
 use origin::queue::memory::MemoryStore;
 use origin::queue::redis::{RedisConfig, RedisStore};
-use origin::queue::{PlaceLimit, QueueStore};
+use origin::queue::{PlaceLimit, QueueStore, SaleSignal, SeatsLeft, StoreError};
 use origin::room::{QueueingMethod, RoomId, RoomSettings, RoomState};
 use proptest::prelude::*;
 
@@ -40,7 +41,31 @@ enum Op {
     Advance(u64),
     Settings(Box<RoomSettings>),
     State(RoomState),
+    /// The promoter's sale signal; some factors are out of range and must be
+    /// refused by both.
+    Sale(SaleSignal),
     Figures,
+}
+
+fn any_sale() -> impl Strategy<Value = SaleSignal> {
+    (
+        prop_oneof![
+            2 => Just(SeatsLeft::Available),
+            1 => Just(SeatsLeft::NoneAvailable),
+            1 => Just(SeatsLeft::SoldOut)
+        ],
+        // 0.3 and 0.7 have no exact binary form: the Redis store must
+        // compute with the very same double.
+        prop_oneof![
+            3 => Just(1.0),
+            2 => Just(0.5),
+            2 => Just(0.3),
+            1 => Just(0.7),
+            1 => Just(0.05),
+            1 => prop_oneof![Just(0.0), Just(1.5), Just(f64::NAN)]
+        ],
+    )
+        .prop_map(|(seats, rate_factor)| SaleSignal { seats, rate_factor })
 }
 
 fn any_settings() -> impl Strategy<Value = RoomSettings> {
@@ -86,6 +111,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any_settings().prop_map(|s| Op::Settings(Box::new(s))),
         1 => prop_oneof![Just(RoomState::Open), Just(RoomState::Paused), Just(RoomState::Closed)]
             .prop_map(Op::State),
+        2 => any_sale().prop_map(Op::Sale),
         1 => Just(Op::Figures),
     ]
 }
@@ -144,7 +170,11 @@ async fn same_answers(initial: RoomSettings, ops: Vec<Op>) -> Result<(), TestCas
                     .await
                     .unwrap();
                 prop_assert_eq!(a, b, "{}", ctx);
-                if let Some(seq) = a.seq.filter(|s| !seqs.contains(s)) {
+                if let Some(seq) = a
+                    .answer()
+                    .and_then(|snap| snap.seq)
+                    .filter(|s| !seqs.contains(s))
+                {
                     seqs.push(seq);
                 }
             }
@@ -183,6 +213,18 @@ async fn same_answers(initial: RoomSettings, ops: Vec<Op>) -> Result<(), TestCas
                 for store in stores {
                     store.set_state(&room, *state).await.unwrap();
                 }
+            }
+            Op::Sale(sale) => {
+                let a = redis.set_sale(&room, *sale).await;
+                let b = memory.set_sale(&room, *sale).await;
+                let refused = |r: &Result<(), StoreError>| match r {
+                    Ok(()) => false,
+                    Err(StoreError::Protocol(_)) => true,
+                    Err(e) => panic!("{ctx}: {e}"),
+                };
+                prop_assert_eq!(refused(&a), refused(&b), "{}", ctx);
+                let in_range = sale.rate_factor > 0.0 && sale.rate_factor <= 1.0;
+                prop_assert_eq!(refused(&a), !in_range, "{}", ctx);
             }
             Op::Figures => {
                 let a = redis.figures(&room).await.unwrap();

@@ -25,7 +25,7 @@ use super::extract::{
 };
 use super::responses::{BadBody, BadTicket, JoinLimits, NoRoom, StoreDown, TicketAuth};
 use crate::error::ApiError;
-use crate::queue::{PREQUEUE_SPAN, Snapshot, Standing, pacing};
+use crate::queue::{Joined, PREQUEUE_SPAN, Snapshot, Standing, pacing};
 use crate::room::{RoomId, RoomState};
 use crate::state::AppState;
 
@@ -261,7 +261,7 @@ fn respond(
         Standing::Admitted { .. } => (VisitorState::Admitted, None),
         Standing::Gone => (VisitorState::Expired, None),
         Standing::Closed => (VisitorState::Closed, None),
-        Standing::SoldOut | Standing::LimitReached => (VisitorState::SoldOut, None),
+        Standing::SoldOut => (VisitorState::SoldOut, None),
     };
     let mut body = status_body(room, snap, visitor_state, position);
     let mut cookies = Vec::new();
@@ -319,13 +319,13 @@ async fn join(
     let claims = ticket_claims(&state, &headers, &room, state.clock.now_secs()).await?;
     let draw = rand::random::<u64>() % PREQUEUE_SPAN;
     let limit = state.clients.place_limit(&client);
-    let snap = state
+    let joined = state
         .queue
         .join(&room, claims.as_ref().map(|c| c.seq), draw, limit.as_ref())
         .await?;
-    if snap.standing == Standing::LimitReached {
+    let Joined::Answer(snap) = joined else {
         return Err(ApiError::TooManyPlaces);
-    }
+    };
     // The same place keeps the same visitor; a new place gets a new visitor id.
     let visitor = match &claims {
         Some(c) if Some(c.seq) == snap.seq => c.visitor,

@@ -43,11 +43,66 @@ pub enum Standing {
     Gone,
     /// The room is closed: no place is given or kept.
     Closed,
-    /// The line cap is reached: no place was given.
+    /// No place is given: the line cap is reached, or every seat is booked
+    /// ([`SeatsLeft::SoldOut`]). A waiter who reads this keeps its place
+    /// while it polls, and reads `Waiting` again if seats come back.
     SoldOut,
-    /// The client address already holds as many places as a room allows; no
-    /// place was given.
-    LimitReached,
+}
+
+/// What the sale behind a room allows right now. The promoter computes it
+/// from the booking database and writes it with [`QueueStore::set_sale`]
+/// when it changes, so every origin instance reads the same one; it lives
+/// with the room (one per room, nothing per waiter) and survives `put_room`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SaleSignal {
+    /// Whether anybody admitted now could buy.
+    pub seats: SeatsLeft,
+    /// Scales the room's `admit_per_second` wherever the admission budget is
+    /// refilled (its one-second cap too), so admission slows while booking
+    /// struggles. In (0, 1].
+    pub rate_factor: f64,
+}
+
+impl SaleSignal {
+    /// A room that sells nothing, or whose seats are free: admission as set.
+    pub const AVAILABLE: SaleSignal = SaleSignal {
+        seats: SeatsLeft::Available,
+        rate_factor: 1.0,
+    };
+
+    /// Refuses a factor outside (0, 1] (NaN too) rather than clamp it: a bad
+    /// factor is the caller's bug, and clamping would hide it.
+    pub fn check(&self) -> Result<(), StoreError> {
+        if self.rate_factor > 0.0 && self.rate_factor <= 1.0 {
+            Ok(())
+        } else {
+            Err(StoreError::Protocol(format!(
+                "rate_factor {} is outside (0, 1]",
+                self.rate_factor
+            )))
+        }
+    }
+}
+
+impl Default for SaleSignal {
+    fn default() -> Self {
+        SaleSignal::AVAILABLE
+    }
+}
+
+/// Whether the room's seats leave anything to sell.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SeatsLeft {
+    /// Some seat can be held: admission as usual.
+    #[default]
+    Available,
+    /// Every seat is held or booked, so nobody admitted now could buy:
+    /// nobody is admitted (ticks and joins alike), waiters keep their places
+    /// with no ETA, and the achieved rate is left as it was (as when paused).
+    NoneAvailable,
+    /// Every seat is booked: joins take no place and waiters read
+    /// [`Standing::SoldOut`] (their places kept); those inside stay inside.
+    SoldOut,
 }
 
 /// The room's figures that go with every answer, so one round trip serves a
@@ -64,6 +119,8 @@ pub struct LineView {
     pub admit_rate: f64,
     /// The room's abandon time, which bounds how long clients may wait between polls.
     pub abandon_ms: u64,
+    /// What the sale behind the room allows (no ETA while no seat is available).
+    pub sale: SaleSignal,
     /// The store's clock (unix ms) when it answered.
     pub now_ms: u64,
 }
@@ -85,6 +142,28 @@ pub struct Snapshot {
     pub standing: Standing,
     /// The room's figures.
     pub line: LineView,
+}
+
+/// What a join gives.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Joined {
+    /// The store's answer: a new or kept place, an admission, or a refusal
+    /// that applies to everyone alike (closed, sold out).
+    Answer(Snapshot),
+    /// The client address already holds as many places as the room allows
+    /// ([`PlaceLimit`]); no place was given. Its own variant, not a
+    /// [`Standing`], because only a join can meet it and a status never does.
+    TooManyPlaces,
+}
+
+impl Joined {
+    /// The answer, or `None` when the place cap refused the join.
+    pub fn answer(self) -> Option<Snapshot> {
+        match self {
+            Joined::Answer(snap) => Some(snap),
+            Joined::TooManyPlaces => None,
+        }
+    }
 }
 
 /// What one promoter tick did to one room.
@@ -121,6 +200,8 @@ pub struct RoomFigures {
     pub places_given: u64,
     /// Admissions per second actually achieved recently.
     pub admit_rate: f64,
+    /// What the sale behind the room allows, as last set.
+    pub sale: SaleSignal,
     /// How long the visitor at the front has waited, roughly (to the second
     /// it joined); `None` when nobody waits.
     pub oldest_wait_seconds: Option<u64>,
@@ -166,6 +247,11 @@ pub trait QueueStore: Send + Sync + 'static {
     /// Sets a room's state.
     async fn set_state(&self, room: &RoomId, state: RoomState) -> Result<(), StoreError>;
 
+    /// Records what the sale behind a room allows (see [`SaleSignal`]); it
+    /// applies from the next call on. A `rate_factor` outside (0, 1] is
+    /// refused with `StoreError::Protocol` and changes nothing.
+    async fn set_sale(&self, room: &RoomId, sale: SaleSignal) -> Result<(), StoreError>;
+
     /// Every room's id.
     async fn rooms(&self) -> Result<Vec<RoomId>, StoreError>;
 
@@ -177,14 +263,14 @@ pub trait QueueStore: Send + Sync + 'static {
     /// number of a valid ticket) whose place still stands, returns that place
     /// instead. `draw` is a random number in `0..2^40` that orders the visitor
     /// among the pre-queue when joining before the opening. With `limit`, a
-    /// holder already at its cap gets no new place ([`Standing::LimitReached`]).
+    /// holder already at its cap gets no new place ([`Joined::TooManyPlaces`]).
     async fn join(
         &self,
         room: &RoomId,
         existing: Option<u64>,
         draw: u64,
         limit: Option<&PlaceLimit>,
-    ) -> Result<Snapshot, StoreError>;
+    ) -> Result<Joined, StoreError>;
 
     /// Where a visitor stands; also records that it is still polling.
     async fn status(&self, room: &RoomId, seq: u64) -> Result<Snapshot, StoreError>;

@@ -7,7 +7,7 @@
 //! of the abandon time, so a client that polls as told is never dropped as
 //! abandoned.
 
-use super::{LineView, Standing};
+use super::{LineView, SeatsLeft, Standing};
 
 /// Shortest interval: near the front, once a second.
 pub const MIN_POLL_MS: u64 = 1_000;
@@ -23,16 +23,21 @@ fn ceiling(abandon_ms: u64) -> u64 {
 }
 
 /// Seconds until `ahead` more visitors are let in at the achieved rate;
-/// `None` when nobody can tell (paused, closed, no rate measured).
+/// `None` when nobody can tell (paused, closed, no seat to sell, no rate
+/// measured).
 fn wait_seconds(ahead: u64, line: &LineView) -> Option<u64> {
-    if line.state != crate::room::RoomState::Open || line.admit_rate < 1e-6 {
+    if line.state != crate::room::RoomState::Open
+        || line.sale.seats != SeatsLeft::Available
+        || line.admit_rate < 1e-6
+    {
         return None;
     }
     Some((ahead as f64 / line.admit_rate).ceil() as u64)
 }
 
 /// Seconds until a visitor at `position` is let in at the achieved rate;
-/// `None` when nobody can tell (pre-queue, lottery, paused, no rate measured).
+/// `None` when nobody can tell (pre-queue, lottery, paused, no seat to
+/// sell, no rate measured).
 pub fn eta_seconds(standing: Standing, line: &LineView) -> Option<u64> {
     match standing {
         Standing::Waiting {
@@ -56,23 +61,20 @@ pub fn poll_after_ms(standing: Standing, line: &LineView) -> u64 {
             } else {
                 // A lottery has no places: pace by the length of the line.
                 let ahead = position.unwrap_or(line.waiting);
-                // No estimate (paused, nothing measured): poll at the cap.
+                // No estimate (paused, no seat, nothing measured): poll at the cap.
                 wait_seconds(ahead, line).map_or(u64::MAX, |s| s.saturating_mul(1000))
             };
             (expected_ms / POLLS_PER_WAIT).clamp(MIN_POLL_MS, top)
         }
         // Nothing will change soon for these; the client mostly stops polling.
-        Standing::Admitted { .. }
-        | Standing::Gone
-        | Standing::Closed
-        | Standing::SoldOut
-        | Standing::LimitReached => top,
+        Standing::Admitted { .. } | Standing::Gone | Standing::Closed | Standing::SoldOut => top,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::queue::SaleSignal;
     use crate::room::RoomState;
 
     fn line(rate: f64) -> LineView {
@@ -82,6 +84,7 @@ mod tests {
             waiting: 1_000_000,
             admit_rate: rate,
             abandon_ms: 60_000,
+            sale: SaleSignal::AVAILABLE,
             now_ms: 1_000_000,
         }
     }
@@ -102,6 +105,14 @@ mod tests {
             ..line(10.0)
         };
         assert_eq!(eta_seconds(waiting(100), &paused), None);
+        let no_seats = LineView {
+            sale: SaleSignal {
+                seats: SeatsLeft::NoneAvailable,
+                rate_factor: 1.0,
+            },
+            ..line(10.0)
+        };
+        assert_eq!(eta_seconds(waiting(100), &no_seats), None);
     }
 
     #[test]

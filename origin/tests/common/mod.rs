@@ -94,6 +94,27 @@ pub fn test_store() -> TestStore {
     }
 }
 
+/// A fresh store for one test whose clock is `clock` (unix ms), stepped by
+/// the test rather than slept; not shared with [`connect`].
+pub fn pinned_store(clock: Arc<AtomicU64>) -> TestStore {
+    let prefix = unique_prefix();
+    let store: Arc<dyn QueueStore> = if on_memory() {
+        Arc::new(MemoryStore::with_fixed_clock(clock))
+    } else {
+        Arc::new(
+            RedisStore::connect(&RedisConfig {
+                url: redis_url(),
+                prefix: prefix.clone(),
+                timeout: Duration::from_secs(5),
+                cluster: false,
+            })
+            .unwrap()
+            .with_fixed_clock(clock),
+        )
+    };
+    TestStore { store, prefix }
+}
+
 impl Drop for TestStore {
     fn drop(&mut self) {
         if on_memory() {

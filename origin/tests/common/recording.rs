@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use origin::queue::{PlaceLimit, QueueStore, RoomFigures, Snapshot, StoreError, TickReport};
+use origin::queue::{
+    Joined, PlaceLimit, QueueStore, RoomFigures, SaleSignal, Snapshot, StoreError, TickReport,
+};
 use origin::room::{RoomId, RoomSettings, RoomState};
 
 /// Delegates to `inner`, counting `rooms()` calls and keeping each join's
@@ -48,6 +50,9 @@ impl QueueStore for Recording {
     async fn set_state(&self, room: &RoomId, state: RoomState) -> Result<(), StoreError> {
         self.inner.set_state(room, state).await
     }
+    async fn set_sale(&self, room: &RoomId, sale: SaleSignal) -> Result<(), StoreError> {
+        self.inner.set_sale(room, sale).await
+    }
     async fn rooms(&self) -> Result<Vec<RoomId>, StoreError> {
         self.room_lists.fetch_add(1, Ordering::SeqCst);
         self.inner.rooms().await
@@ -61,7 +66,7 @@ impl QueueStore for Recording {
         existing: Option<u64>,
         draw: u64,
         limit: Option<&PlaceLimit>,
-    ) -> Result<Snapshot, StoreError> {
+    ) -> Result<Joined, StoreError> {
         self.join_limits.lock().unwrap().push(limit.cloned());
         self.inner.join(room, existing, draw, limit).await
     }

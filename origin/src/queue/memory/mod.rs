@@ -25,8 +25,8 @@ use rand::RngExt;
 use ranked::{Entry, RankedSet};
 
 use super::{
-    LineView, MAX_ADMITS_PER_TICK, MAX_DROPS_PER_TICK, PREQUEUE_SPAN, PlaceLimit, QueueStore,
-    RoomFigures, Snapshot, Standing, StoreError, TickReport,
+    Joined, LineView, MAX_ADMITS_PER_TICK, MAX_DROPS_PER_TICK, PREQUEUE_SPAN, PlaceLimit,
+    QueueStore, RoomFigures, SaleSignal, SeatsLeft, Snapshot, Standing, StoreError, TickReport,
 };
 use crate::room::{QueueingMethod, RoomId, RoomSettings, RoomState, unix_ms};
 
@@ -41,6 +41,8 @@ struct Member(u64);
 struct Room {
     settings: RoomSettings,
     state: Option<RoomState>,
+    /// Set by `set_sale`, kept by `put_room`.
+    sale: SaleSignal,
     /// Added to a member to make its sequence number; see `member_of`.
     base: u64,
     /// The last member given, so also how many places were given.
@@ -68,10 +70,13 @@ struct Room {
 }
 
 /// What applies at one instant: the room's settings with a running window's
-/// values in place (`load_room` in the scripts' prelude).
+/// values in place and the sale's rate factor applied (`load_room` in the
+/// scripts' prelude).
 struct Effective {
     state: RoomState,
+    seats: SeatsLeft,
     capacity: u64,
+    /// Admissions per second: the settings' (or window's) times the factor.
     rate: f64,
     session_ms: u64,
     abandon_ms: u64,
@@ -94,8 +99,9 @@ impl Room {
         };
         Effective {
             state: self.state.unwrap_or(RoomState::Open),
+            seats: self.sale.seats,
             capacity: u64::from(s.capacity),
-            rate: s.admit_per_second,
+            rate: s.admit_per_second * self.sale.rate_factor,
             session_ms: u64::from(s.session_seconds) * 1000,
             abandon_ms: u64::from(s.abandon_seconds) * 1000,
             opens_at: s.opens_at_ms(),
@@ -125,6 +131,12 @@ impl Room {
 
     fn refusing(e: &Effective) -> bool {
         e.state == RoomState::Closed || e.method == QueueingMethod::Reject
+    }
+
+    /// Whether anyone may be let in now, by the tick or by a join (an open,
+    /// opened room with seats to sell), as `admitting` in the prelude.
+    fn admitting(e: &Effective, now: u64) -> bool {
+        e.state == RoomState::Open && Self::opened(e, now) && e.seats == SeatsLeft::Available
     }
 
     /// The token bucket, as `refill` in the prelude.
@@ -221,6 +233,7 @@ impl Room {
                 waiting: self.waiting.len() as u64,
                 admit_rate: self.rate_est,
                 abandon_ms: e.abandon_ms,
+                sale: self.sale,
                 now_ms: now,
             },
         }
@@ -319,6 +332,11 @@ impl QueueStore for MemoryStore {
         self.with_room(id, |r, _| r.state = Some(state))
     }
 
+    async fn set_sale(&self, id: &RoomId, sale: SaleSignal) -> Result<(), StoreError> {
+        sale.check()?;
+        self.with_room(id, |r, _| r.sale = sale)
+    }
+
     async fn rooms(&self) -> Result<Vec<RoomId>, StoreError> {
         let mut ids: Vec<RoomId> = self
             .rooms
@@ -348,6 +366,7 @@ impl QueueStore for MemoryStore {
                 abandoned_total: r.abandoned,
                 places_given: r.last_member,
                 admit_rate: r.rate_est,
+                sale: r.sale,
                 oldest_wait_seconds,
             }
         })
@@ -359,32 +378,45 @@ impl QueueStore for MemoryStore {
         existing: Option<u64>,
         draw: u64,
         limit: Option<&PlaceLimit>,
-    ) -> Result<Snapshot, StoreError> {
+    ) -> Result<Joined, StoreError> {
         self.with_room(id, |r, now| {
             let e = r.effective(now);
             if let Some(mine) = existing.and_then(|seq| r.member_of(seq)) {
                 if let Some(until) = r.session_end(mine, now) {
-                    return r.view(&e, now, Some(mine), Standing::Admitted { until_ms: until });
+                    return Joined::Answer(r.view(
+                        &e,
+                        now,
+                        Some(mine),
+                        Standing::Admitted { until_ms: until },
+                    ));
                 }
                 if r.waiters.contains_key(&mine) {
                     if Room::refusing(&e) {
-                        return r.view(&e, now, Some(mine), Standing::Closed);
+                        return Joined::Answer(r.view(&e, now, Some(mine), Standing::Closed));
                     }
                     r.touch(mine, now);
+                    if e.seats == SeatsLeft::SoldOut {
+                        return Joined::Answer(r.view(&e, now, Some(mine), Standing::SoldOut));
+                    }
                     let position = r.position(&e, now, mine);
-                    return r.view(&e, now, Some(mine), Standing::Waiting { position });
+                    return Joined::Answer(r.view(
+                        &e,
+                        now,
+                        Some(mine),
+                        Standing::Waiting { position },
+                    ));
                 }
             }
             if Room::refusing(&e) {
-                return r.view(&e, now, None, Standing::Closed);
+                return Joined::Answer(r.view(&e, now, None, Standing::Closed));
             }
-            if e.max_line > 0 && r.last_member >= e.max_line {
-                return r.view(&e, now, None, Standing::SoldOut);
+            if e.seats == SeatsLeft::SoldOut || (e.max_line > 0 && r.last_member >= e.max_line) {
+                return Joined::Answer(r.view(&e, now, None, Standing::SoldOut));
             }
             if let Some(l) = limit.filter(|l| l.max > 0)
                 && r.holders.get(&l.holder).copied().unwrap_or(0) >= l.max
             {
-                return r.view(&e, now, None, Standing::LimitReached);
+                return Joined::TooManyPlaces;
             }
 
             // The order of the line is this counter: one step, never a clock.
@@ -395,15 +427,15 @@ impl QueueStore for MemoryStore {
             }
             r.mark(now, member);
             let is_open = Room::opened(&e, now);
-            if is_open && e.state == RoomState::Open {
+            if Room::admitting(&e, now) {
                 if e.method == QueueingMethod::Passthrough {
                     let until = r.admit_one(&e, now, member);
-                    return r.view(
+                    return Joined::Answer(r.view(
                         &e,
                         now,
                         Some(member),
                         Standing::Admitted { until_ms: until },
-                    );
+                    ));
                 }
                 if r.waiting.is_empty() {
                     r.expire(now);
@@ -412,12 +444,12 @@ impl QueueStore for MemoryStore {
                         if r.allow.unwrap_or(0.0) >= 1.0 {
                             r.allow = r.allow.map(|a| a - 1.0);
                             let until = r.admit_one(&e, now, member);
-                            return r.view(
+                            return Joined::Answer(r.view(
                                 &e,
                                 now,
                                 Some(member),
                                 Standing::Admitted { until_ms: until },
-                            );
+                            ));
                         }
                     }
                 }
@@ -431,7 +463,7 @@ impl QueueStore for MemoryStore {
             r.waiters.insert(member, (score, now));
             r.seen.insert((now, member));
             let position = r.position(&e, now, member);
-            r.view(&e, now, Some(member), Standing::Waiting { position })
+            Joined::Answer(r.view(&e, now, Some(member), Standing::Waiting { position }))
         })
     }
 
@@ -449,6 +481,9 @@ impl QueueStore for MemoryStore {
                 return r.view(&e, now, mine, Standing::Gone);
             };
             r.touch(m, now);
+            if e.seats == SeatsLeft::SoldOut {
+                return r.view(&e, now, mine, Standing::SoldOut);
+            }
             let position = r.position(&e, now, m);
             r.view(&e, now, mine, Standing::Waiting { position })
         })
@@ -497,10 +532,9 @@ impl QueueStore for MemoryStore {
             let mut waiting = r.waiting.len() as u64;
             let mut active = r.active.len() as u64;
             let mut admitted = Vec::new();
-            if e.state == RoomState::Open
-                && Room::opened(&e, now)
-                && e.method != QueueingMethod::Reject
-            {
+            // No seat to sell: nobody is let in and the achieved rate is left
+            // as it was, as when paused, so it does not decay to zero meanwhile.
+            if Room::admitting(&e, now) && e.method != QueueingMethod::Reject {
                 r.refill(&e, now);
                 let allow = r.allow.unwrap_or(0.0);
                 let k = if e.method == QueueingMethod::Passthrough {

@@ -25,8 +25,8 @@ pub use keys::RoomKeys;
 use scripts::Scripts;
 
 use crate::queue::{
-    MAX_ADMITS_PER_TICK, MAX_DROPS_PER_TICK, PREQUEUE_SPAN, PlaceLimit, QueueStore, RoomFigures,
-    Snapshot, StoreError, TickReport,
+    Joined, MAX_ADMITS_PER_TICK, MAX_DROPS_PER_TICK, PREQUEUE_SPAN, PlaceLimit, QueueStore,
+    RoomFigures, SaleSignal, Snapshot, StoreError, TickReport,
 };
 use crate::room::{RoomId, RoomSettings, RoomState, unix_ms};
 
@@ -226,6 +226,21 @@ impl QueueStore for RedisStore {
         reply::counter(reply).map(drop)
     }
 
+    async fn set_sale(&self, room: &RoomId, sale: SaleSignal) -> Result<(), StoreError> {
+        sale.check()?;
+        // Rust's float text is the shortest that reads back exactly, so the
+        // scripts compute with the very factor the embedded store does.
+        let factor = sale.rate_factor.to_string();
+        let reply = self
+            .run(
+                &self.scripts.set_sale,
+                room,
+                &[reply::seats_text(sale.seats), &factor],
+            )
+            .await?;
+        reply::counter(reply).map(drop)
+    }
+
     async fn rooms(&self) -> Result<Vec<RoomId>, StoreError> {
         let mut conn = self.conn.clone();
         let ids: Vec<String> = self
@@ -246,13 +261,13 @@ impl QueueStore for RedisStore {
         existing: Option<u64>,
         draw: u64,
         limit: Option<&PlaceLimit>,
-    ) -> Result<Snapshot, StoreError> {
+    ) -> Result<Joined, StoreError> {
         let existing = existing.map(|s| s.to_string()).unwrap_or_default();
         let draw = (draw % PREQUEUE_SPAN).to_string();
         let span = PREQUEUE_SPAN.to_string();
         let (holder, max) = limit.map_or(("", 0), |l| (l.holder.as_str(), l.max));
         let max = max.to_string();
-        reply::snapshot(
+        reply::joined(
             self.run(
                 &self.scripts.join,
                 room,

@@ -5,7 +5,10 @@
 
 use redis::Value;
 
-use crate::queue::{LineView, RoomFigures, Snapshot, Standing, StoreError, TickReport};
+use crate::queue::{
+    Joined, LineView, RoomFigures, SaleSignal, SeatsLeft, Snapshot, Standing, StoreError,
+    TickReport,
+};
 use crate::room::{RoomSettings, RoomState};
 
 fn bad(what: &str) -> StoreError {
@@ -54,6 +57,29 @@ fn state(value: &Value) -> Result<RoomState, StoreError> {
         .ok_or_else(|| bad("unknown room state"))
 }
 
+/// The sale signal as the room hash keeps it (`seats`, `rate_factor`).
+fn sale(seats: &Value, rate_factor: &Value) -> Result<SaleSignal, StoreError> {
+    let seats = match text(seats) {
+        Some("available") => SeatsLeft::Available,
+        Some("none_available") => SeatsLeft::NoneAvailable,
+        Some("sold_out") => SeatsLeft::SoldOut,
+        _ => return Err(bad("unknown seats signal")),
+    };
+    Ok(SaleSignal {
+        seats,
+        rate_factor: real(rate_factor)?,
+    })
+}
+
+/// How `set_sale.lua` stores `seats` (and `sale` above reads it back).
+pub fn seats_text(seats: SeatsLeft) -> &'static str {
+    match seats {
+        SeatsLeft::Available => "available",
+        SeatsLeft::NoneAvailable => "none_available",
+        SeatsLeft::SoldOut => "sold_out",
+    }
+}
+
 /// What a script returns, alone, when the room does not exist
 /// (`UNKNOWN_ROOM` in the prelude).
 const UNKNOWN_ROOM: &str = "unknown_room";
@@ -82,7 +108,9 @@ pub fn snapshot(value: Value) -> Result<Snapshot, StoreError> {
         rate,
         abandon_ms,
         now,
-    ] = <[Value; 10]>::try_from(v).map_err(|_| bad("view has the wrong length"))?;
+        seats,
+        rate_factor,
+    ] = <[Value; 12]>::try_from(v).map_err(|_| bad("view has the wrong length"))?;
     let standing = match text(&outcome) {
         Some("waiting") => Standing::Waiting {
             position: optional(int(&pos)?),
@@ -93,7 +121,6 @@ pub fn snapshot(value: Value) -> Result<Snapshot, StoreError> {
         Some("gone") => Standing::Gone,
         Some("closed") => Standing::Closed,
         Some("sold_out") => Standing::SoldOut,
-        Some("limit") => Standing::LimitReached,
         _ => return Err(bad("unknown outcome")),
     };
     Ok(Snapshot {
@@ -105,9 +132,20 @@ pub fn snapshot(value: Value) -> Result<Snapshot, StoreError> {
             waiting: optional(int(&waiting)?).unwrap_or(0),
             admit_rate: real(&rate)?,
             abandon_ms: optional(int(&abandon_ms)?).unwrap_or(0),
+            sale: sale(&seats, &rate_factor)?,
             now_ms: optional(int(&now)?).unwrap_or(0),
         },
     })
+}
+
+/// Parses `join.lua`'s reply: `view()`, whose outcome `limit` (the place
+/// cap refused the join) is not a standing.
+pub fn joined(value: Value) -> Result<Joined, StoreError> {
+    let limit = matches!(&value, Value::Array(v) if v.first().and_then(text) == Some("limit"));
+    if limit {
+        return Ok(Joined::TooManyPlaces);
+    }
+    snapshot(value).map(Joined::Answer)
 }
 
 /// Parses `tick.lua`'s reply.
@@ -139,10 +177,12 @@ pub fn figures(value: Value) -> Result<RoomFigures, StoreError> {
         admitted,
         abandoned,
         rate_est,
+        seats,
+        rate_factor,
         waiting,
         active,
         oldest_ms,
-    ] = <[Value; 9]>::try_from(v).map_err(|_| bad("figures have the wrong length"))?;
+    ] = <[Value; 11]>::try_from(v).map_err(|_| bad("figures have the wrong length"))?;
     let settings: RoomSettings = text(&settings)
         .and_then(|json| serde_json::from_str(json).ok())
         .ok_or_else(|| bad("stored settings"))?;
@@ -156,6 +196,7 @@ pub fn figures(value: Value) -> Result<RoomFigures, StoreError> {
         abandoned_total: count(&abandoned)?,
         places_given: count(&last_member)?,
         admit_rate: real(&rate_est)?,
+        sale: sale(&seats, &rate_factor)?,
         oldest_wait_seconds: optional(int(&oldest_ms)?).map(|ms| ms / 1000),
     })
 }

@@ -30,6 +30,8 @@ pub struct Scripts {
     pub put_room: Script,
     /// `set_state.lua`
     pub set_state: Script,
+    /// `set_sale.lua`
+    pub set_sale: Script,
     /// `figures.lua`
     pub figures: Script,
 }
@@ -45,6 +47,7 @@ impl Scripts {
             tick: script!("tick.lua"),
             put_room: script!("put_room.lua"),
             set_state: script!("set_state.lua"),
+            set_sale: script!("set_sale.lua"),
             figures: script!("figures.lua"),
         }
     }

@@ -1,12 +1,16 @@
 -- figures.lua: a room's settings and live figures, read in one atomic step.
 -- Returns {settings JSON, state, last member (places given), admitted,
--- abandoned, rate_est, waiting, active, oldest wait ms or -1}, all as text,
--- or UNKNOWN_ROOM.
+-- abandoned, rate_est, seats, rate_factor, waiting, active, oldest wait ms
+-- or -1}, all as text, or UNKNOWN_ROOM.
 
-local v = redis.call('HMGET', ROOM, 'settings', 'state', 'seq', 'admitted', 'abandoned', 'rate_est')
+local v = redis.call('HMGET', ROOM, 'settings', 'state', 'seq', 'admitted', 'abandoned', 'rate_est',
+  'seats', 'rate_factor')
 if not v[2] then
   return UNKNOWN_ROOM
 end
+-- A room never given a sale signal sells as usual.
+v[7] = v[7] or 'available'
+v[8] = v[8] or '1'
 local now = now_ms()
 local oldest = -1
 local front = redis.call('ZRANGE', WAITING, 0, 0)

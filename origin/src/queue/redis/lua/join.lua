@@ -4,8 +4,9 @@
 -- ARGV[4] span: places taken after the opening are ordered by span + member,
 --         behind every pre-queue draw
 -- ARGV[5] the client (for the per-client cap)  ARGV[6] its cap, 0 = none
--- Returns view() with outcome waiting | admitted | closed | sold_out | limit, or
--- UNKNOWN_ROOM.
+-- Returns view() with outcome waiting | admitted | closed | sold_out | limit
+-- (the client already holds its cap of places), or UNKNOWN_ROOM. A waiter
+-- who rejoins while every seat is booked reads sold_out and keeps its place.
 
 local now = now_ms()
 local room = load_room(now)
@@ -26,6 +27,9 @@ if mine then
       return view(room, now, 'closed', mine)
     end
     redis.call('ZADD', SEEN, int(now), mine)
+    if room.seats == 'sold_out' then
+      return view(room, now, 'sold_out', mine)
+    end
     return view(room, now, 'waiting', mine, position(room, now, mine))
   end
 end
@@ -33,7 +37,7 @@ end
 if refusing(room) then
   return view(room, now, 'closed')
 end
-if room.max_line > 0 and room.last_member >= room.max_line then
+if room.seats == 'sold_out' or (room.max_line > 0 and room.last_member >= room.max_line) then
   return view(room, now, 'sold_out')
 end
 local holder, max_places = ARGV[5], tonumber(ARGV[6])
@@ -50,7 +54,7 @@ end
 mark(room, now, member)
 local is_open = opened(room, now)
 
-if is_open and room.state == 'open' then
+if admitting(room, now) then
   if room.method == 'passthrough' then
     -- The gate is off: everyone is let in, whatever capacity and rate say.
     return view(room, now, 'admitted', member, nil, admit_one(room, now, int(member)))

@@ -9,7 +9,8 @@
 --
 -- Every script gets the same six keys, all under the room's hash tag, so a
 -- script touches one slot and runs unchanged on Redis Cluster:
---   KEYS[1] room hash: settings, counters, admission budget, rate estimate;
+--   KEYS[1] room hash: settings, counters, admission budget, rate estimate,
+--           the sale signal ('seats', 'rate_factor'; absent = available, 1);
 --           its field 'seq' holds the last member given (the name is kept
 --           so rooms stored before stay readable)
 --   KEYS[2] waiting zset: member = member, score = order in line
@@ -49,11 +50,12 @@ local function now_ms()
 end
 
 -- The room's settings and counters as they apply at `now` (a scheduled
--- window's values replace the room's own), or nil when the room does not exist.
+-- window's values replace the room's own, and the sale's rate factor scales
+-- the rate), or nil when the room does not exist.
 local function load_room(now)
   local v = redis.call('HMGET', ROOM, 'state', 'capacity', 'rate', 'session_ms',
     'abandon_ms', 'opens_at', 'max_line', 'seq', 'allow', 'refill_at', 'rate_est', 'rate_at',
-    'method', 'windows', 'mark_at', 'base')
+    'method', 'windows', 'mark_at', 'base', 'seats', 'rate_factor')
   if not v[1] then
     return nil
   end
@@ -73,6 +75,9 @@ local function load_room(now)
     method = v[13] or 'fifo',
     mark_at = tonumber(v[15]) or 0,
     base = tonumber(v[16]) or 0,
+    -- available | none_available | sold_out (set_sale.lua)
+    seats = v[17] or 'available',
+    rate_factor = tonumber(v[18]) or 1,
   }
   if v[14] and v[14] ~= '' and v[14] ~= '[]' then
     for _, w in ipairs(cjson.decode(v[14])) do
@@ -85,6 +90,9 @@ local function load_room(now)
       end
     end
   end
+  -- Wherever the budget is refilled (and in its one-second cap), so a
+  -- struggling sale slows admission.
+  room.rate = room.rate * room.rate_factor
   return room
 end
 
@@ -113,6 +121,12 @@ end
 
 local function opened(room, now)
   return room.opens_at < 0 or now >= room.opens_at
+end
+
+-- Whether anyone may be let in now, by the tick or by a join: an open,
+-- opened room with a seat left to sell (nobody admitted could buy otherwise).
+local function admitting(room, now)
+  return room.state == 'open' and opened(room, now) and room.seats == 'available'
 end
 
 -- The admission budget is a token bucket in the room hash, spent inside the
@@ -154,14 +168,16 @@ local function position(room, now, member)
 end
 
 -- The answer of join and status, one flat array:
--- {outcome, seq, position, until_ms, waiting, state, opens_at, rate_est, abandon_ms, now}
--- with -1 for "none" and the rate as text (Lua numbers would be truncated).
+-- {outcome, seq, position, until_ms, waiting, state, opens_at, rate_est, abandon_ms, now,
+--  seats, rate_factor}
+-- with -1 for "none" and the rates as text (Lua numbers would be truncated).
 -- `member` (text or number, or nil) is the visitor's; the answer carries its
 -- seq.
 local function view(room, now, outcome, member, pos, until_ms)
   local seq = member and (room.base + tonumber(member)) or -1
   return { outcome, seq, pos or -1, until_ms or 0, redis.call('ZCARD', WAITING),
-    room.state, room.opens_at, real(room.rate_est), room.abandon_ms, now }
+    room.state, room.opens_at, real(room.rate_est), room.abandon_ms, now,
+    room.seats, real(room.rate_factor) }
 end
 
 -- Notes when a member joined, at most once a second, so the wait of the

@@ -1,6 +1,6 @@
 -- status.lua: where a visitor stands; records that it still polls.
 -- ARGV[2] the visitor's seq (from its verified ticket)
--- Returns view() with outcome admitted | waiting | gone | closed, or
+-- Returns view() with outcome admitted | waiting | gone | closed | sold_out, or
 -- UNKNOWN_ROOM.
 
 local now = now_ms()
@@ -21,4 +21,9 @@ if not (mine and redis.call('ZSCORE', WAITING, mine)) then
   return view(room, now, 'gone', mine)
 end
 redis.call('ZADD', SEEN, int(now), mine)
+-- Every seat booked: the waiter hears so at once but keeps its place while
+-- it polls, in case seats come back.
+if room.seats == 'sold_out' then
+  return view(room, now, 'sold_out', mine)
+end
 return view(room, now, 'waiting', mine, position(room, now, mine))

@@ -50,7 +50,9 @@ local function pick(k)
   return members
 end
 
-if room.state == 'open' and opened(room, now) and room.method ~= 'reject' then
+-- No seat to sell is like paused: nobody is let in and the achieved rate is
+-- left as it was, so it does not decay to zero while every seat is held.
+if admitting(room, now) and room.method ~= 'reject' then
   refill(room, now)
   local k
   if room.method == 'passthrough' then
