@@ -37,10 +37,30 @@ pub struct Config {
     #[arg(long, env = "WR_REDIS_TIMEOUT_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
     pub redis_timeout_ms: u64,
 
-    /// Booking's database (a MySQL URL; unset: an SQLite file). Booking comes
-    /// with its own change: until then the value is accepted and unused.
+    /// Booking's database, a MySQL URL (`mysql://user:pass@host:3306/db`).
+    /// Unset: the SQLite file `--sqlite-path`.
     #[arg(long, env = "WR_DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
+
+    /// Where booking keeps its SQLite file when `--database-url` is unset
+    /// (created if missing; a first start also creates the demo performance).
+    #[arg(long, env = "WR_SQLITE_PATH", default_value = "waiting-room.sqlite")]
+    pub sqlite_path: PathBuf,
+
+    /// The simulated payment's latency, in milliseconds (rehearse a slow provider).
+    #[arg(long, env = "WR_PAYMENT_LATENCY_MS", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    pub payment_latency_ms: u64,
+
+    /// The share of simulated payments that fail (0.0 to 1.0), besides the
+    /// token `tok_decline`, which is always declined.
+    #[arg(long, env = "WR_PAYMENT_FAILURE_RATE", default_value_t = 0.0, value_parser = parse_share)]
+    pub payment_failure_rate: f64,
+
+    /// Origins besides the site's own whose pages may change state (join,
+    /// leave, hold, book), comma-separated `scheme://host[:port]`. Others are
+    /// refused with 403 `cross_site`; apps (no `Origin`) are unaffected.
+    #[arg(long, env = "WR_ALLOWED_ORIGINS", value_delimiter = ',')]
+    pub allowed_origins: Vec<String>,
 
     /// Signing keys, `kid:secret,kid:secret`: the first signs, all verify.
     /// Unset: a random key for this process only (tokens die with it).
@@ -86,6 +106,13 @@ impl Config {
     /// The Redis command timeout.
     pub fn redis_timeout(&self) -> Duration {
         Duration::from_millis(self.redis_timeout_ms)
+    }
+}
+
+fn parse_share(raw: &str) -> Result<f64, String> {
+    match raw.trim().parse::<f64>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err("must be a number from 0.0 to 1.0".into()),
     }
 }
 

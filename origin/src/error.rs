@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use token::TokenError;
 
+use crate::booking::BookingError;
 use crate::queue::StoreError;
 
 /// Everything a request can fail with. Status, code and message of each
@@ -65,6 +66,14 @@ pub enum ApiError {
     TooManyPlaces,
     /// The store cannot be reached; retry later.
     StoreUnavailable,
+    /// A state-changing request from another site's page.
+    CrossSite,
+    /// A confirm without `Idempotency-Key`.
+    IdempotencyKeyRequired,
+    /// An `Idempotency-Key` that is not 1 to 255 visible ASCII characters.
+    InvalidIdempotencyKey,
+    /// The booking store's answer (its own codes; statuses below).
+    Booking(BookingError),
     /// A bug; details are in the log.
     Internal,
 }
@@ -81,9 +90,9 @@ impl ApiError {
             ApiError::MethodNotAllowed => (S::METHOD_NOT_ALLOWED, "method_not_allowed", "method not allowed on this resource".into()),
             ApiError::MissingTicket => (S::UNAUTHORIZED, "missing_ticket", "this request needs the room's ticket: the wr_ticket_{room} cookie or an Authorization: Bearer header".into()),
             ApiError::InvalidTicket { reason, .. } => (S::UNAUTHORIZED, "invalid_ticket", format!("the ticket is not valid for this room ({reason})").into()),
-            ApiError::MissingEntry => (S::UNAUTHORIZED, "missing_entry_token", "this request needs an entry token: the wr_entry_{room} cookie or the Entry-Token header".into()),
-            ApiError::InvalidEntry(reason) => (S::UNAUTHORIZED, "invalid_entry_token", format!("the entry token is not valid for this room ({reason})").into()),
-            ApiError::SessionEnded => (S::UNAUTHORIZED, "session_ended", "the session of this entry token has ended".into()),
+            ApiError::MissingEntry => (S::UNAUTHORIZED, "invalid_entry", "this request needs an entry token: the wr_entry_{room} cookie or the Entry-Token header".into()),
+            ApiError::InvalidEntry(reason) => (S::UNAUTHORIZED, "invalid_entry", format!("the entry token is not valid for this room ({reason})").into()),
+            ApiError::SessionEnded => (S::UNAUTHORIZED, "invalid_entry", "the session of this entry token has ended: join the line again".into()),
             ApiError::MalformedBody(detail) => (S::BAD_REQUEST, "malformed_json", format!("malformed JSON body: {detail}").into()),
             ApiError::InvalidBody(detail) => (S::UNPROCESSABLE_ENTITY, "invalid_body", format!("invalid request body: {detail}").into()),
             ApiError::BodyTooLarge => (S::PAYLOAD_TOO_LARGE, "body_too_large", "request body too large".into()),
@@ -94,6 +103,10 @@ impl ApiError {
             ApiError::RateLimited { retry_after_secs } => (S::TOO_MANY_REQUESTS, "rate_limited", format!("too many joins from this address, retry in {retry_after_secs} s").into()),
             ApiError::TooManyPlaces => (S::TOO_MANY_REQUESTS, "too_many_places", "this address already holds as many places in this room as allowed".into()),
             ApiError::StoreUnavailable => (S::SERVICE_UNAVAILABLE, "store_unavailable", "the queue's store is unavailable, retry shortly".into()),
+            ApiError::CrossSite => (S::FORBIDDEN, "cross_site", "a state-changing request from another site's page is refused".into()),
+            ApiError::IdempotencyKeyRequired => (S::BAD_REQUEST, "idempotency_key_required", "a confirm needs an Idempotency-Key header".into()),
+            ApiError::InvalidIdempotencyKey => (S::BAD_REQUEST, "invalid_idempotency_key", "Idempotency-Key must be 1 to 255 visible ASCII characters".into()),
+            ApiError::Booking(e) => (booking_status(e), e.code(), e.to_string().into()),
             ApiError::Internal => (S::INTERNAL_SERVER_ERROR, "internal", "internal error".into()),
         }
     }
@@ -106,6 +119,34 @@ impl ApiError {
     /// The machine-readable code.
     pub fn code(&self) -> &'static str {
         self.parts().1
+    }
+}
+
+/// The status of each booking answer.
+fn booking_status(e: &BookingError) -> StatusCode {
+    use StatusCode as S;
+    match e {
+        BookingError::UnknownPerformance | BookingError::NotFound => S::NOT_FOUND,
+        BookingError::UnknownSeat(_)
+        | BookingError::TooManySeats { .. }
+        | BookingError::NoSeats
+        | BookingError::Invalid(_) => S::UNPROCESSABLE_ENTITY,
+        BookingError::SeatUnavailable { .. }
+        | BookingError::HoldExists
+        | BookingError::HoldExpired
+        | BookingError::PaymentInProgress
+        | BookingError::IdempotencyKeyReused
+        | BookingError::SeatsInUse { .. } => S::CONFLICT,
+        BookingError::PaymentDeclined | BookingError::PaymentFailed => S::PAYMENT_REQUIRED,
+        BookingError::SessionEnded => S::UNAUTHORIZED,
+        BookingError::Busy | BookingError::Unavailable => S::SERVICE_UNAVAILABLE,
+        BookingError::Internal => S::INTERNAL_SERVER_ERROR,
+    }
+}
+
+impl From<BookingError> for ApiError {
+    fn from(e: BookingError) -> Self {
+        ApiError::Booking(e)
     }
 }
 
@@ -158,12 +199,20 @@ fn outage_log_due() -> bool {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code, message) = self.parts();
-        let body = json!({"error": {"code": code, "message": message}});
+        let mut body = json!({"error": {"code": code, "message": message}});
+        // The contract lists the seats in the way beside the error.
+        if let ApiError::Booking(
+            BookingError::SeatUnavailable { seats } | BookingError::SeatsInUse { seats },
+        ) = &self
+        {
+            body["seats"] = json!(seats);
+        }
         let mut response = (status, Json(body)).into_response();
         let headers = response.headers_mut();
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         match &self {
-            ApiError::StoreUnavailable => {
+            ApiError::StoreUnavailable
+            | ApiError::Booking(BookingError::Busy | BookingError::Unavailable) => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("2"));
             }
             ApiError::TooManyPlaces => {

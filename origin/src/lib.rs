@@ -28,6 +28,7 @@ pub mod error;
 pub mod http;
 pub mod queue;
 pub mod room;
+pub mod sale;
 pub mod state;
 pub mod telemetry;
 
@@ -40,6 +41,8 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::booking::{BookingConfig, BookingError, BookingStore, SimulatedPayment};
+use crate::clock::Clock;
 use crate::config::Config;
 use crate::http::client::ClientPolicy;
 use crate::queue::QueueStore;
@@ -55,6 +58,9 @@ pub enum StartError {
     /// The store refused a start-up step.
     #[error("store: {0}")]
     Store(#[from] queue::StoreError),
+    /// The booking database refused a start-up step.
+    #[error("booking database: {0}")]
+    Booking(#[from] booking::BookingError),
 }
 
 /// The signing keys from `--signing-keys`, or a random one for this process.
@@ -102,11 +108,13 @@ pub fn store(config: &Config) -> Result<Arc<dyn QueueStore>, StartError> {
 /// The state handlers share, from the configuration: the admin key (a
 /// warning when there is none) and the abuse limits.
 pub fn app_state(config: &Config, store: Arc<dyn QueueStore>, keys: Keyring) -> AppState {
-    let mut state = AppState::new(store, keys).with_clients(ClientPolicy::new(
-        config.edge_secret.as_deref(),
-        config.ip_join_rate,
-        config.ip_max_places,
-    ));
+    let mut state = AppState::new(store, keys)
+        .with_clients(ClientPolicy::new(
+            config.edge_secret.as_deref(),
+            config.ip_join_rate,
+            config.ip_max_places,
+        ))
+        .with_allowed_origins(config.allowed_origins.clone());
     match &config.admin_key {
         Some(key) => state = state.with_admin_key(key),
         None => tracing::warn!("no --admin-key: the admin API refuses every call (401)"),
@@ -124,9 +132,6 @@ pub fn app_state(config: &Config, store: Arc<dyn QueueStore>, keys: Keyring) -> 
             );
         }
     }
-    if config.database_url.is_some() {
-        tracing::info!("--database-url is accepted but unused until booking is built");
-    }
     if config.edge_secret.is_none() && (config.ip_join_rate > 0 || config.ip_max_places > 0) {
         tracing::warn!(
             "no --edge-secret: abuse limits count the TCP peer; behind the edge that is \
@@ -136,8 +141,34 @@ pub fn app_state(config: &Config, store: Arc<dyn QueueStore>, keys: Keyring) -> 
     state
 }
 
-/// Creates or updates the rooms of the `--rooms` file.
-pub async fn apply_rooms_file(config: &Config, store: &dyn QueueStore) -> Result<(), StartError> {
+/// The booking store from the configuration: MySQL with `--database-url`,
+/// else the SQLite file `--sqlite-path`; migrations run and paying holds a
+/// crash left behind are finished before it is handed out.
+pub async fn booking_store(
+    config: &Config,
+    clock: &Clock,
+) -> Result<Arc<BookingStore>, StartError> {
+    let mut settings = BookingConfig::new(config.database_url.clone(), &config.sqlite_path);
+    settings.payment = Arc::new(SimulatedPayment::new(
+        Duration::from_millis(config.payment_latency_ms),
+        config.payment_failure_rate,
+    ));
+    if config.database_url.is_none() {
+        tracing::info!(path = %config.sqlite_path.display(), "no --database-url: booking uses an SQLite file");
+    }
+    Ok(Arc::new(
+        BookingStore::connect(&settings, clock.now_ms()).await?,
+    ))
+}
+
+/// Creates or updates the rooms of the `--rooms` file, and the performances
+/// it declares (with `booking`).
+pub async fn apply_rooms_file(
+    config: &Config,
+    store: &dyn QueueStore,
+    booking: Option<&BookingStore>,
+    clock: &Clock,
+) -> Result<(), StartError> {
     let Some(path) = &config.rooms else {
         return Ok(());
     };
@@ -148,7 +179,59 @@ pub async fn apply_rooms_file(config: &Config, store: &dyn QueueStore) -> Result
     for spec in &specs {
         store.put_room(&spec.id, &spec.settings).await?;
         tracing::info!(room = %spec.id, "room configured");
+        let Some(booking) = booking else { continue };
+        for (id, performance) in &spec.performances {
+            match booking
+                .put_performance(spec.id.as_str(), id, performance, clock.now_ms())
+                .await
+            {
+                Ok(_) => {
+                    tracing::info!(room = %spec.id, performance = %id, "performance configured")
+                }
+                // Seats already sold stay as they are; the file does not undo a sale.
+                Err(BookingError::SeatsInUse { .. }) => tracing::warn!(
+                    room = %spec.id, performance = %id,
+                    "performance kept: the file's seat map would remove or reprice sold seats"
+                ),
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
+    Ok(())
+}
+
+/// The example room's demo performance, made on a first start on the
+/// embedded defaults (no `--database-url`) when nothing is on sale yet, so
+/// the demo shows a sale with nothing installed.
+pub async fn demo_sale(
+    config: &Config,
+    store: &dyn QueueStore,
+    booking: &BookingStore,
+    clock: &Clock,
+) -> Result<(), StartError> {
+    const ROOM: &str = "concert";
+    let Some(room) = room::RoomId::parse(ROOM) else {
+        return Ok(());
+    };
+    if config.database_url.is_some()
+        || !booking
+            .list_performances(ROOM, clock.now_ms())
+            .await?
+            .is_empty()
+    {
+        return Ok(());
+    }
+    if store.figures(&room).await.is_err() {
+        return Ok(());
+    }
+    booking
+        .put_performance(ROOM, "demo", &booking::demo_performance(), clock.now_ms())
+        .await?;
+    tracing::info!(
+        room = ROOM,
+        performance = "demo",
+        "demo performance created"
+    );
     Ok(())
 }
 
@@ -178,6 +261,15 @@ pub async fn run(
     ));
     if state.clients.limits_joins() {
         tasks.spawn(state.clients.clone().housekeeping(cancel.clone()));
+    }
+    if let Some(booking) = &state.booking {
+        tasks.spawn(sale::run(
+            state.queue.clone(),
+            booking.clone(),
+            state.latency.clone(),
+            state.clock.clone(),
+            cancel.clone(),
+        ));
     }
     let stop = cancel.clone();
     let served = http::serve(listener, http::app(state), async move {

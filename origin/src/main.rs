@@ -28,11 +28,14 @@ async fn main() -> std::process::ExitCode {
 async fn start(config: Config) -> Result<(), Box<dyn std::error::Error>> {
     let keys = origin::keyring(&config)?;
     let store = origin::store(&config)?;
-    origin::apply_rooms_file(&config, store.as_ref()).await?;
+    let clock = origin::clock::Clock::System;
+    let booking = origin::booking_store(&config, &clock).await?;
+    origin::apply_rooms_file(&config, store.as_ref(), Some(&booking), &clock).await?;
+    origin::demo_sale(&config, store.as_ref(), &booking, &clock).await?;
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     tracing::info!(listen = %config.listen, "origin listening");
     origin::run(
-        origin::app_state(&config, store, keys),
+        origin::app_state(&config, store, keys).with_booking(booking),
         listener,
         config.tick(),
         shutdown_signal(),

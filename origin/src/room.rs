@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
+use crate::booking::PerformanceSpec;
+
 /// A room id: `^[a-z0-9][a-z0-9-]{0,63}$`, checked once at the edge of the
 /// program so every other layer can trust it (it is safe inside store keys,
 /// cookie names and URLs).
@@ -167,6 +169,12 @@ pub struct RoomSettings {
     /// Scheduled phases, in time order, not overlapping.
     #[schema(max_items = 32)]
     pub windows: Vec<Window>,
+    /// Adaptive admission: the booking API's p99 latency to hold, in
+    /// milliseconds. While booking is slower the admit rate falls, and it
+    /// recovers when booking is fast again. `null` (the default): off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 10, maximum = 60_000)]
+    pub target_booking_p99_ms: Option<u32>,
 }
 
 impl Default for RoomSettings {
@@ -180,6 +188,7 @@ impl Default for RoomSettings {
             max_line: None,
             method: QueueingMethod::Fifo,
             windows: Vec::new(),
+            target_booking_p99_ms: None,
         }
     }
 }
@@ -238,6 +247,15 @@ impl RoomSettings {
             return err(
                 "max_line",
                 "must be between 1 and 9007199254740991 (2^53-1), or null for no cap",
+            );
+        }
+        if self
+            .target_booking_p99_ms
+            .is_some_and(|ms| !(10..=60_000).contains(&ms))
+        {
+            return err(
+                "target_booking_p99_ms",
+                "must be between 10 and 60000 milliseconds, or null for off",
             );
         }
         if self.windows.len() > Self::MAX_WINDOWS {
@@ -301,6 +319,9 @@ pub struct RoomSpec {
     pub id: RoomId,
     /// Its settings.
     pub settings: RoomSettings,
+    /// What it sells: `[[room.performances]]` with an `id` and the admin
+    /// API's performance fields.
+    pub performances: Vec<(String, PerformanceSpec)>,
 }
 
 /// The `--rooms` file could not be used.
@@ -344,6 +365,41 @@ pub fn parse_rooms_file(text: &str) -> Result<Vec<RoomSpec>, RoomsFileError> {
             .remove("id")
             .and_then(|v| v.as_str().and_then(RoomId::parse))
             .ok_or(RoomsFileError::BadId { index: i + 1 })?;
+        let mut performances = Vec::new();
+        if let Some(list) = table.remove("performances") {
+            let toml::Value::Array(list) = list else {
+                return Err(RoomsFileError::Parse(format!(
+                    "room `{id}`: `performances` must be a list of tables ([[room.performances]])"
+                )));
+            };
+            for entry in list {
+                let toml::Value::Table(mut entry) = entry else {
+                    return Err(RoomsFileError::Parse(format!(
+                        "room `{id}`: each performance is a table"
+                    )));
+                };
+                let perf_id = entry
+                    .remove("id")
+                    .and_then(|v| v.as_str().filter(|p| token::is_valid_room(p)).map(str::to_owned))
+                    .ok_or_else(|| {
+                        RoomsFileError::Parse(format!(
+                            "room `{id}`: a performance's `id` must match ^[a-z0-9][a-z0-9-]{{0,63}}$"
+                        ))
+                    })?;
+                let spec: PerformanceSpec = entry.try_into().map_err(|e: toml::de::Error| {
+                    RoomsFileError::Parse(format!(
+                        "room `{id}`, performance `{perf_id}`: {}",
+                        e.message()
+                    ))
+                })?;
+                if performances.iter().any(|(p, _)| *p == perf_id) {
+                    return Err(RoomsFileError::Parse(format!(
+                        "room `{id}`: performance `{perf_id}` is listed twice"
+                    )));
+                }
+                performances.push((perf_id, spec));
+            }
+        }
         let settings: RoomSettings = table.try_into().map_err(|e: toml::de::Error| {
             RoomsFileError::Parse(format!("room `{id}`: {}", e.message()))
         })?;
@@ -356,7 +412,11 @@ pub fn parse_rooms_file(text: &str) -> Result<Vec<RoomSpec>, RoomsFileError> {
         if specs.iter().any(|s| s.id == id) {
             return Err(RoomsFileError::Duplicate(id.to_string()));
         }
-        specs.push(RoomSpec { id, settings });
+        specs.push(RoomSpec {
+            id,
+            settings,
+            performances,
+        });
     }
     Ok(specs)
 }

@@ -5,9 +5,11 @@ use std::sync::Arc;
 
 use token::{Keyring, Secret};
 
+use crate::booking::BookingStore;
 use crate::clock::Clock;
 use crate::http::client::ClientPolicy;
 use crate::queue::QueueStore;
+use crate::sale::Latency;
 
 /// The application state handed to every handler.
 #[derive(Clone)]
@@ -16,6 +18,14 @@ pub struct AppState {
     pub queue: Arc<dyn QueueStore>,
     /// What handlers and the promoter take "now" from.
     pub clock: Clock,
+    /// The sale: performances, seats, holds, bookings; `None`: this origin
+    /// sells nothing (booking routes are 404).
+    pub booking: Option<Arc<BookingStore>>,
+    /// Booking's recent latency per room, which adaptive admission follows.
+    pub latency: Arc<Latency>,
+    /// Origins besides the site's own whose pages may change state
+    /// (`scheme://host[:port]`, from `--allowed-origins`).
+    pub allowed_origins: Arc<[String]>,
     /// Signs tickets and entry tokens (first key) and verifies them (all keys).
     pub keys: Arc<Keyring>,
     /// The admin API's key; `None`: the admin API refuses every call.
@@ -30,6 +40,9 @@ impl AppState {
         AppState {
             queue,
             clock: Clock::System,
+            booking: None,
+            latency: Arc::new(Latency::default()),
+            allowed_origins: Arc::from(Vec::new()),
             keys: Arc::new(keys),
             admin_key: None,
             clients: Arc::new(ClientPolicy::default()),
@@ -45,6 +58,18 @@ impl AppState {
     /// Reads time from `clock` (tests pin it).
     pub fn with_clock(mut self, clock: Clock) -> AppState {
         self.clock = clock;
+        self
+    }
+
+    /// Sells through `booking`.
+    pub fn with_booking(mut self, booking: Arc<BookingStore>) -> AppState {
+        self.booking = Some(booking);
+        self
+    }
+
+    /// Lets pages of these origins change state too.
+    pub fn with_allowed_origins(mut self, origins: Vec<String>) -> AppState {
+        self.allowed_origins = Arc::from(origins);
         self
     }
 

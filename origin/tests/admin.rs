@@ -225,10 +225,14 @@ fn admin_operations() -> Vec<(String, String)> {
             continue;
         }
         for method in item.as_object().unwrap().keys() {
-            ops.push((method.to_uppercase(), path.replace("{room}", "guarded")));
+            let path = path
+                .replace("{room}", "guarded")
+                .replace("{performance}", "evening");
+            ops.push((method.to_uppercase(), path));
         }
     }
-    assert_eq!(ops.len(), 7, "{ops:?}");
+    // The room routes and the performance routes.
+    assert_eq!(ops.len(), 9, "{ops:?}");
     ops
 }
 

@@ -95,6 +95,7 @@ fn any_settings() -> impl Strategy<Value = RoomSettings> {
                         .unwrap()
                 }),
                 windows: Vec::new(),
+                target_booking_p99_ms: None,
             },
         )
 }

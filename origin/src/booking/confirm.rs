@@ -196,6 +196,39 @@ impl BookingStore {
         }
     }
 
+    /// The answer a key already used got (or gets, if its first request is
+    /// still running), without changing anything; `None` when the key was
+    /// never used by this visitor in this room. The HTTP layer asks this
+    /// once the session has ended, since a booking ends it: a repeat of the
+    /// confirm must still get the booking.
+    pub async fn replay(
+        &self,
+        room: &str,
+        visitor: u128,
+        hold_id: &str,
+        idempotency_key: &str,
+        payment_token: &str,
+    ) -> Result<Option<Result<Booking, BookingError>>, BookingError> {
+        validate_idempotency_key(idempotency_key)?;
+        check_id(room, BookingError::NotFound)?;
+        let visitor = visitor_key(visitor);
+        let fp = fingerprint(hold_id, payment_token);
+        let mut conn = self.db.pool.acquire().await?;
+        let found = self
+            .read_key(&mut conn, room, &visitor, idempotency_key)
+            .await?;
+        drop(conn);
+        Ok(match found {
+            None => None,
+            Some((first, _)) if first != fp => Some(Err(BookingError::IdempotencyKeyReused)),
+            Some((_, Some(outcome))) => Some(outcome.into_result()),
+            Some((_, None)) => Some(
+                self.await_outcome(room, &visitor, idempotency_key, &fp)
+                    .await,
+            ),
+        })
+    }
+
     /// The first transaction: claims the key, checks the hold, marks it
     /// paying (its seats protected) and writes the payment attempt.
     #[allow(clippy::too_many_arguments)]

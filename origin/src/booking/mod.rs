@@ -455,6 +455,39 @@ pub(crate) mod rfc3339_ms {
     }
 }
 
+/// The demo performance a first start on the embedded defaults puts on
+/// sale in the example room: three sections, 160 seats.
+pub fn demo_performance() -> PerformanceSpec {
+    PerformanceSpec {
+        title: "Demo night".into(),
+        // A fixed date in the future: the demo sells, it does not perform.
+        starts_at: OffsetDateTime::from_unix_timestamp(1_893_492_000)
+            .unwrap_or(OffsetDateTime::UNIX_EPOCH),
+        hold_seconds: DEFAULT_HOLD_SECONDS,
+        max_seats_per_hold: DEFAULT_MAX_SEATS_PER_HOLD,
+        sections: vec![
+            SectionSpec {
+                name: "A".into(),
+                rows: 4,
+                seats_per_row: 10,
+                price: 150_000,
+            },
+            SectionSpec {
+                name: "B".into(),
+                rows: 6,
+                seats_per_row: 10,
+                price: 110_000,
+            },
+            SectionSpec {
+                name: "C".into(),
+                rows: 6,
+                seats_per_row: 10,
+                price: 77_000,
+            },
+        ],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -42,7 +42,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// Proof that the request carries the admin key; extracting it refuses
 /// (401) any request that does not.
-struct Admin;
+pub(super) struct Admin;
 
 impl FromRequestParts<AppState> for Admin {
     type Rejection = ApiError;

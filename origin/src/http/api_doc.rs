@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
-use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{IntoParams, Modify, OpenApi, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -33,6 +33,9 @@ use crate::state::AppState;
         (name = "queue", description = "Join a room's line, poll where you stand, leave."),
         (name = "admin", description = "Create, tune, pause, resume and close rooms; live figures. \
             Needs `Authorization: Bearer <admin key>`."),
+        (name = "booking", description = "What an admitted visitor does: list performances and \
+            seats, hold seats, pay and book, read or cancel the booking. Needs the room's entry \
+            token (cookie `wr_entry_{room}` or header `Entry-Token`)."),
         (name = "operations", description = "Health, readiness, metrics and this document."),
     ),
     components(schemas(ErrorBody, ErrorDetail)),
@@ -48,6 +51,14 @@ impl Modify for SecuritySchemes {
         components.add_security_scheme(
             "admin_key",
             bearer("The origin's `--admin-key` / `WR_ADMIN_KEY`."),
+        );
+        components.add_security_scheme(
+            "entry_token",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "Entry-Token",
+                "The entry token a status gave once admitted. Browsers send it in the \
+                 cookie `wr_entry_{room}` instead.",
+            ))),
         );
         components.add_security_scheme(
             "ticket",

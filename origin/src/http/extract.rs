@@ -99,22 +99,42 @@ pub fn verify(
 pub fn optional_json<T: DeserializeOwned + Default>(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<T, ApiError> {
-    let bytes = body.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::BodyTooLarge
-        } else {
-            ApiError::MalformedBody(rejection.body_text())
-        }
-    })?;
+    let bytes = body_bytes(body)?;
     // Only a truly empty body is "no body": whitespace alone is not JSON,
     // and a client that sends it as `application/json` has a bug to hear about.
     if bytes.is_empty() {
         return Ok(T::default());
     }
+    parse_object(&bytes)
+}
+
+/// Parses a JSON object body that must be there: empty or not JSON is 400,
+/// JSON of the wrong shape 422, too long 413.
+pub fn required_json<T: DeserializeOwned>(
+    body: Result<Bytes, BytesRejection>,
+) -> Result<T, ApiError> {
+    let bytes = body_bytes(body)?;
+    if bytes.is_empty() {
+        return Err(ApiError::MalformedBody("a JSON body is required".into()));
+    }
+    parse_object(&bytes)
+}
+
+fn body_bytes(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+    body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::BodyTooLarge
+        } else {
+            ApiError::MalformedBody(rejection.body_text())
+        }
+    })
+}
+
+fn parse_object<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     // Syntax first, shape second: `{"a":` is malformed (400) even though a
     // typed parse would stop at the unknown field (422).
     let value: serde_json::Value =
-        serde_json::from_slice(&bytes).map_err(|e| ApiError::MalformedBody(e.to_string()))?;
+        serde_json::from_slice(bytes).map_err(|e| ApiError::MalformedBody(e.to_string()))?;
     // serde would also read a struct from an array; bodies are objects.
     if !value.is_object() {
         return Err(ApiError::InvalidBody("expected a JSON object".into()));

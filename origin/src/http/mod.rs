@@ -6,14 +6,17 @@
 
 mod admin;
 pub mod api_doc;
+mod booking;
 pub mod client;
 pub mod entry;
 pub mod extract;
 mod health;
 mod metrics;
 mod pages;
+mod performances;
 mod queue;
 mod responses;
+pub mod site;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -42,6 +45,8 @@ fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(api_doc::ApiDoc::openapi())
         .merge(queue::router())
         .merge(admin::router())
+        .merge(performances::router())
+        .merge(booking::router())
         .merge(health::router())
         .merge(metrics::router())
         .merge(api_doc::router())
@@ -75,6 +80,10 @@ pub fn app(state: AppState) -> Router {
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(middleware::from_fn(limit_headers))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            booking::track_latency,
+        ))
         .layer(CatchPanicLayer::custom(
             |_: Box<dyn std::any::Any + Send>| {
                 tracing::error!("handler panicked");

@@ -23,7 +23,8 @@ use super::client::Client;
 use super::extract::{
     Room, clear_cookie, insecure_loopback, optional_json, presented_ticket, set_cookie, verify,
 };
-use super::responses::{BadBody, BadTicket, JoinLimits, NoRoom, StoreDown, TicketAuth};
+use super::responses::{BadBody, BadTicket, CrossSite, JoinLimits, NoRoom, StoreDown, TicketAuth};
+use super::site::SameSite;
 use crate::error::ApiError;
 use crate::queue::{Joined, PREQUEUE_SPAN, Snapshot, Standing, pacing};
 use crate::room::{RoomId, RoomState};
@@ -63,7 +64,8 @@ enum VisitorState {
     Expired,
     /// The room is closed: no place is given or kept.
     Closed,
-    /// The line cap is reached: no place was given.
+    /// Nothing left: the line cap is reached, or every seat is booked. A
+    /// join takes no place; a waiter keeps its place in case seats return.
     SoldOut,
 }
 
@@ -303,12 +305,13 @@ fn respond(
     responses(
         (status = 200, description = "Where the visitor stands, with its ticket", body = StatusBody,
             headers(("Set-Cookie" = String, description = "`wr_ticket_{room}`, and `wr_entry_{room}` when admitted"))),
-        BadBody, BadTicket, NoRoom, JoinLimits, StoreDown,
+        BadBody, BadTicket, CrossSite, NoRoom, JoinLimits, StoreDown,
     ),
 )]
 #[instrument(skip_all, fields(%room, client = %client))]
 async fn join(
     State(state): State<AppState>,
+    _: SameSite,
     Room(room): Room,
     Client(client): Client,
     headers: HeaderMap,
@@ -386,12 +389,13 @@ async fn status(
     responses(
         (status = 204, description = "Left",
             headers(("Set-Cookie" = String, description = "Deletes `wr_ticket_{room}` and `wr_entry_{room}`"))),
-        BadBody, TicketAuth, NoRoom, StoreDown,
+        BadBody, TicketAuth, CrossSite, NoRoom, StoreDown,
     ),
 )]
 #[instrument(skip_all, fields(%room))]
 async fn leave(
     State(state): State<AppState>,
+    _: SameSite,
     Room(room): Room,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
@@ -399,6 +403,17 @@ async fn leave(
     let EmptyBody {} = optional_json(body)?;
     let claims = required_claims(&state, &headers, &room, state.clock.now_secs()).await?;
     state.queue.leave(&room, claims.seq).await?;
+    // The session is over, so are its holds: their seats go back on sale now.
+    if let Some(booking) = &state.booking {
+        let now = state.clock.now_ms();
+        if let Err(e) = booking
+            .end_session(room.as_str(), claims.visitor, now)
+            .await
+        {
+            // The holds still end by time (they never outlive the session).
+            tracing::warn!(error = %e, "could not end the session's holds at once");
+        }
+    }
     let mut response = StatusCode::NO_CONTENT.into_response();
     let h = response.headers_mut();
     h.append(

@@ -93,7 +93,7 @@ error_set!(
     BadBody {
         "400" => "`malformed_json`: the body is not JSON", [];
         "413" => "`body_too_large`: over the route's limit (1 KiB on queue routes, \
-            64 KiB on admin routes)", [];
+            4 KiB on booking routes, 64 KiB on admin routes)", [];
         "422" => "`invalid_body`: JSON of the wrong shape: wrong types, unknown fields \
             or values out of range", [];
     }
@@ -105,5 +105,63 @@ error_set!(
         "429" => "`rate_limited` (too many joins from this address) or \
             `too_many_places` (this address holds as many places as allowed); \
             no place was taken", [RETRY_AFTER];
+    }
+);
+
+error_set!(
+    /// 403 for a state-changing request from another site's page.
+    CrossSite {
+        "403" => "`cross_site`: sent from another site's page (by `Sec-Fetch-Site` or \
+            `Origin`); nothing changed", [];
+    }
+);
+
+error_set!(
+    /// 401 for a missing, bad or ended entry token.
+    EntryAuth {
+        "401" => "`invalid_entry`: no entry token for this room, or one that is forged, \
+            expired, for another room, or whose session has ended", [];
+    }
+);
+
+error_set!(
+    /// 404 for an unknown room, performance, hold or booking.
+    NotFound {
+        "404" => "`unknown_room`, `unknown_performance`, or `not_found` (no such hold or \
+            booking of this visitor: another visitor's reads the same)", [];
+    }
+);
+
+error_set!(
+    /// What a hold can be refused with, besides the body's shape.
+    SeatRefusal {
+        "409" => "`seat_unavailable` (the taken seats listed in `seats`; nothing held) or \
+            `hold_exists` (one live hold per visitor and performance)", [];
+        "422" => "`unknown_seat`, `too_many_seats`, `no_seats` or `invalid`", [];
+    }
+);
+
+error_set!(
+    /// What a confirm or a release can be refused with.
+    BookingConflict {
+        "402" => "`payment_declined` or `payment_failed`: nothing was charged, the hold stays", [];
+        "409" => "`hold_expired`, `payment_in_progress` or `idempotency_key_reused`", [];
+    }
+);
+
+error_set!(
+    /// 503 when the booking database cannot be reached or stays busy.
+    BookingDown {
+        "503" => "`store_unavailable` or `busy`: retry shortly", [RETRY_AFTER];
+    }
+);
+
+error_set!(
+    /// What a confirm's headers and body can be refused with.
+    ConfirmBody {
+        "400" => "`malformed_json`, `idempotency_key_required` or `invalid_idempotency_key` \
+            (1 to 255 visible ASCII characters)", [];
+        "413" => "`body_too_large`: over 4 KiB", [];
+        "422" => "`invalid_body`: not `{\"payment_token\": \"...\"}`", [];
     }
 );

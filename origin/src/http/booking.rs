@@ -1,0 +1,419 @@
+//! The booking API visitors use once admitted, under `/api/{room}/`:
+//! performances, the seat map, holds, confirmation and bookings. Every route
+//! asks for the room's entry token in its signature ([`ActiveEntry`] while
+//! the session must still run, [`Entry`] where a genuine token is enough).
+//! The booking rules themselves live in `crate::booking`; this module only
+//! reads requests and shapes answers.
+
+use std::time::Instant;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use tracing::instrument;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::entry::{ActiveEntry, Entry};
+use super::extract::required_json;
+use super::responses::{
+    BadBody, BookingConflict, BookingDown, ConfirmBody, CrossSite, EntryAuth, NotFound, SeatRefusal,
+};
+use super::site::SameSite;
+use crate::booking::{Booking, BookingStore, Hold, PerformanceSummary, SeatMap};
+use crate::error::ApiError;
+use crate::room::RoomId;
+use crate::state::AppState;
+
+/// Largest visitor body: a hold's seat list or a payment token.
+const MAX_BODY: usize = 4 * 1024;
+
+/// The visitor booking routes.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(performances))
+        .routes(routes!(seats))
+        .routes(routes!(hold))
+        .routes(routes!(release))
+        .routes(routes!(confirm))
+        .routes(routes!(booking, cancel))
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+}
+
+/// Times every booking API request of a room (`/api/{room}/...`) for
+/// adaptive admission, which slows the room's admissions while booking is
+/// slow.
+pub async fn track_latency(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let room = request
+        .uri()
+        .path()
+        .strip_prefix("/api/")
+        .and_then(|rest| rest.split('/').next())
+        .and_then(RoomId::parse);
+    let started = Instant::now();
+    let response = next.run(request).await;
+    if let Some(room) = room {
+        state.latency.record(room, started.elapsed());
+    }
+    response
+}
+
+/// The booking store, or 404 when this origin sells nothing.
+fn store(state: &AppState) -> Result<&BookingStore, ApiError> {
+    state.booking.as_deref().ok_or(ApiError::NotFound)
+}
+
+/// `{room}` and `{performance}` in the path.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+struct PerformancePath {
+    /// The room's id.
+    #[param(pattern = "^[a-z0-9][a-z0-9-]{0,63}$", example = "concert")]
+    #[allow(dead_code)] // read by the `Entry` extractors
+    room: String,
+    /// The performance's id.
+    #[param(pattern = "^[a-z0-9][a-z0-9-]{0,63}$", example = "evening")]
+    performance: String,
+}
+
+/// `{room}` and `{hold_id}` in the path.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+struct HoldPath {
+    /// The room's id.
+    #[param(pattern = "^[a-z0-9][a-z0-9-]{0,63}$", example = "concert")]
+    #[allow(dead_code)] // read by the `Entry` extractors
+    room: String,
+    /// The hold's id (a UUID).
+    hold_id: String,
+}
+
+/// `{room}` and `{booking_id}` in the path.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+struct BookingPath {
+    /// The room's id.
+    #[param(pattern = "^[a-z0-9][a-z0-9-]{0,63}$", example = "concert")]
+    #[allow(dead_code)] // read by the `Entry` extractors
+    room: String,
+    /// The booking's id (a UUID).
+    booking_id: String,
+}
+
+/// The room's performances.
+#[derive(Serialize, ToSchema)]
+struct PerformanceList {
+    performances: Vec<PerformanceSummary>,
+}
+
+/// What to hold.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct HoldRequest {
+    /// Seat ids, `{section}-{row}-{number}`.
+    seats: Vec<String>,
+}
+
+/// How to pay.
+#[derive(Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct ConfirmRequest {
+    /// The payment provider's token; `tok_decline` is always declined.
+    payment_token: String,
+}
+
+/// The performances of the room, with seat counts.
+#[utoipa::path(
+    get,
+    path = "/api/{room}/performances",
+    tag = "booking",
+    params(super::api_doc::RoomPath),
+    security(("entry_token" = [])),
+    responses(
+        (status = 200, description = "The room's performances", body = PerformanceList),
+        EntryAuth, NotFound, BookingDown,
+    ),
+)]
+#[instrument(skip_all, fields(room = %entry.0.room))]
+async fn performances(
+    State(state): State<AppState>,
+    entry: ActiveEntry,
+) -> Result<Json<PerformanceList>, ApiError> {
+    let room = &entry.0.room;
+    let performances = store(&state)?
+        .list_performances(room.as_str(), state.clock.now_ms())
+        .await?;
+    Ok(Json(PerformanceList { performances }))
+}
+
+/// Every seat of a performance with its price and state.
+///
+/// Cheap to poll: the answer carries an `ETag`, and a request whose
+/// `If-None-Match` names the current one gets 304 without the seats being read.
+#[utoipa::path(
+    get,
+    path = "/api/{room}/performances/{performance}/seats",
+    tag = "booking",
+    params(PerformancePath),
+    security(("entry_token" = [])),
+    responses(
+        (status = 200, description = "The seat map", body = SeatMap,
+            headers(("ETag" = String, description = "Changes whenever a seat's state may have"))),
+        (status = 304, description = "Unchanged since the `If-None-Match` tag"),
+        EntryAuth, NotFound, BookingDown,
+    ),
+)]
+#[instrument(skip_all, fields(room = %entry.0.room))]
+async fn seats(
+    State(state): State<AppState>,
+    entry: ActiveEntry,
+    Path(path): Path<PerformancePath>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let room = &entry.0.room;
+    let store = store(&state)?;
+    let now = state.clock.now_ms();
+    let tag = store
+        .seats_tag(room.as_str(), &path.performance, now)
+        .await?;
+    let etag = format!("\"{tag}\"");
+    if if_none_match(&headers, &etag) {
+        let mut response = StatusCode::NOT_MODIFIED.into_response();
+        set_etag(&mut response, &etag);
+        return Ok(response);
+    }
+    let map = store.seats(room.as_str(), &path.performance, now).await?;
+    let etag = format!("\"{}\"", map.tag);
+    let mut response = Json(map).into_response();
+    set_etag(&mut response, &etag);
+    Ok(response)
+}
+
+/// Whether `If-None-Match` lists `etag` (or is `*`).
+fn if_none_match(headers: &HeaderMap, etag: &str) -> bool {
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|t| t.trim().trim_start_matches("W/"))
+        .any(|t| t == etag || t == "*")
+}
+
+fn set_etag(response: &mut Response, etag: &str) {
+    let h = response.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(etag) {
+        h.insert(header::ETAG, v);
+    }
+    // Every answer is the visitor's own: shared caches must not keep it.
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("private, no-cache"),
+    );
+}
+
+/// Hold seats, all or nothing.
+///
+/// The hold ends at the performance's `hold_seconds` or when the visitor's
+/// session ends, whichever is first; its seats are then available again
+/// without anyone acting. One live hold per visitor and performance.
+#[utoipa::path(
+    post,
+    path = "/api/{room}/performances/{performance}/holds",
+    tag = "booking",
+    params(PerformancePath),
+    request_body(content = HoldRequest),
+    security(("entry_token" = [])),
+    responses(
+        (status = 201, description = "Held", body = Hold),
+        BadBody, EntryAuth, CrossSite, NotFound, SeatRefusal, BookingDown,
+    ),
+)]
+#[instrument(skip_all, fields(room = %entry.0.room))]
+async fn hold(
+    State(state): State<AppState>,
+    _: SameSite,
+    entry: ActiveEntry,
+    Path(path): Path<PerformancePath>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let HoldRequest { seats } = required_json(body)?;
+    let Entry { room, claims } = &entry.0;
+    let session_ends_ms = claims.expires_at.saturating_mul(1000);
+    let hold = store(&state)?
+        .hold(
+            room.as_str(),
+            &path.performance,
+            claims.visitor,
+            &seats,
+            session_ends_ms,
+            state.clock.now_ms(),
+        )
+        .await?;
+    tracing::info!(hold = %hold.hold_id, seats = hold.seats.len(), "held");
+    Ok((StatusCode::CREATED, Json(hold)).into_response())
+}
+
+/// Give a hold up: its seats are available at once.
+#[utoipa::path(
+    delete,
+    path = "/api/{room}/holds/{hold_id}",
+    tag = "booking",
+    params(HoldPath),
+    security(("entry_token" = [])),
+    responses(
+        (status = 204, description = "Released"),
+        EntryAuth, CrossSite, NotFound, BookingConflict, BookingDown,
+    ),
+)]
+#[instrument(skip_all, fields(room = %entry.0.room))]
+async fn release(
+    State(state): State<AppState>,
+    _: SameSite,
+    entry: ActiveEntry,
+    Path(path): Path<HoldPath>,
+) -> Result<StatusCode, ApiError> {
+    let Entry { room, claims } = &entry.0;
+    store(&state)?
+        .release_hold(
+            room.as_str(),
+            claims.visitor,
+            &path.hold_id,
+            state.clock.now_ms(),
+        )
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Pay for a hold and book its seats.
+///
+/// Needs `Idempotency-Key`: the same key again (also concurrently) gets the
+/// same answer and never a second booking or payment; the same key with
+/// another hold or body is 409 `idempotency_key_reused`. A confirmed
+/// booking ends the visitor's session in the room, so the next waiter gets in.
+#[utoipa::path(
+    post,
+    path = "/api/{room}/holds/{hold_id}/confirm",
+    tag = "booking",
+    params(HoldPath, ("Idempotency-Key" = String, Header, description = "1 to 255 visible ASCII characters")),
+    request_body(content = ConfirmRequest),
+    security(("entry_token" = [])),
+    responses(
+        (status = 201, description = "Booked", body = Booking),
+        ConfirmBody, EntryAuth, CrossSite, NotFound, BookingConflict, BookingDown,
+    ),
+)]
+#[instrument(skip_all, fields(room = %entry.room))]
+async fn confirm(
+    State(state): State<AppState>,
+    _: SameSite,
+    entry: Entry,
+    Path(path): Path<HoldPath>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let key = idempotency_key(&headers)?;
+    let request: ConfirmRequest = required_json(body)?;
+    let store = store(&state)?;
+    let Entry { room, claims } = &entry;
+    let (hold_id, token) = (&path.hold_id, &request.payment_token);
+    // A live session confirms (a repeated key gets its first answer there);
+    // once the session ended, only a repeat of a key already used is
+    // answered, as the first time: the booking itself ended the session.
+    let result = if state.queue.session_active(room, claims.seq).await? {
+        let now = state.clock.now_ms();
+        store
+            .confirm(room.as_str(), claims.visitor, hold_id, &key, token, now)
+            .await
+    } else {
+        store
+            .replay(room.as_str(), claims.visitor, hold_id, &key, token)
+            .await?
+            .ok_or(ApiError::SessionEnded)?
+    };
+    let booking = result?;
+    // The sale is made: the slot goes to the next waiter now (a repeat
+    // finds the session gone already, which is fine).
+    state.queue.leave(room, claims.seq).await?;
+    let mut response = (StatusCode::CREATED, Json(booking)).into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(response)
+}
+
+/// The `Idempotency-Key` header: 1 to 255 visible ASCII characters.
+fn idempotency_key(headers: &HeaderMap) -> Result<String, ApiError> {
+    let value = headers
+        .get("idempotency-key")
+        .ok_or(ApiError::IdempotencyKeyRequired)?;
+    let key = value
+        .to_str()
+        .map_err(|_| ApiError::InvalidIdempotencyKey)?;
+    crate::booking::validate_idempotency_key(key).map_err(|_| ApiError::InvalidIdempotencyKey)?;
+    Ok(key.to_owned())
+}
+
+/// One of the visitor's bookings.
+#[utoipa::path(
+    get,
+    path = "/api/{room}/bookings/{booking_id}",
+    tag = "booking",
+    params(BookingPath),
+    security(("entry_token" = [])),
+    responses(
+        (status = 200, description = "The booking", body = Booking),
+        EntryAuth, NotFound, BookingDown,
+    ),
+)]
+#[instrument(skip_all, fields(room = %entry.room))]
+async fn booking(
+    State(state): State<AppState>,
+    entry: Entry,
+    Path(path): Path<BookingPath>,
+) -> Result<Json<Booking>, ApiError> {
+    let booking = store(&state)?
+        .get_booking(entry.room.as_str(), entry.claims.visitor, &path.booking_id)
+        .await?;
+    Ok(Json(booking))
+}
+
+/// Cancel one of the visitor's bookings: its seats are on sale again.
+#[utoipa::path(
+    delete,
+    path = "/api/{room}/bookings/{booking_id}",
+    tag = "booking",
+    params(BookingPath),
+    security(("entry_token" = [])),
+    responses(
+        (status = 204, description = "Cancelled"),
+        EntryAuth, CrossSite, NotFound, BookingDown,
+    ),
+)]
+#[instrument(skip_all, fields(room = %entry.room))]
+async fn cancel(
+    State(state): State<AppState>,
+    _: SameSite,
+    entry: Entry,
+    Path(path): Path<BookingPath>,
+) -> Result<StatusCode, ApiError> {
+    store(&state)?
+        .cancel_booking(
+            entry.room.as_str(),
+            entry.claims.visitor,
+            &path.booking_id,
+            state.clock.now_ms(),
+        )
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}

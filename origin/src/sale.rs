@@ -1,0 +1,258 @@
+//! The room follows its seats: a background loop in every origin instance
+//! that turns what the booking database says into each room's sale signal
+//! in the queue's store, so every instance admits by the same rule.
+//!
+//! - No seat available (all held or booked): nobody new is admitted, since
+//!   nobody could buy. Seats coming back (ended holds, cancellations) resume
+//!   admission on the next pass.
+//! - Every seat booked: the room is sold out; waiters read `sold_out` and
+//!   joins take no place.
+//! - Adaptive admission (rooms with `target_booking_p99_ms`): the admit
+//!   rate is scaled by a factor that falls (×0.7 a second) while booking's
+//!   p99 latency, measured here over the last few seconds, is over the
+//!   target, and climbs back (+0.1 a second) once it is comfortably under.
+//!
+//! The loop also sweeps ended holds, so counts and the signal see freed
+//! seats promptly. The queue knows nothing of booking and booking nothing of
+//! the queue: this module is where the two meet.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::booking::{BookingStore, RoomSeats};
+use crate::clock::Clock;
+use crate::queue::{QueueStore, SaleSignal, SeatsLeft, StoreError};
+use crate::room::RoomId;
+
+/// How often the signal is recomputed and ended holds are swept.
+pub const PASS: Duration = Duration::from_millis(250);
+/// How far back booking latency is measured.
+const WINDOW: Duration = Duration::from_secs(5);
+/// Most latency samples kept per room (the oldest go first).
+const MAX_SAMPLES: usize = 4096;
+/// Fewest samples a p99 is taken from; fewer say nothing.
+const MIN_SAMPLES: usize = 5;
+/// How often the rate factor may move.
+const ADJUST_EVERY: Duration = Duration::from_secs(1);
+/// The factor never falls below this, so a struggling sale still admits.
+const MIN_FACTOR: f64 = 0.05;
+
+/// Booking's recent latency per room, recorded by the booking routes.
+#[derive(Default)]
+pub struct Latency {
+    rooms: Mutex<HashMap<RoomId, VecDeque<(Instant, Duration)>>>,
+}
+
+impl Latency {
+    /// Records one booking request of `room` that took `took`.
+    pub fn record(&self, room: RoomId, took: Duration) {
+        let Ok(mut rooms) = self.rooms.lock() else {
+            return;
+        };
+        let samples = rooms.entry(room).or_default();
+        if samples.len() == MAX_SAMPLES {
+            samples.pop_front();
+        }
+        samples.push_back((Instant::now(), took));
+    }
+
+    /// The p99 of the room's requests in the last [`WINDOW`], if there were
+    /// enough of them to say.
+    pub fn p99(&self, room: &RoomId) -> Option<Duration> {
+        let mut rooms = self.rooms.lock().ok()?;
+        let samples = rooms.get_mut(room)?;
+        let since = Instant::now().checked_sub(WINDOW)?;
+        while samples.front().is_some_and(|(at, _)| *at < since) {
+            samples.pop_front();
+        }
+        if samples.len() < MIN_SAMPLES {
+            return None;
+        }
+        let mut took: Vec<Duration> = samples.iter().map(|(_, d)| *d).collect();
+        took.sort_unstable();
+        let at = (took.len() * 99).div_ceil(100).saturating_sub(1);
+        took.get(at).copied()
+    }
+}
+
+/// Which way the factor moves for a measured p99 against the target.
+pub fn next_factor(factor: f64, p99: Option<Duration>, target: Duration) -> f64 {
+    match p99 {
+        Some(p) if p > target => (factor * 0.7).max(MIN_FACTOR),
+        // Well under the target, or too quiet to measure: recover.
+        Some(p) if p.as_secs_f64() < target.as_secs_f64() * 0.8 => (factor + 0.1).min(1.0),
+        None => (factor + 0.1).min(1.0),
+        Some(_) => factor,
+    }
+}
+
+/// What the seats say the room may do.
+pub fn seats_left(seats: Option<RoomSeats>) -> SeatsLeft {
+    match seats {
+        None => SeatsLeft::Available,
+        Some(s) if s.sold_out() => SeatsLeft::SoldOut,
+        Some(s) if s.available == 0 => SeatsLeft::NoneAvailable,
+        Some(_) => SeatsLeft::Available,
+    }
+}
+
+/// One room's memory between passes: its adaptive factor.
+struct Followed {
+    factor: f64,
+    adjusted: Instant,
+}
+
+/// The loop: every [`PASS`], sweeps ended holds, then for every room
+/// computes the signal and writes it when the store holds another (so a
+/// restarted store, or another instance's older view, is corrected within
+/// a pass). Runs until `cancel` fires; failures are logged once and retried.
+pub async fn run(
+    queue: Arc<dyn QueueStore>,
+    booking: Arc<BookingStore>,
+    latency: Arc<Latency>,
+    clock: Clock,
+    cancel: CancellationToken,
+) {
+    let mut followed: HashMap<RoomId, Followed> = HashMap::new();
+    let mut failing = false;
+    loop {
+        let result = pass(queue.as_ref(), &booking, &latency, &clock, &mut followed).await;
+        match result {
+            Ok(()) if failing => {
+                tracing::info!("sale signal: stores reachable again");
+                failing = false;
+            }
+            Ok(()) => {}
+            Err(e) if !failing => {
+                tracing::warn!(error = %e, "sale signal: a store is unreachable; retrying");
+                failing = true;
+            }
+            Err(_) => {}
+        }
+        tokio::select! {
+            () = cancel.cancelled() => break,
+            () = tokio::time::sleep(PASS) => {}
+        }
+    }
+    tracing::info!("sale signal stopped");
+}
+
+async fn pass(
+    queue: &dyn QueueStore,
+    booking: &BookingStore,
+    latency: &Latency,
+    clock: &Clock,
+    followed: &mut HashMap<RoomId, Followed>,
+) -> Result<(), String> {
+    let now = clock.now_ms();
+    booking.sweep(now).await.map_err(|e| e.to_string())?;
+    let rooms = queue.rooms().await.map_err(|e| e.to_string())?;
+    followed.retain(|room, _| rooms.contains(room));
+    for room in rooms {
+        let figures = match queue.figures(&room).await {
+            Ok(f) => f,
+            Err(StoreError::UnknownRoom) => continue,
+            Err(e) => return Err(e.to_string()),
+        };
+        let seats = booking
+            .room_seats(room.as_str(), now)
+            .await
+            .map_err(|e| e.to_string())?;
+        let state = followed.entry(room.clone()).or_insert(Followed {
+            factor: figures.sale.rate_factor,
+            adjusted: Instant::now(),
+        });
+        match figures.settings.target_booking_p99_ms {
+            Some(target) if state.adjusted.elapsed() >= ADJUST_EVERY => {
+                let target = Duration::from_millis(u64::from(target));
+                let next = next_factor(state.factor, latency.p99(&room), target);
+                if next != state.factor {
+                    tracing::info!(%room, from = state.factor, to = next, "adaptive admission");
+                }
+                state.factor = next;
+                state.adjusted = Instant::now();
+            }
+            Some(_) => {}
+            None => state.factor = 1.0,
+        }
+        let signal = SaleSignal {
+            seats: seats_left(seats),
+            rate_factor: state.factor,
+        };
+        if figures.sale != signal {
+            match queue.set_sale(&room, signal).await {
+                Ok(()) => {}
+                Err(StoreError::UnknownRoom) => continue,
+                Err(e) => return Err(e.to_string()),
+            }
+            if figures.sale.seats != signal.seats {
+                tracing::info!(%room, seats = ?signal.seats, "sale signal");
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seats(available: u64, held: u64, booked: u64) -> Option<RoomSeats> {
+        Some(RoomSeats {
+            available,
+            held,
+            booked,
+            total: available + held + booked,
+        })
+    }
+
+    #[test]
+    fn the_seats_decide_what_the_room_may_do() {
+        assert_eq!(seats_left(None), SeatsLeft::Available);
+        assert_eq!(seats_left(seats(1, 5, 5)), SeatsLeft::Available);
+        assert_eq!(seats_left(seats(0, 1, 9)), SeatsLeft::NoneAvailable);
+        assert_eq!(seats_left(seats(0, 0, 10)), SeatsLeft::SoldOut);
+    }
+
+    #[test]
+    fn the_factor_falls_when_booking_is_slow_and_recovers_when_fast() {
+        let target = Duration::from_millis(100);
+        let slow = Some(Duration::from_millis(300));
+        let fast = Some(Duration::from_millis(20));
+        let mut f = 1.0;
+        for _ in 0..3 {
+            f = next_factor(f, slow, target);
+        }
+        assert!((f - 0.343).abs() < 1e-9, "{f}");
+        for _ in 0..100 {
+            f = next_factor(f, slow, target);
+        }
+        assert_eq!(f, MIN_FACTOR, "never stops admitting");
+        assert_eq!(
+            next_factor(0.5, Some(Duration::from_millis(90)), target),
+            0.5
+        );
+        for _ in 0..20 {
+            f = next_factor(f, fast, target);
+        }
+        assert_eq!(f, 1.0);
+        assert_eq!(next_factor(0.5, None, target), 0.6);
+    }
+
+    #[test]
+    fn p99_needs_enough_recent_samples() {
+        let latency = Latency::default();
+        let room = RoomId::parse("r").unwrap();
+        for ms in 1..=4 {
+            latency.record(room.clone(), Duration::from_millis(ms));
+        }
+        assert_eq!(latency.p99(&room), None);
+        for ms in 5..=100 {
+            latency.record(room.clone(), Duration::from_millis(ms));
+        }
+        assert_eq!(latency.p99(&room), Some(Duration::from_millis(99)));
+    }
+}
