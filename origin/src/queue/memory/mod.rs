@@ -16,7 +16,7 @@
 mod ranked;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, RwLock};
 
 use async_trait::async_trait;
@@ -28,6 +28,7 @@ use super::{
     Joined, LineView, MAX_ADMITS_PER_TICK, MAX_DROPS_PER_TICK, PREQUEUE_SPAN, PlaceLimit,
     QueueStore, RoomFigures, SaleSignal, SeatsLeft, Snapshot, Standing, StoreError, TickReport,
 };
+use crate::clock::Clock;
 use crate::room::{QueueingMethod, RoomId, RoomSettings, RoomState, unix_ms};
 
 /// A visitor's number inside the store: 1, 2, 3, ... in order of joining.
@@ -240,12 +241,6 @@ impl Room {
     }
 }
 
-/// Where the store's time comes from.
-enum Clock {
-    System,
-    Fixed(Arc<AtomicU64>),
-}
-
 /// The queue in this process's memory.
 pub struct MemoryStore {
     rooms: RwLock<HashMap<RoomId, Arc<Mutex<Room>>>>,
@@ -271,17 +266,12 @@ impl MemoryStore {
     pub fn with_fixed_clock(clock: Arc<AtomicU64>) -> MemoryStore {
         MemoryStore {
             rooms: RwLock::new(HashMap::new()),
-            clock: Clock::Fixed(clock),
+            clock: Clock::Manual(clock),
         }
     }
 
     fn now(&self) -> u64 {
-        match &self.clock {
-            Clock::System => std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64),
-            Clock::Fixed(ms) => ms.load(Ordering::SeqCst),
-        }
+        self.clock.now_ms()
     }
 
     fn room(&self, id: &RoomId) -> Result<Arc<Mutex<Room>>, StoreError> {
