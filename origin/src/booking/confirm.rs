@@ -292,7 +292,7 @@ impl BookingStore {
         let n = hold.seats.len();
         let sql = format!(
             "UPDATE booking_seats SET held_until = ? WHERE pkey = ? AND seat IN ({}) \
-             AND hold_id = ? AND booking_id IS NULL AND held_until > ?",
+             AND hold_id = ? AND booking_id IS NULL AND +held_until > ?",
             marks(n)
         );
         let mut q = sqlx::query(AssertSqlSafe(sql)).bind(PAYING).bind(hold.pkey);

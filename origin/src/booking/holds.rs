@@ -221,6 +221,10 @@ impl BookingStore {
 
 /// The claim itself: the seats, then the hold row (whose unique live key
 /// refuses a second live hold of the visitor), then the counter.
+///
+/// `+held_until` keeps the planner on the primary key (the seats asked for);
+/// without it SQLite prefers the `(pkey, held_until)` index and scans every
+/// free seat of the performance.
 async fn claim(
     conn: &mut AnyConnection,
     perf: &PerfRow,
@@ -232,7 +236,7 @@ async fn claim(
     let n = hold.seats.len();
     let sql = format!(
         "UPDATE booking_seats SET hold_id = ?, held_until = ? \
-         WHERE pkey = ? AND seat IN ({}) AND booking_id IS NULL AND held_until <= ?",
+         WHERE pkey = ? AND seat IN ({}) AND booking_id IS NULL AND +held_until <= ?",
         marks(n)
     );
     let mut q = sqlx::query(AssertSqlSafe(sql))
@@ -297,7 +301,7 @@ pub(crate) async fn taken_seats(
 ) -> Result<Vec<String>, BookingError> {
     let sql = format!(
         "SELECT seat FROM booking_seats WHERE pkey = ? AND seat IN ({}) \
-         AND (booking_id IS NOT NULL OR held_until > ?)",
+         AND (booking_id IS NOT NULL OR +held_until > ?)",
         marks(seats.len())
     );
     let mut q = sqlx::query_as::<_, (String,)>(AssertSqlSafe(sql)).bind(pkey);

@@ -181,6 +181,14 @@ impl BookingStore {
         self.db.ping().await
     }
 
+    /// Runs `SELECT 1` through the store's pool: the floor every booking
+    /// call stands on, which the benchmark measures beside them.
+    pub async fn select_one(&self) -> Result<(), BookingError> {
+        let (one,): (i64,) = sqlx::query_as("SELECT 1").fetch_one(&self.db.pool).await?;
+        debug_assert_eq!(one, 1);
+        Ok(())
+    }
+
     /// Closes the pool; calls after this fail with `Unavailable`.
     pub async fn close(&self) {
         self.db.close().await;
