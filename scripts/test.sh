@@ -34,6 +34,7 @@ step "schemathesis: the API against its own OpenAPI document (a running origin)"
 ./scripts/schemathesis.sh
 step "benchmark smoke run (tiny counts, debug build: it runs, it measures nothing)"
 cargo run -q -p origin --example bench -- --smoke
+cargo run -q -p origin --example booking_bench -- --holds 100 --concurrency 8
 step "the whole flow without the edge: chromium against the origin alone"
 scripts/flow-test.sh
 step "the edge end to end: the worker in workerd before a real origin, and chromium"
