@@ -29,6 +29,7 @@ pub mod http;
 pub mod queue;
 pub mod room;
 pub mod sale;
+pub mod sessions;
 pub mod state;
 pub mod telemetry;
 
@@ -256,6 +257,7 @@ pub async fn run(
     ));
     tasks.spawn(telemetry::run(
         state.queue.clone(),
+        state.sessions.clone(),
         METRICS_REFRESH,
         cancel.clone(),
     ));

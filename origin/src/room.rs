@@ -169,6 +169,15 @@ pub struct RoomSettings {
     /// Scheduled phases, in time order, not overlapping.
     #[schema(max_items = 32)]
     pub windows: Vec<Window>,
+    /// How long one entry token lasts, in seconds: short, and renewed while
+    /// the session runs (status calls, every protected answer), so a copied
+    /// token dies within this once its session ends.
+    #[schema(minimum = 10, maximum = 3_600)]
+    pub entry_seconds: u32,
+    /// A session seen from more distinct client addresses than this is
+    /// ended: one admission shared among bots.
+    #[schema(minimum = 1, maximum = 1_000)]
+    pub max_session_addresses: u32,
     /// Adaptive admission: the booking API's p99 latency to hold, in
     /// milliseconds. While booking is slower the admit rate falls, and it
     /// recovers when booking is fast again. `null` (the default): off.
@@ -188,6 +197,8 @@ impl Default for RoomSettings {
             max_line: None,
             method: QueueingMethod::Fifo,
             windows: Vec::new(),
+            entry_seconds: 60,
+            max_session_addresses: 3,
             target_booking_p99_ms: None,
         }
     }
@@ -248,6 +259,12 @@ impl RoomSettings {
                 "max_line",
                 "must be between 1 and 9007199254740991 (2^53-1), or null for no cap",
             );
+        }
+        if !(10..=3_600).contains(&self.entry_seconds) {
+            return err("entry_seconds", "must be between 10 and 3600");
+        }
+        if !(1..=1_000).contains(&self.max_session_addresses) {
+            return err("max_session_addresses", "must be between 1 and 1000");
         }
         if self
             .target_booking_p99_ms

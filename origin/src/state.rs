@@ -10,6 +10,7 @@ use crate::clock::Clock;
 use crate::http::client::ClientPolicy;
 use crate::queue::QueueStore;
 use crate::sale::Latency;
+use crate::sessions::Sessions;
 
 /// The application state handed to every handler.
 #[derive(Clone)]
@@ -21,6 +22,9 @@ pub struct AppState {
     /// The sale: performances, seats, holds, bookings; `None`: this origin
     /// sells nothing (booking routes are 404).
     pub booking: Option<Arc<BookingStore>>,
+    /// Rooms' session rules and sessions' addresses (entry renewal, shared
+    /// sessions).
+    pub sessions: Arc<Sessions>,
     /// Booking's recent latency per room, which adaptive admission follows.
     pub latency: Arc<Latency>,
     /// Origins besides the site's own whose pages may change state
@@ -42,6 +46,7 @@ impl AppState {
             clock: Clock::System,
             booking: None,
             latency: Arc::new(Latency::default()),
+            sessions: Arc::new(Sessions::default()),
             allowed_origins: Arc::from(Vec::new()),
             keys: Arc::new(keys),
             admin_key: None,

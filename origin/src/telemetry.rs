@@ -12,6 +12,7 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tokio_util::sync::CancellationToken;
 
 use crate::queue::{QueueStore, StoreError};
+use crate::sessions::Sessions;
 
 /// Histogram: seconds from request to response, by `route` (the matched
 /// route pattern, or `unmatched`), `method` and `status`.
@@ -36,6 +37,8 @@ pub const ROOM_STATE: &str = "wr_room_state";
 pub const STORE_UP: &str = "wr_store_up";
 /// Counter: joins refused by `--ip-join-rate`.
 pub const JOINS_RATE_LIMITED: &str = "wr_joins_rate_limited_total";
+/// Sessions ended for being used from too many client addresses.
+pub const SESSIONS_SHARED: &str = "wr_sessions_shared_total";
 
 /// Latency buckets in seconds: a join is about a millisecond on loopback
 /// Redis; the slow end is the store timeout.
@@ -104,16 +107,21 @@ fn describe() {
         JOINS_RATE_LIMITED,
         "Joins refused by the per-address join rate."
     );
+    describe_counter!(
+        SESSIONS_SHARED,
+        "Sessions ended for being used from more client addresses than the room allows."
+    );
 }
 
 /// Reads every room's figures into the per-room gauges.
-async fn refresh(store: &dyn QueueStore) -> Result<(), StoreError> {
+async fn refresh(store: &dyn QueueStore, sessions: &Sessions) -> Result<(), StoreError> {
     for room in store.rooms().await? {
         let f = match store.figures(&room).await {
             Ok(f) => f,
             Err(StoreError::UnknownRoom) => continue,
             Err(e) => return Err(e),
         };
+        sessions.learn(&room, &f.settings);
         let id = room.to_string();
         gauge!(ROOM_WAITING, "room" => id.clone()).set(f.waiting as f64);
         gauge!(ROOM_ACTIVE, "room" => id.clone()).set(f.active as f64);
@@ -143,11 +151,16 @@ async fn refresh(store: &dyn QueueStore) -> Result<(), StoreError> {
 /// Refreshes the room gauges and runs the recorder's upkeep every
 /// `interval` until `cancel` fires. A failing store is logged when it starts
 /// and stops failing, not on every round.
-pub async fn run(store: Arc<dyn QueueStore>, interval: Duration, cancel: CancellationToken) {
+pub async fn run(
+    store: Arc<dyn QueueStore>,
+    sessions: Arc<Sessions>,
+    interval: Duration,
+    cancel: CancellationToken,
+) {
     let handle = handle();
     let mut failing = false;
     loop {
-        match refresh(store.as_ref()).await {
+        match refresh(store.as_ref(), &sessions).await {
             Ok(()) => {
                 if failing {
                     tracing::info!("metrics: store reachable again");

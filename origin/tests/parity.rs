@@ -95,6 +95,8 @@ fn any_settings() -> impl Strategy<Value = RoomSettings> {
                         .unwrap()
                 }),
                 windows: Vec::new(),
+                entry_seconds: 60,
+                max_session_addresses: 3,
                 target_booking_p99_ms: None,
             },
         )

@@ -140,6 +140,7 @@ impl AdminRoom {
 
 async fn room_view(state: &AppState, room: &RoomId) -> Result<Json<AdminRoom>, ApiError> {
     let figures = state.queue.figures(room).await?;
+    state.sessions.learn(room, &figures.settings);
     Ok(Json(AdminRoom::new(room, figures)))
 }
 

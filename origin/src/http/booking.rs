@@ -20,7 +20,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::entry::{ActiveEntry, Entry};
+use super::entry::{ActiveEntry, Entry, end_session};
 use super::extract::required_json;
 use super::responses::{
     BadBody, BookingConflict, BookingDown, ConfirmBody, CrossSite, EntryAuth, NotFound, SeatRefusal,
@@ -344,7 +344,7 @@ async fn confirm(
     let booking = result?;
     // The sale is made: the slot goes to the next waiter now (a repeat
     // finds the session gone already, which is fine).
-    state.queue.leave(room, claims.seq).await?;
+    end_session(&state, room, claims.seq, claims.visitor).await?;
     let mut response = (StatusCode::CREATED, Json(booking)).into_response();
     response
         .headers_mut()

@@ -4,15 +4,27 @@
 //! for it in their signature: [`ActiveEntry`] when the session must still
 //! run (every booking write), [`Entry`] when a genuine token is enough
 //! (reading or cancelling one's own booking after the session ended).
+//!
+//! [`renew`] wraps the protected routes (`/api/{room}/`, `/book/{room}/`):
+//! it ends a session used from too many addresses before the handler runs,
+//! and after a successful answer sets the entry cookie again with a fresh
+//! short-lived token, for as long as the session runs.
 
-use axum::extract::FromRequestParts;
-use axum::http::HeaderMap;
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
 use axum::http::request::Parts;
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use token::{Claims, Kind};
 
-use super::extract::{Room, presented_entry, verify};
+use super::extract::{Room, insecure_loopback, presented_entry, verify};
+use super::queue::issue_entry;
 use crate::error::ApiError;
+use crate::queue::{Snapshot, Standing};
 use crate::room::RoomId;
+use crate::sessions::{Watch, entry_expiry};
 use crate::state::AppState;
 
 /// A genuine, unexpired entry token for the path's room; its session may
@@ -51,6 +63,27 @@ impl FromRequestParts<AppState> for ActiveEntry {
     }
 }
 
+/// Ends a visitor's session at once (leave, a booking, a shared session):
+/// the slot goes to the next waiter, the session's holds end and their
+/// seats go back on sale, and no renewal follows.
+pub async fn end_session(
+    state: &AppState,
+    room: &RoomId,
+    seq: u64,
+    visitor: u128,
+) -> Result<(), ApiError> {
+    state.queue.leave(room, seq).await?;
+    state.sessions.forget(room, seq);
+    if let Some(booking) = &state.booking {
+        let now = state.clock.now_ms();
+        if let Err(e) = booking.end_session(room.as_str(), visitor, now).await {
+            // The holds still end by time: they never outlive the session.
+            tracing::warn!(error = %e, "could not end the session's holds at once");
+        }
+    }
+    Ok(())
+}
+
 /// The claims of the request's entry token for `room`, if it is genuine and
 /// not expired at `now` (unix seconds).
 pub fn entry_claims(
@@ -77,4 +110,77 @@ pub async fn require_entry(
         return Err(ApiError::SessionEnded);
     }
     Ok(claims)
+}
+
+/// The room of a protected path: `/api/{room}/...` or `/book/{room}/...`.
+fn protected_room(path: &str) -> Option<RoomId> {
+    let rest = path
+        .strip_prefix("/api/")
+        .or_else(|| path.strip_prefix("/book/"))?;
+    RoomId::parse(rest.split('/').next()?)
+}
+
+/// Middleware of the protected routes: watches the session's addresses and
+/// renews its entry token on every successful answer (see the module doc).
+pub async fn renew(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let Some(room) = protected_room(request.uri().path()) else {
+        return next.run(request).await;
+    };
+    let now = state.clock.now_secs();
+    let Ok(claims) = entry_claims(&state, &room, request.headers(), now) else {
+        // No genuine token: the handler refuses (or, for the page, shows
+        // the way back to the line); nothing to renew.
+        return next.run(request).await;
+    };
+    let until_ms = match state.queue.status(&room, claims.seq).await {
+        Ok(Snapshot {
+            standing: Standing::Admitted { until_ms },
+            ..
+        }) => until_ms,
+        _ => return next.run(request).await,
+    };
+    let rules = state.sessions.rules_for(&room, state.queue.as_ref()).await;
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0);
+    let client = state.clients.client_of(request.headers(), peer);
+    let now_ms = state.clock.now_ms();
+    if state
+        .sessions
+        .watch(&room, claims.seq, until_ms, client, now_ms)
+        == Watch::Shared
+    {
+        if let Err(e) = super::queue::end_shared(&state, &room, claims.seq, claims.visitor).await {
+            return e.into_response();
+        }
+        return ApiError::SessionEnded.into_response();
+    }
+    let secure = !insecure_loopback(request.headers());
+    let writes = !matches!(*request.method(), Method::GET | Method::HEAD);
+    let mut response = next.run(request).await;
+    let answered = response.status().is_success() || response.status() == StatusCode::NOT_MODIFIED;
+    // A write may have ended the session (a booking does): renew only a
+    // session that still runs.
+    let running = !writes
+        || state
+            .queue
+            .session_active(&room, claims.seq)
+            .await
+            .unwrap_or(false);
+    if answered && running {
+        let expires_at = entry_expiry(state.clock.now_secs(), until_ms, rules);
+        let entry = issue_entry(
+            &state,
+            &room,
+            claims.seq,
+            claims.visitor,
+            expires_at,
+            secure,
+        );
+        response
+            .headers_mut()
+            .append(header::SET_COOKIE, entry.cookie);
+    }
+    response
 }

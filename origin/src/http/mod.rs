@@ -80,6 +80,7 @@ pub fn app(state: AppState) -> Router {
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(middleware::from_fn(limit_headers))
+        .layer(middleware::from_fn_with_state(state.clone(), entry::renew))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             booking::track_latency,

@@ -20,6 +20,7 @@ use utoipa_axum::routes;
 
 use super::api_doc::RoomPath;
 use super::client::Client;
+use super::entry::end_session;
 use super::extract::{
     Room, clear_cookie, insecure_loopback, optional_json, presented_ticket, set_cookie, verify,
 };
@@ -28,7 +29,9 @@ use super::site::SameSite;
 use crate::error::ApiError;
 use crate::queue::{Joined, PREQUEUE_SPAN, Snapshot, Standing, pacing};
 use crate::room::{RoomId, RoomState};
+use crate::sessions::{SessionRules, Watch, entry_expiry};
 use crate::state::AppState;
+use crate::telemetry;
 
 /// Largest body a queue route accepts (they take none, or `{}`).
 const MAX_BODY: usize = 1024;
@@ -159,9 +162,24 @@ async fn refine_for_unknown_room<T>(
 }
 
 /// A signed token and the cookie that carries it.
-struct Issued {
-    token: String,
-    cookie: HeaderValue,
+pub(super) struct Issued {
+    /// The token.
+    pub(super) token: String,
+    /// Its `Set-Cookie` value.
+    pub(super) cookie: HeaderValue,
+}
+
+/// Ends a session used from more client addresses than the room allows:
+/// one admission shared among many.
+pub(super) async fn end_shared(
+    state: &AppState,
+    room: &RoomId,
+    seq: u64,
+    visitor: u128,
+) -> Result<(), ApiError> {
+    tracing::warn!(%room, seq, "session used from too many addresses: ended");
+    metrics::counter!(telemetry::SESSIONS_SHARED, "room" => room.to_string()).increment(1);
+    end_session(state, room, seq, visitor).await
 }
 
 /// Signs a ticket for the place `seq`. It lives a day from the later of now
@@ -194,17 +212,17 @@ fn issue_ticket(
     Issued { token, cookie }
 }
 
-/// Signs an entry token for the session of `seq`, which ends at `until_ms`.
-fn issue_entry(
+/// Signs an entry token for the session of `seq`, valid until `expires_at`
+/// (unix seconds): short-lived, renewed while the session runs.
+pub(super) fn issue_entry(
     state: &AppState,
     room: &RoomId,
     seq: u64,
     visitor: u128,
-    until_ms: u64,
+    expires_at: u64,
     secure: bool,
 ) -> Issued {
     let now = state.clock.now_secs();
-    let expires_at = until_ms / 1000;
     let token = state.keys.sign(&Claims {
         kind: Kind::Entry,
         room: room.to_string(),
@@ -249,6 +267,7 @@ fn status_body(
 
 /// The answer for a snapshot: the status body, with an entry token (also
 /// set as its cookie) when admitted, and `ticket` when the caller issued one.
+#[allow(clippy::too_many_arguments)] // each is one fact of the answer
 fn respond(
     state: &AppState,
     room: &RoomId,
@@ -256,6 +275,7 @@ fn respond(
     snap: &Snapshot,
     visitor: u128,
     ticket: Option<Issued>,
+    rules: SessionRules,
 ) -> Response {
     let secure = !insecure_loopback(headers);
     let (visitor_state, position) = match snap.standing {
@@ -272,10 +292,12 @@ fn respond(
         body.ticket = Some(issued.token);
     }
     if let (Standing::Admitted { until_ms }, Some(seq)) = (snap.standing, snap.seq) {
-        let entry = issue_entry(state, room, seq, visitor, until_ms, secure);
+        let now = state.clock.now_secs();
+        let expires_at = entry_expiry(now, until_ms, rules);
+        let entry = issue_entry(state, room, seq, visitor, expires_at, secure);
         cookies.push(entry.cookie);
         body.entry_token = Some(entry.token);
-        body.entry_expires_at = rfc3339_ms(until_ms / 1000 * 1000);
+        body.entry_expires_at = rfc3339_ms(expires_at * 1000);
     }
     let mut response = Json(body).into_response();
     let h = response.headers_mut();
@@ -338,7 +360,10 @@ async fn join(
         let secure = !insecure_loopback(&headers);
         issue_ticket(&state, &room, seq, visitor, snap.line.opens_at_ms, secure)
     });
-    Ok(respond(&state, &room, &headers, &snap, visitor, ticket))
+    let rules = state.sessions.rules_for(&room, state.queue.as_ref()).await;
+    Ok(respond(
+        &state, &room, &headers, &snap, visitor, ticket, rules,
+    ))
 }
 
 /// Where the ticket's holder stands.
@@ -362,10 +387,23 @@ async fn join(
 async fn status(
     State(state): State<AppState>,
     Room(room): Room,
+    Client(client): Client,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let claims = required_claims(&state, &headers, &room, state.clock.now_secs()).await?;
-    let snap = state.queue.status(&room, claims.seq).await?;
+    let mut snap = state.queue.status(&room, claims.seq).await?;
+    let rules = state.sessions.rules_for(&room, state.queue.as_ref()).await;
+    if let Standing::Admitted { until_ms } = snap.standing {
+        let now = state.clock.now_ms();
+        if state
+            .sessions
+            .watch(&room, claims.seq, until_ms, client, now)
+            == Watch::Shared
+        {
+            end_shared(&state, &room, claims.seq, claims.visitor).await?;
+            snap.standing = Standing::Gone;
+        }
+    }
     Ok(respond(
         &state,
         &room,
@@ -373,6 +411,7 @@ async fn status(
         &snap,
         claims.visitor,
         None,
+        rules,
     ))
 }
 
@@ -402,18 +441,7 @@ async fn leave(
 ) -> Result<Response, ApiError> {
     let EmptyBody {} = optional_json(body)?;
     let claims = required_claims(&state, &headers, &room, state.clock.now_secs()).await?;
-    state.queue.leave(&room, claims.seq).await?;
-    // The session is over, so are its holds: their seats go back on sale now.
-    if let Some(booking) = &state.booking {
-        let now = state.clock.now_ms();
-        if let Err(e) = booking
-            .end_session(room.as_str(), claims.visitor, now)
-            .await
-        {
-            // The holds still end by time (they never outlive the session).
-            tracing::warn!(error = %e, "could not end the session's holds at once");
-        }
-    }
+    end_session(&state, &room, claims.seq, claims.visitor).await?;
     let mut response = StatusCode::NO_CONTENT.into_response();
     let h = response.headers_mut();
     h.append(

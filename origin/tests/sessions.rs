@@ -1,0 +1,246 @@
+//! One admission does not serve a crowd: entry tokens are short-lived and
+//! renewed only while the session runs (by status and by protected
+//! answers), so a copied token dies within its lifetime once the session
+//! ends; a session used from more addresses than the room allows is ended.
+
+mod common;
+#[path = "common/booking.rs"]
+mod support;
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::Request;
+use common::{Api, Reply, admin_state, make_room, settings, test_store, unix_now};
+use origin::http::client::ClientPolicy;
+use origin::room::RoomId;
+use origin::state::AppState;
+use serde_json::json;
+use support::{Kind, TestDb};
+
+const EDGE: &str = "edge-secret-for-tests-0123456789";
+
+async fn setup(db: &TestDb) -> (Api, AppState, RoomId, common::TestStore) {
+    let t = test_store();
+    let booking = Arc::new(
+        db.store(
+            Arc::new(support::CountingPayment::new(Default::default())),
+            unix_now() * 1000,
+        )
+        .await,
+    );
+    let state = admin_state(t.store.clone())
+        .with_booking(booking)
+        .with_clients(ClientPolicy::new(Some(EDGE), 0, 0));
+    let api = Api::new(state.clone());
+    let mut s = settings(10);
+    s.entry_seconds = 30;
+    s.session_seconds = 600;
+    let room = make_room(
+        t.store.as_ref(),
+        &format!("sess-{:08x}", rand::random::<u32>()),
+        s,
+    )
+    .await;
+    let body = json!({
+        "title": "Night", "starts_at": "2030-05-01T19:00:00Z",
+        "sections": [{"name": "A", "rows": 1, "seats_per_row": 4, "price": 100}]
+    });
+    let r = api
+        .admin(
+            "PUT",
+            &format!("/admin/rooms/{room}/performances/night"),
+            body.to_string(),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.json);
+    // The admin call taught this instance the room's rules.
+    (api, state, room, t)
+}
+
+/// A request as the edge forwards it for a client at `ip`.
+async fn from(
+    api: &Api,
+    method: &str,
+    uri: &str,
+    ip: &str,
+    bearer: Option<&str>,
+    entry: Option<&str>,
+) -> Reply {
+    let mut req = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("host", "127.0.0.1:8080")
+        .header("waiting-room-edge", EDGE)
+        .header("cf-connecting-ip", ip);
+    if let Some(t) = bearer {
+        req = req.header("authorization", format!("Bearer {t}"));
+    }
+    if let Some(e) = entry {
+        req = req.header("entry-token", e);
+    }
+    api.send(req.body(Body::empty()).unwrap()).await
+}
+
+fn renewed_entry(r: &Reply, room: &RoomId) -> Option<String> {
+    let prefix = format!("wr_entry_{room}=");
+    r.cookies()
+        .iter()
+        .find_map(|c| {
+            c.strip_prefix(&prefix)
+                .map(|v| v.split(';').next().unwrap_or("").to_owned())
+        })
+        .filter(|v| !v.is_empty())
+}
+
+fn expiry(token: &str, room: &RoomId) -> u64 {
+    common::keys()
+        .verify(token, token::Kind::Entry, room.as_str(), unix_now())
+        .unwrap()
+        .expires_at
+}
+
+#[tokio::test]
+async fn entry_tokens_are_short_and_renewed_only_while_the_session_runs() {
+    let db = TestDb::new(Kind::Sqlite).await;
+    let (api, _, room, _t) = setup(&db).await;
+    let r = from(
+        &api,
+        "POST",
+        &format!("/queue/{room}/join"),
+        "198.51.100.1",
+        None,
+        None,
+    )
+    .await;
+    let ticket = r.ticket();
+    let entry = r.json["entry_token"].as_str().unwrap().to_owned();
+    let lifetime = expiry(&entry, &room) - unix_now();
+    assert!(
+        (29..=30).contains(&lifetime),
+        "the room's 30 s, not the 600 s session: {lifetime}"
+    );
+
+    // Every protected answer sets the cookie again with a fresh token.
+    let uri = format!("/api/{room}/performances");
+    let r = from(&api, "GET", &uri, "198.51.100.1", None, Some(&entry)).await;
+    assert_eq!(r.status, 200);
+    let renewed = renewed_entry(&r, &room).expect("the answer renews the entry cookie");
+    assert!(expiry(&renewed, &room) >= expiry(&entry, &room));
+    let r = from(
+        &api,
+        "GET",
+        &format!("/queue/{room}/status"),
+        "198.51.100.1",
+        Some(&ticket),
+        None,
+    )
+    .await;
+    assert!(r.json["entry_token"].is_string(), "status renews too");
+
+    // Once the session ends, nothing renews and the copies are refused.
+    let r = from(
+        &api,
+        "POST",
+        &format!("/queue/{room}/leave"),
+        "198.51.100.1",
+        Some(&ticket),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 204);
+    for token in [&entry, &renewed] {
+        let r = from(&api, "GET", &uri, "198.51.100.1", None, Some(token)).await;
+        assert_eq!((r.status.as_u16(), r.error_code()), (401, "invalid_entry"));
+        assert!(
+            renewed_entry(&r, &room).is_none(),
+            "no renewal after the end"
+        );
+    }
+    let r = from(
+        &api,
+        "GET",
+        &format!("/book/{room}/"),
+        "198.51.100.1",
+        None,
+        Some(&entry),
+    )
+    .await;
+    assert!(
+        renewed_entry(&r, &room).is_none(),
+        "the page renews nothing either"
+    );
+}
+
+#[tokio::test]
+async fn a_session_shared_among_many_addresses_is_ended() {
+    let db = TestDb::new(Kind::Sqlite).await;
+    let (api, _, room, _t) = setup(&db).await;
+    let r = from(
+        &api,
+        "POST",
+        &format!("/queue/{room}/join"),
+        "198.51.100.1",
+        None,
+        None,
+    )
+    .await;
+    let ticket = r.ticket();
+    let entry = r.json["entry_token"].as_str().unwrap().to_owned();
+    let status = format!("/queue/{room}/status");
+    // The owner and two more addresses (a phone moving networks) are fine.
+    for ip in [
+        "198.51.100.1",
+        "198.51.100.2",
+        "198.51.100.3",
+        "198.51.100.1",
+    ] {
+        let r = from(&api, "GET", &status, ip, Some(&ticket), None).await;
+        assert_eq!(r.json["state"], "admitted", "{ip}");
+    }
+    // A fourth address: one admission serving a crowd. The session ends.
+    let r = from(&api, "GET", &status, "203.0.113.77", Some(&ticket), None).await;
+    assert_eq!(r.json["state"], "expired", "{}", r.json);
+    assert!(r.json["entry_token"].is_null());
+    let r = from(
+        &api,
+        "GET",
+        &format!("/api/{room}/performances"),
+        "198.51.100.1",
+        None,
+        Some(&entry),
+    )
+    .await;
+    assert_eq!((r.status.as_u16(), r.error_code()), (401, "invalid_entry"));
+    let metrics = api.call("GET", "/metrics", None).await;
+    let text = metrics.json.as_str().unwrap_or_default().to_owned();
+    assert!(
+        text.contains(&format!("wr_sessions_shared_total{{room=\"{room}\"}}")),
+        "counted in /metrics"
+    );
+}
+
+#[tokio::test]
+async fn the_booking_api_counts_addresses_too() {
+    let db = TestDb::new(Kind::Sqlite).await;
+    let (api, _, room, _t) = setup(&db).await;
+    let r = from(
+        &api,
+        "POST",
+        &format!("/queue/{room}/join"),
+        "198.51.100.1",
+        None,
+        None,
+    )
+    .await;
+    let entry = r.json["entry_token"].as_str().unwrap().to_owned();
+    let uri = format!("/api/{room}/performances");
+    for (i, ip) in ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"]
+        .into_iter()
+        .enumerate()
+    {
+        let r = from(&api, "GET", &uri, ip, None, Some(&entry)).await;
+        let expected = if i < 3 { 200 } else { 401 };
+        assert_eq!(r.status, expected, "{ip}");
+    }
+}
