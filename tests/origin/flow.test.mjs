@@ -212,15 +212,31 @@ test("hold two seats, pay, see the booking (English)", { timeout: 90000 }, async
   await page.waitForSelector("#hold:not([hidden])");
   assert.match(await page.getAttribute("#hold", "data-hold-id"), /^[0-9a-f-]{36}$/);
   assert.equal(await page.textContent("#hold-seats"), "A-1-1, A-1-2");
-  assert.match(await page.textContent("#countdown"), /^0[67]:\d\d$/);
+  // Seven minutes from now, never more (the session outlasts the hold).
+  assert.match(await page.textContent("#countdown"), /^(07:00|06:[0-5]\d)$/);
   assert.equal(await page.getAttribute('[data-seat="A-1-1"]', "data-state"), "mine");
   await page.screenshot({ path: path.join(ARTIFACTS, "seats-held-en.png") });
 
   // A declined card keeps the hold; the default card then pays.
   await page.fill("#payment-token", "tok_decline");
   await page.click("#confirm");
+  const holdId = await page.getAttribute("#hold", "data-hold-id");
   await page.waitForSelector('#message[data-code="payment_declined"]');
+  assert.match(await page.textContent("#message"), /declined/i);
   assert.equal(await page.isVisible("#hold"), true, "the hold stays");
+  assert.equal(await page.getAttribute("#hold", "data-hold-id"), holdId, "the same hold");
+  assert.equal(await page.getAttribute("#app", "data-phase"), "held");
+  assert.equal(await page.isEnabled("#confirm"), true, "another card can be tried");
+  // The API agrees: both seats are still held, none sold.
+  const states = await page.evaluate(async (room) => {
+    const r = await fetch(`/api/${room}/performances/evening/seats`, { headers: { Accept: "application/json" } });
+    const body = await r.json();
+    return Object.fromEntries(body.seats.filter((x) => x.id.startsWith("A-1-")).map((x) => [x.id, x.state]));
+  }, ROOM);
+  assert.equal(states["A-1-1"], "held");
+  assert.equal(states["A-1-2"], "held");
+  assert.equal(states["A-1-3"], "available");
+  await page.screenshot({ path: path.join(ARTIFACTS, "payment-declined-en.png") });
   await page.fill("#payment-token", "tok_visa");
   await page.click("#confirm");
   await page.waitForSelector("#booking:not([hidden])", { timeout: 15000 });
