@@ -56,9 +56,14 @@ fn routes() -> OpenApiRouter<AppState> {
 /// The OpenAPI document of every route [`app`] serves.
 pub fn openapi() -> utoipa::openapi::OpenApi {
     let mut doc = routes().split_for_parts().1;
-    // Every body this API takes may be left out: join and leave take none
-    // (or `{}`), PUT then means all defaults, PATCH no change.
-    for item in doc.paths.paths.values_mut() {
+    // The queue's and the room admin API's bodies may be left out: join and
+    // leave take none (or `{}`), a room PUT then means all defaults, PATCH no
+    // change. Booking's bodies (a hold's seats, a payment, a performance)
+    // must be there.
+    for (path, item) in doc.paths.paths.iter_mut() {
+        if path.starts_with("/api/") || path.contains("/performances/") {
+            continue;
+        }
         for op in [&mut item.put, &mut item.post, &mut item.patch]
             .into_iter()
             .flatten()
