@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use clap::Parser;
 
+use crate::http::ConnLimits;
+
 /// The origin's configuration.
 #[derive(Parser, Debug, Clone)]
 #[command(
@@ -95,6 +97,27 @@ pub struct Config {
     /// Places one client address may hold in a room at once (0 = no limit).
     #[arg(long, env = "WR_IP_MAX_PLACES", default_value_t = 0)]
     pub ip_max_places: u32,
+
+    /// How long a request's head (request line and headers) may take to
+    /// arrive, in milliseconds: from the connection's accept, or between
+    /// requests from the head's first byte. Slower clients are disconnected.
+    #[arg(long, env = "WR_HEADER_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
+    pub header_timeout_ms: u64,
+
+    /// How long a keep-alive connection may sit between requests, in milliseconds.
+    #[arg(long, env = "WR_IDLE_TIMEOUT_MS", default_value_t = 60_000, value_parser = clap::value_parser!(u64).range(100..=3_600_000))]
+    pub idle_timeout_ms: u64,
+
+    /// How long a request body may take to arrive after its head, and how
+    /// long a response may stall on a client that does not read it, in milliseconds.
+    #[arg(long, env = "WR_BODY_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
+    pub body_timeout_ms: u64,
+
+    /// Most client connections open at once; past it new connections wait in
+    /// the kernel's backlog. The open-file limit is raised to its hard limit
+    /// at start; keep this under it.
+    #[arg(long, env = "WR_MAX_CONNECTIONS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub max_connections: u64,
 }
 
 impl Config {
@@ -106,6 +129,16 @@ impl Config {
     /// The Redis command timeout.
     pub fn redis_timeout(&self) -> Duration {
         Duration::from_millis(self.redis_timeout_ms)
+    }
+
+    /// The limits every client connection gets.
+    pub fn conn_limits(&self) -> ConnLimits {
+        ConnLimits {
+            header_timeout: Duration::from_millis(self.header_timeout_ms),
+            idle_timeout: Duration::from_millis(self.idle_timeout_ms),
+            body_timeout: Duration::from_millis(self.body_timeout_ms),
+            max_connections: usize::try_from(self.max_connections).unwrap_or(usize::MAX),
+        }
     }
 }
 
@@ -145,6 +178,7 @@ mod tests {
         assert!(cfg.admin_key.is_none() && cfg.edge_secret.is_none());
         assert_eq!((cfg.ip_join_rate, cfg.ip_max_places), (0, 0));
         assert!(!cfg.redis_cluster);
+        assert_eq!(cfg.conn_limits(), ConnLimits::default());
     }
 
     #[test]

@@ -240,11 +240,23 @@ const METRICS_REFRESH: Duration = Duration::from_secs(1);
 
 /// Serves the app and runs the promoter, the metrics refresh and the join
 /// limiter's housekeeping until `shutdown` completes, then lets in-flight
-/// requests finish and stops the background tasks cleanly.
+/// requests finish and stops the background tasks cleanly. Connections get
+/// the default [`http::ConnLimits`]; [`run_with`] takes others.
 pub async fn run(
     state: AppState,
     listener: TcpListener,
     tick: Duration,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    run_with(state, listener, tick, http::ConnLimits::default(), shutdown).await
+}
+
+/// [`run`] with these connection limits (the binary's come from its flags).
+pub async fn run_with(
+    state: AppState,
+    listener: TcpListener,
+    tick: Duration,
+    limits: http::ConnLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let cancel = CancellationToken::new();
@@ -272,7 +284,7 @@ pub async fn run(
         ));
     }
     let stop = cancel.clone();
-    let served = http::serve(listener, http::app(state), async move {
+    let served = http::conn::serve(listener, http::app(state), limits, async move {
         shutdown.await;
         stop.cancel();
     })
