@@ -114,23 +114,27 @@ pub fn app_state(config: &Config, store: Arc<dyn QueueStore>, keys: Keyring) -> 
             config.ip_join_rate,
             config.ip_max_places,
         ))
-        .with_allowed_origins(config.allowed_origins.clone());
+        .with_allowed_origins(config.allowed_origins.clone())
+        .with_secure_cookies(config.secure_cookies());
+    if !state.secure_cookies {
+        tracing::info!("cookies without Secure (plain-http loopback; see --cookie-secure)");
+    }
+    // Admin keys under 16 bytes are refused by the flag's parser.
     match &config.admin_key {
         Some(key) => state = state.with_admin_key(key),
         None => tracing::warn!("no --admin-key: the admin API refuses every call (401)"),
     }
-    for (flag, secret) in [
-        ("--admin-key", &config.admin_key),
-        ("--edge-secret", &config.edge_secret),
-    ] {
-        if secret
-            .as_ref()
-            .is_some_and(|s| s.len() < token::MIN_SECRET_LEN)
-        {
-            tracing::warn!(
-                "{flag} is shorter than 16 bytes: use a long random secret in production"
-            );
-        }
+    if let Some(key) = &config.metrics_key {
+        state = state.with_metrics_key(key);
+    }
+    if config
+        .edge_secret
+        .as_ref()
+        .is_some_and(|s| s.len() < token::MIN_SECRET_LEN)
+    {
+        tracing::warn!(
+            "--edge-secret is shorter than 16 bytes: use a long random secret in production"
+        );
     }
     if config.edge_secret.is_none() && (config.ip_join_rate > 0 || config.ip_max_places > 0) {
         tracing::warn!(

@@ -19,6 +19,7 @@ mod performances;
 mod queue;
 mod responses;
 pub mod site;
+pub mod strikes;
 
 use std::future::Future;
 

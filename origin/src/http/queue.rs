@@ -20,9 +20,7 @@ use utoipa_axum::routes;
 
 use super::api_doc::RoomPath;
 use super::client::Client;
-use super::extract::{
-    Room, clear_cookie, insecure_loopback, optional_json, presented_ticket, set_cookie, verify,
-};
+use super::extract::{Room, clear_cookie, optional_json, presented_ticket, set_cookie, verify};
 use super::responses::{BadBody, BadTicket, CrossSite, JoinLimits, NoRoom, StoreDown, TicketAuth};
 use super::site::SameSite;
 use crate::error::ApiError;
@@ -252,12 +250,11 @@ fn status_body(
 fn respond(
     state: &AppState,
     room: &RoomId,
-    headers: &HeaderMap,
     snap: &Snapshot,
     visitor: u128,
     ticket: Option<Issued>,
 ) -> Response {
-    let secure = !insecure_loopback(headers);
+    let secure = state.secure_cookies;
     let (visitor_state, position) = match snap.standing {
         Standing::Waiting { position } => (VisitorState::Waiting, position),
         Standing::Admitted { .. } => (VisitorState::Admitted, None),
@@ -335,10 +332,16 @@ async fn join(
         _ => rand::random(),
     };
     let ticket = snap.seq.map(|seq| {
-        let secure = !insecure_loopback(&headers);
-        issue_ticket(&state, &room, seq, visitor, snap.line.opens_at_ms, secure)
+        issue_ticket(
+            &state,
+            &room,
+            seq,
+            visitor,
+            snap.line.opens_at_ms,
+            state.secure_cookies,
+        )
     });
-    Ok(respond(&state, &room, &headers, &snap, visitor, ticket))
+    Ok(respond(&state, &room, &snap, visitor, ticket))
 }
 
 /// Where the ticket's holder stands.
@@ -366,14 +369,7 @@ async fn status(
 ) -> Result<Response, ApiError> {
     let claims = required_claims(&state, &headers, &room, state.clock.now_secs()).await?;
     let snap = state.queue.status(&room, claims.seq).await?;
-    Ok(respond(
-        &state,
-        &room,
-        &headers,
-        &snap,
-        claims.visitor,
-        None,
-    ))
+    Ok(respond(&state, &room, &snap, claims.visitor, None))
 }
 
 /// Give up the place in line or the session.
