@@ -2,12 +2,14 @@
 //! here into the app and into the OpenAPI document (each route is
 //! registered once, with its description, through `utoipa_axum`); plus the
 //! layers every route shares (tracing, latency metrics, panic catching,
-//! header size limit, JSON 404/405).
+//! header size limit, JSON 404/405); [`serve`] runs it under the connection
+//! limits of `conn`.
 
 mod admin;
 pub mod api_doc;
 mod booking;
 pub mod client;
+pub mod conn;
 pub mod entry;
 pub mod extract;
 mod health;
@@ -17,9 +19,9 @@ mod performances;
 mod queue;
 mod responses;
 pub mod site;
+pub mod strikes;
 
 use std::future::Future;
-use std::net::SocketAddr;
 
 use axum::Router;
 use axum::extract::Request;
@@ -33,6 +35,7 @@ use utoipa::OpenApi;
 use utoipa::openapi::{RefOr, Required};
 use utoipa_axum::router::OpenApiRouter;
 
+pub use self::conn::ConnLimits;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -121,26 +124,13 @@ async fn limit_headers(request: Request, next: Next) -> Response {
     next.run(request).await
 }
 
-/// Serves `app` on `listener` until `shutdown` completes; in-flight requests
-/// finish first. Handlers see the TCP peer's address (`ConnectInfo`), which
-/// the abuse limits key clients by.
+/// Serves `app` on `listener` under the default [`ConnLimits`] until
+/// `shutdown` completes; in-flight requests finish first. Handlers see the
+/// TCP peer's address (`ConnectInfo`), which the abuse limits key clients by.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    use axum::serve::ListenerExt;
-    // workerd reuses its connection to the origin; without TCP_NODELAY each
-    // request stalls on Nagle against delayed ACK.
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-        }
-    });
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await
+    conn::serve(listener, app, ConnLimits::default(), shutdown).await
 }
