@@ -1,16 +1,21 @@
-//! Abuse limits through a real server on a loopback port (so the TCP peer is
-//! real): joins per second per address, `CF-Connecting-IP` trusted only with
-//! the edge secret, and the place cap handed to the store with the client's
-//! address.
+//! Abuse limits: through a real server on a loopback port (so the TCP peer
+//! is real), joins per second per address, `CF-Connecting-IP` trusted only
+//! with the edge secret, and the place cap handed to the store with the
+//! client's address; on the store itself, the cap counts places held now
+//! (freed by leaving, abandonment and the session's end) and forgets an
+//! address that holds nothing.
 
 mod common;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use common::recording::Recording;
 use common::*;
 use origin::http::client::ClientPolicy;
-use origin::room::RoomSettings;
+use origin::queue::redis::RoomKeys;
+use origin::queue::{Joined, PlaceLimit, QueueStore, Standing};
+use origin::room::{RoomId, RoomSettings, RoomState};
 use reqwest::StatusCode;
 
 const EDGE_SECRET: &str = "edge-secret-for-tests-0123456789";
@@ -169,4 +174,191 @@ async fn no_place_cap_when_off() {
         assert_eq!(api.join(&room("uncapped"), None).await.status, 200);
     }
     assert!(capped.join_limits().iter().all(Option::is_none));
+}
+
+/// A cap of two places for `holder`.
+fn cap(holder: &str) -> PlaceLimit {
+    PlaceLimit {
+        holder: holder.into(),
+        max: 2,
+    }
+}
+
+/// A new place for `limit`'s holder: its sequence number, or `None` when the
+/// cap refused it.
+async fn place(store: &dyn QueueStore, room: &RoomId, limit: &PlaceLimit) -> Option<u64> {
+    match store.join(room, None, 0, Some(limit)).await.unwrap() {
+        Joined::Answer(snap) => Some(snap.seq.expect("a place")),
+        Joined::TooManyPlaces => None,
+    }
+}
+
+#[tokio::test]
+async fn joining_and_leaving_never_locks_an_address_out() {
+    let t = test_store();
+    let store = t.store.as_ref();
+    let room = make_paused_room(store, "revolving", RoomSettings::default()).await;
+    let nat = cap("198.51.100.1");
+    for round in 0..10 {
+        let a = place(store, &room, &nat).await;
+        let b = place(store, &room, &nat).await;
+        assert!(a.is_some() && b.is_some(), "round {round}: refused");
+        assert_eq!(place(store, &room, &nat).await, None, "round {round}");
+        for seq in [a, b].into_iter().flatten() {
+            assert!(store.leave(&room, seq).await.unwrap());
+        }
+    }
+    assert_eq!(store.figures(&room).await.unwrap().places_given, 20);
+}
+
+#[tokio::test]
+async fn a_cap_of_two_holds_two_places_and_frees_one_when_a_place_ends() {
+    const T0: u64 = 1_800_000_000_000;
+    let clock = Arc::new(AtomicU64::new(T0));
+    let t = pinned_store(clock.clone());
+    let store = t.store.as_ref();
+    let step = |ms: u64| clock.fetch_add(ms, Ordering::SeqCst);
+    let room = make_paused_room(
+        store,
+        "capped",
+        RoomSettings {
+            capacity: 10,
+            admit_per_second: 1_000.0,
+            session_seconds: 5,
+            abandon_seconds: 3,
+            ..RoomSettings::default()
+        },
+    )
+    .await;
+    let nat = cap("198.51.100.1");
+    let other = cap("198.51.100.2");
+
+    // Two places in line, and no third.
+    let a = place(store, &room, &nat).await.unwrap();
+    let b = place(store, &room, &nat).await.unwrap();
+    assert_eq!(place(store, &room, &nat).await, None);
+    assert!(place(store, &room, &other).await.is_some());
+
+    // Leaving frees one.
+    assert!(store.leave(&room, a).await.unwrap());
+    let c = place(store, &room, &nat).await.unwrap();
+    assert_eq!(place(store, &room, &nat).await, None);
+
+    // So does abandonment: b stops polling, c goes on.
+    step(2_000);
+    store.status(&room, c).await.unwrap();
+    step(2_000);
+    assert_eq!(
+        store.tick(&room).await.unwrap().abandoned,
+        2,
+        "b and other's"
+    );
+    assert_eq!(
+        store.status(&room, b).await.unwrap().standing,
+        Standing::Gone
+    );
+    let d = place(store, &room, &nat).await.unwrap();
+    assert_eq!(place(store, &room, &nat).await, None);
+
+    // Admitted visitors still hold their places...
+    store.set_state(&room, RoomState::Open).await.unwrap();
+    let admitted = store.tick(&room).await.unwrap().admitted;
+    assert_eq!(admitted, [c, d]);
+    assert_eq!(place(store, &room, &nat).await, None);
+
+    // ...until their sessions end: swept by a join at the cap or by a tick.
+    step(5_000);
+    let e = place(store, &room, &nat)
+        .await
+        .expect("ended sessions hold nothing");
+    assert!(matches!(
+        store.status(&room, e).await.unwrap().standing,
+        Standing::Admitted { .. }
+    ));
+    let f = place(store, &room, &nat).await.unwrap();
+    assert_eq!(place(store, &room, &nat).await, None);
+
+    // Leaving a session (as a confirmed booking does) frees its place too.
+    assert!(store.leave(&room, e).await.unwrap());
+    let g = place(store, &room, &nat).await.unwrap();
+    assert_eq!(place(store, &room, &nat).await, None);
+
+    step(5_000);
+    assert_eq!(store.tick(&room).await.unwrap().expired, 2, "f and g");
+    assert!(place(store, &room, &nat).await.is_some());
+    assert!(place(store, &room, &nat).await.is_some());
+    assert_eq!(place(store, &room, &nat).await, None);
+    let _ = (f, g);
+}
+
+#[tokio::test]
+async fn the_cap_forgets_every_address_once_the_line_empties() {
+    const T0: u64 = 1_800_000_000_000;
+    let clock = Arc::new(AtomicU64::new(T0));
+    let t = pinned_store(clock.clone());
+    let store = t.store.as_ref();
+    let step = |ms: u64| clock.fetch_add(ms, Ordering::SeqCst);
+    let room = make_paused_room(
+        store,
+        "emptied",
+        RoomSettings {
+            capacity: 40,
+            admit_per_second: 1_000.0,
+            session_seconds: 5,
+            abandon_seconds: 3,
+            ..RoomSettings::default()
+        },
+    )
+    .await;
+    // 60 addresses, two places each: a third of the places are left, a third
+    // abandoned, a third admitted and their sessions run out.
+    let mut seqs = Vec::new();
+    for i in 0..60 {
+        let limit = cap(&format!("192.0.2.{i}"));
+        for _ in 0..2 {
+            seqs.push(place(store, &room, &limit).await.unwrap());
+        }
+    }
+    let f = store.figures(&room).await.unwrap();
+    assert_eq!((f.capped_clients, f.capped_places), (60, 120));
+    for &seq in &seqs[..40] {
+        assert!(store.leave(&room, seq).await.unwrap());
+    }
+    step(2_000);
+    for &seq in &seqs[80..] {
+        store.status(&room, seq).await.unwrap();
+    }
+    step(2_000);
+    assert_eq!(store.tick(&room).await.unwrap().abandoned, 40);
+    let f = store.figures(&room).await.unwrap();
+    assert_eq!((f.capped_clients, f.capped_places), (20, 40));
+    store.set_state(&room, RoomState::Open).await.unwrap();
+    assert_eq!(store.tick(&room).await.unwrap().admitted.len(), 40);
+    let f = store.figures(&room).await.unwrap();
+    assert_eq!(
+        (f.capped_clients, f.capped_places),
+        (20, 40),
+        "inside still holds"
+    );
+    step(6_000);
+    let report = store.tick(&room).await.unwrap();
+    assert_eq!((report.expired, report.waiting, report.active), (40, 0, 0));
+
+    let f = store.figures(&room).await.unwrap();
+    assert_eq!((f.capped_clients, f.capped_places), (0, 0));
+    if !on_memory() {
+        let keys = RoomKeys::new(&t.prefix, &room);
+        let mut redis = redis::Client::open(redis_url())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let left: u32 = redis::cmd("EXISTS")
+            .arg(&keys.holders)
+            .arg(&keys.held_by)
+            .query_async(&mut redis)
+            .await
+            .unwrap();
+        assert_eq!(left, 0, "the cap's hashes are gone from Redis");
+    }
 }
