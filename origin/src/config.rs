@@ -95,6 +95,13 @@ pub struct Config {
     /// Places one client address may hold in a room at once (0 = no limit).
     #[arg(long, env = "WR_IP_MAX_PLACES", default_value_t = 0)]
     pub ip_max_places: u32,
+
+    /// IPv6 clients count as one address per network of this many bits, for
+    /// --ip-join-rate and --ip-max-places (64: one subscriber's usual block;
+    /// 56 or 48 where providers hand out those).
+    #[arg(long, env = "WR_IPV6_PREFIX", default_value_t = crate::http::client::DEFAULT_IPV6_PREFIX,
+        value_parser = clap::value_parser!(u8).range(32..=128))]
+    pub ipv6_prefix: u8,
 }
 
 impl Config {
@@ -144,6 +151,7 @@ mod tests {
         assert!(cfg.redis_url.is_none());
         assert!(cfg.admin_key.is_none() && cfg.edge_secret.is_none());
         assert_eq!((cfg.ip_join_rate, cfg.ip_max_places), (0, 0));
+        assert_eq!(cfg.ipv6_prefix, 64);
         assert!(!cfg.redis_cluster);
     }
 
@@ -168,6 +176,20 @@ mod tests {
     }
 
     #[test]
+    fn the_ipv6_prefix_is_a_flag_or_its_variable() {
+        for bits in ["32", "48", "128"] {
+            let cfg = Config::try_parse_from(["origin", "--ipv6-prefix", bits]).unwrap();
+            assert_eq!(cfg.ipv6_prefix.to_string(), bits);
+        }
+        let command = <Config as clap::CommandFactory>::command();
+        let arg = command
+            .get_arguments()
+            .find(|a| a.get_id() == "ipv6_prefix")
+            .unwrap();
+        assert_eq!(arg.get_env().unwrap(), "WR_IPV6_PREFIX");
+    }
+
+    #[test]
     fn bad_values_are_refused() {
         for args in [
             &["origin", "--listen", "nowhere"][..],
@@ -177,6 +199,8 @@ mod tests {
             &["origin", "--admin-key", ""],
             &["origin", "--edge-secret", "  "],
             &["origin", "--ip-join-rate", "-1"],
+            &["origin", "--ipv6-prefix", "31"],
+            &["origin", "--ipv6-prefix", "129"],
         ] {
             assert!(Config::try_parse_from(args).is_err(), "{args:?}");
         }

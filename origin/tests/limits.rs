@@ -155,12 +155,55 @@ async fn the_place_cap_goes_to_the_store_with_the_client_address() {
     assert_eq!(
         holders,
         [
-            ("127.0.0.1".to_owned(), 2),
-            ("127.0.0.1".to_owned(), 2),
-            ("127.0.0.1".to_owned(), 2),
-            ("2001:db8:5:6::/64".to_owned(), 2),
+            // 127.0.0.1 and 2001:db8:5:6::/64, as the short keys the store
+            // keeps beside each place.
+            ("fwAAAQ".to_owned(), 2),
+            ("fwAAAQ".to_owned(), 2),
+            ("fwAAAQ".to_owned(), 2),
+            ("QCABDbgABQAG".to_owned(), 2),
         ]
     );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn addresses_of_one_ipv6_network_share_one_cap() {
+    let t = test_store();
+    let room = make_paused_room(t.store.as_ref(), "v6", RoomSettings::default()).await;
+    let policy = |bits| ClientPolicy::new(Some(EDGE_SECRET), 0, 2).with_ipv6_prefix(bits);
+    // 60 addresses, each in a /64 of its own, all in 2001:db8:7::/48.
+    let from = |i: usize| format!("2001:db8:7:{i:x}::1");
+    let http = reqwest::Client::new();
+    let places = |server: &common::Running, addresses: Vec<String>| {
+        let (http, url) = (http.clone(), server.url("/queue/v6/join"));
+        async move {
+            let mut given = 0;
+            for ip in addresses {
+                let edge = [
+                    ("cf-connecting-ip", ip.as_str()),
+                    ("waiting-room-edge", EDGE_SECRET),
+                ];
+                let (status, _, body) = join(&http, &url, &edge).await;
+                match status.as_u16() {
+                    200 => given += 1,
+                    429 => assert_eq!(body["error"]["code"], "too_many_places"),
+                    other => panic!("{other}: {body}"),
+                }
+            }
+            given
+        }
+    };
+    let server = spawn(state(t.store.clone()).with_clients(policy(48)), None).await;
+    assert_eq!(places(&server, (0..60).map(from).collect()).await, 2);
+    // Another /48 has its own cap.
+    assert_eq!(places(&server, vec!["2001:db8:8::1".into(); 3]).await, 2);
+    server.stop().await;
+    let f = t.store.figures(&room).await.unwrap();
+    assert_eq!((f.capped_clients, f.capped_places), (2, 4));
+
+    // Counted by /64 (the default), each of them is a client of its own.
+    let server = spawn(state(t.store.clone()).with_clients(policy(64)), None).await;
+    assert_eq!(places(&server, (100..110).map(from).collect()).await, 10);
     server.stop().await;
 }
 
