@@ -405,3 +405,73 @@ async fn the_cap_forgets_every_address_once_the_line_empties() {
         assert_eq!(left, 0, "the cap's hashes are gone from Redis");
     }
 }
+
+/// What the cap costs in Redis per waiter, by `MEMORY USAGE` of every key
+/// of a room of 20,000 waiters, without the cap and with it (each waiter
+/// its own IPv4 address, its own IPv6 /64, or two waiters per address).
+/// Redis only: `cargo test -p origin --test limits -- --ignored --nocapture`.
+#[tokio::test]
+#[ignore = "a measurement: prints bytes per waiter"]
+async fn what_the_cap_costs_in_redis_per_waiter() {
+    use origin::http::client::ClientKey;
+    const N: u32 = 20_000;
+    let t = test_store();
+    let mut redis = redis::Client::open(redis_url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    /// The holder key of waiter `i`, if the cap is on.
+    type Holder = fn(u32) -> Option<String>;
+    let cases: [(&str, Holder); 4] = [
+        ("no cap", |_| None),
+        ("cap, an IPv4 address each", |i| {
+            Some(ClientKey::of(std::net::Ipv4Addr::from(0x0a00_0000 + i).into(), 64).holder())
+        }),
+        ("cap, an IPv6 /64 each", |i| {
+            let ip = std::net::Ipv6Addr::from(0x2001_0db8_u128 << 96 | u128::from(i) << 64 | 1);
+            Some(ClientKey::of(ip.into(), 64).holder())
+        }),
+        ("cap, two per IPv4 address", |i| {
+            Some(ClientKey::of(std::net::Ipv4Addr::from(0x0a00_0000 + i / 2).into(), 64).holder())
+        }),
+    ];
+    let mut baseline = 0.0;
+    for (n, (name, holder)) in cases.into_iter().enumerate() {
+        let room = make_paused_room(
+            t.store.as_ref(),
+            &format!("cost-{n}"),
+            RoomSettings::default(),
+        )
+        .await;
+        for i in 0..N {
+            let limit = holder(i).map(|holder| PlaceLimit { holder, max: 2 });
+            let joined = t.store.join(&room, None, 0, limit.as_ref()).await.unwrap();
+            assert!(joined.answer().is_some());
+        }
+        let keys = RoomKeys::new(&t.prefix, &room);
+        let mut bytes = 0u64;
+        let mut line = String::new();
+        for key in keys.all() {
+            let used: Option<u64> = redis::cmd("MEMORY")
+                .arg("USAGE")
+                .arg(key)
+                .arg("SAMPLES")
+                .arg(0)
+                .query_async(&mut redis)
+                .await
+                .unwrap();
+            let used = used.unwrap_or(0);
+            bytes += used;
+            line += &format!(" {}={used}", key.rsplit(':').next().unwrap());
+        }
+        let per = bytes as f64 / f64::from(N);
+        if n == 0 {
+            baseline = per;
+        }
+        println!(
+            "{name}: {per:.1} B/waiter ({:+.1} for the cap);{line}",
+            per - baseline
+        );
+    }
+}
