@@ -326,12 +326,14 @@ async fn a_cap_of_two_holds_two_places_and_frees_one_when_a_place_ends() {
     let g = place(store, &room, &nat).await.unwrap();
     assert_eq!(place(store, &room, &nat).await, None);
 
+    for seq in [f, g] {
+        assert!(store.session_active(&room, seq).await.unwrap());
+    }
     step(5_000);
     assert_eq!(store.tick(&room).await.unwrap().expired, 2, "f and g");
     assert!(place(store, &room, &nat).await.is_some());
     assert!(place(store, &room, &nat).await.is_some());
     assert_eq!(place(store, &room, &nat).await, None);
-    let _ = (f, g);
 }
 
 #[tokio::test]

@@ -42,7 +42,9 @@ impl RoomKeys {
             waiting: key("waiting"),
             seen: key("seen"),
             active: key("active"),
-            holders: key("holders"),
+            // Not "holders": that key (left by earlier versions) counted
+            // places ever given, which must not be read as places held.
+            holders: key("holding"),
             marks: key("marks"),
             held_by: key("held-by"),
         }
