@@ -133,6 +133,13 @@ pub struct Config {
     /// at start; keep this under it.
     #[arg(long, env = "WR_MAX_CONNECTIONS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub max_connections: u64,
+
+    /// IPv6 clients count as one address per network of this many bits, for
+    /// --ip-join-rate and --ip-max-places (64: one subscriber's usual block;
+    /// 56 or 48 where providers hand out those).
+    #[arg(long, env = "WR_IPV6_PREFIX", default_value_t = crate::http::client::DEFAULT_IPV6_PREFIX,
+        value_parser = clap::value_parser!(u8).range(32..=128))]
+    pub ipv6_prefix: u8,
 }
 
 impl std::fmt::Debug for Config {
@@ -162,6 +169,7 @@ impl std::fmt::Debug for Config {
             idle_timeout_ms,
             body_timeout_ms,
             max_connections,
+            ipv6_prefix,
         } = self;
         f.debug_struct("Config")
             .field("listen", listen)
@@ -187,6 +195,7 @@ impl std::fmt::Debug for Config {
             .field("idle_timeout_ms", idle_timeout_ms)
             .field("body_timeout_ms", body_timeout_ms)
             .field("max_connections", max_connections)
+            .field("ipv6_prefix", ipv6_prefix)
             .finish()
     }
 }
@@ -300,6 +309,7 @@ mod tests {
         assert!(cfg.redis_url.is_none());
         assert!(cfg.admin_key.is_none() && cfg.edge_secret.is_none());
         assert_eq!((cfg.ip_join_rate, cfg.ip_max_places), (0, 0));
+        assert_eq!(cfg.ipv6_prefix, 64);
         assert!(!cfg.redis_cluster);
         assert_eq!(cfg.conn_limits(), ConnLimits::default());
     }
@@ -322,6 +332,20 @@ mod tests {
             .find(|a| a.get_id() == "redis_cluster")
             .unwrap();
         assert_eq!(arg.get_env().unwrap(), "WR_REDIS_CLUSTER");
+    }
+
+    #[test]
+    fn the_ipv6_prefix_is_a_flag_or_its_variable() {
+        for bits in ["32", "48", "128"] {
+            let cfg = Config::try_parse_from(["origin", "--ipv6-prefix", bits]).unwrap();
+            assert_eq!(cfg.ipv6_prefix.to_string(), bits);
+        }
+        let command = <Config as clap::CommandFactory>::command();
+        let arg = command
+            .get_arguments()
+            .find(|a| a.get_id() == "ipv6_prefix")
+            .unwrap();
+        assert_eq!(arg.get_env().unwrap(), "WR_IPV6_PREFIX");
     }
 
     #[test]

@@ -110,11 +110,14 @@ pub fn store(config: &Config) -> Result<Arc<dyn QueueStore>, StartError> {
 /// warning when there is none) and the abuse limits.
 pub fn app_state(config: &Config, store: Arc<dyn QueueStore>, keys: Keyring) -> AppState {
     let mut state = AppState::new(store, keys)
-        .with_clients(ClientPolicy::new(
-            config.edge_secret.as_deref(),
-            config.ip_join_rate,
-            config.ip_max_places,
-        ))
+        .with_clients(
+            ClientPolicy::new(
+                config.edge_secret.as_deref(),
+                config.ip_join_rate,
+                config.ip_max_places,
+            )
+            .with_ipv6_prefix(config.ipv6_prefix),
+        )
         .with_allowed_origins(config.allowed_origins.clone())
         .with_secure_cookies(config.secure_cookies());
     if !state.secure_cookies {

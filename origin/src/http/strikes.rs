@@ -85,8 +85,8 @@ mod tests {
     #[test]
     fn a_burst_of_failures_then_a_wait() {
         let strikes = Strikes::default();
-        let a = ClientKey::of([10, 0, 0, 1].into());
-        let b = ClientKey::of([10, 0, 0, 2].into());
+        let a = ClientKey::of([10, 0, 0, 1].into(), 64);
+        let b = ClientKey::of([10, 0, 0, 2].into(), 64);
         for _ in 0..5 {
             assert_eq!(strikes.check(&a), Ok(()));
             strikes.strike(a);
