@@ -84,6 +84,7 @@ impl Reply {
                 Some(reply)
             }
             Decision::NotFound => Some(Reply::not_found()),
+            Decision::TooLong => Some(Reply::too_long()),
             Decision::Forward(_) | Decision::CheckQueue => None,
         }
     }
@@ -95,6 +96,12 @@ impl Reply {
             404,
             error_json("unknown_room", "No waiting room has this name."),
         )
+    }
+
+    /// 414 for a path too long to match (see [`crate::path::MAX_PATH_LEN`]).
+    #[must_use]
+    pub fn too_long() -> Reply {
+        json_reply(414, error_json("uri_too_long", "The address is too long."))
     }
 
     /// 502 when a request could not be forwarded to the origin at all.
@@ -196,6 +203,7 @@ mod tests {
     fn error_replies_use_the_contract_error_shape() {
         for (reply, status, code) in [
             (Reply::not_found(), 404, "unknown_room"),
+            (Reply::too_long(), 414, "uri_too_long"),
             (Reply::origin_unreachable(true), 502, "queue_unavailable"),
             (Reply::origin_unreachable(false), 502, "origin_unreachable"),
             (Reply::misconfigured(), 500, "edge_misconfigured"),
