@@ -12,20 +12,23 @@
 //! The rules, in order (the first that applies wins):
 //! 1. A path over [`crate::path::MAX_PATH_LEN`] bytes is refused (414):
 //!    matching only part of it could match another path.
-//! 2. `/queue/*` passes to the origin (the queue API).
-//! 3. `/waiting-room/{room}` is the edge's own waiting page for a
+//! 2. A path starting `/admin` (in any reading) is answered 404 unless the
+//!    request carries the bypass secret: the origin's admin API is not for
+//!    the public internet.
+//! 3. `/queue/*` passes to the origin (the queue API).
+//! 4. `/waiting-room/{room}` is the edge's own waiting page for a
 //!    configured room (404 for others); `?to=` names where to go once
 //!    admitted, same-site paths only.
-//! 4. A `BYPASS_PATHS` prefix passes, and so does a CORS preflight
+//! 5. A `BYPASS_PATHS` prefix passes, and so does a CORS preflight
 //!    (`OPTIONS` with `Origin` and `Access-Control-Request-Method`):
 //!    preflights never carry credentials, so holding one would only break
 //!    the real request behind it, which is gated as usual. Any other
 //!    `OPTIONS` is gated like `GET`.
-//! 5. A path no room protects passes.
-//! 6. A protected path passes with the bypass secret, or with a valid entry
+//! 6. A path no room protects passes.
+//! 7. A protected path passes with the bypass secret, or with a valid entry
 //!    token (cookie `wr_entry_{room}` or header `Entry-Token`) for its room,
 //!    for each room if its readings fall under different ones.
-//! 7. Otherwise the request is held. With `FAIL_MODE=open` and the queue
+//! 8. Otherwise the request is held. With `FAIL_MODE=open` and the queue
 //!    known to be down it passes; with it unknown the gate asks for a check
 //!    ([`Decision::CheckQueue`]) and is called again with the answer.
 //!    A held request gets the waiting page or the JSON 429 (see
@@ -36,7 +39,7 @@
 
 use token::{BYPASS_HEADER, EDGE_HEADER, Kind};
 
-use crate::config::{EdgeConfig, FailMode, PAGE_PREFIX, QUEUE_PREFIX};
+use crate::config::{ADMIN_PREFIX, EdgeConfig, FailMode, PAGE_PREFIX, QUEUE_PREFIX};
 use crate::health::QueueHealth;
 use crate::http::{self, Lang, Want};
 use crate::path;
@@ -118,6 +121,9 @@ pub enum Decision<'c> {
     CheckQueue,
     /// An edge-owned path for a room that is not configured.
     NotFound,
+    /// A path the public does not see (the origin's admin API): 404, as if
+    /// it did not exist.
+    Hidden,
     /// A path longer than [`path::MAX_PATH_LEN`]: 414.
     TooLong,
 }
@@ -132,6 +138,13 @@ pub fn decide<'c>(cfg: &'c EdgeConfig, input: &Input<'_>) -> Decision<'c> {
         .bypass
         .is_some_and(|secret| cfg.is_bypass_secret(secret));
 
+    if paths.iter().any(|p| p.starts_with(ADMIN_PREFIX)) {
+        return if bypass_secret {
+            Decision::Forward(Pass::BypassSecret)
+        } else {
+            Decision::Hidden
+        };
+    }
     if paths.iter().all(|p| path::has_prefix(p, QUEUE_PREFIX)) {
         return Decision::Forward(Pass::Queue);
     }

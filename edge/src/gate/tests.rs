@@ -867,3 +867,85 @@ fn only_real_preflights_pass() {
         ],
     );
 }
+
+#[test]
+fn admin_is_hidden_without_the_bypass_secret() {
+    let cfg = narrow();
+    check(
+        &cfg,
+        vec![
+            ("admin API", api("/admin/rooms"), Decision::Hidden),
+            ("the folder itself", nav("/admin"), Decision::Hidden),
+            (
+                "anything starting /admin",
+                nav("/administrator"),
+                Decision::Hidden,
+            ),
+            ("case folded", api("/ADMIN/rooms"), Decision::Hidden),
+            ("encoded", api("/%61dmin/rooms"), Decision::Hidden),
+            ("with params", api("/admin;x=1/rooms"), Decision::Hidden),
+            (
+                "out of a bypass path",
+                api("/static/..;/admin/rooms"),
+                Decision::Hidden,
+            ),
+            (
+                "out of the queue API",
+                api("/queue/..%2fadmin/rooms"),
+                Decision::Hidden,
+            ),
+            (
+                "an entry token is not enough",
+                api("/admin/rooms").token(entry("concert")),
+                Decision::Hidden,
+            ),
+            (
+                "nor is a preflight",
+                Req {
+                    method: "OPTIONS",
+                    origin: Some("https://app.example"),
+                    acrm: Some("PUT"),
+                    ..api("/admin/rooms")
+                },
+                Decision::Hidden,
+            ),
+            (
+                "wrong secret",
+                api("/admin/rooms").bypass("staff-bypass-secret-0124"),
+                Decision::Hidden,
+            ),
+            (
+                "the bypass secret opens it",
+                api("/admin/rooms").bypass(BYPASS),
+                Decision::Forward(Pass::BypassSecret),
+            ),
+            (
+                "a room's own admin page is the room's",
+                nav("/book/admin"),
+                page("concert", "/book/admin"),
+            ),
+        ],
+    );
+    // Without a bypass secret configured, nobody reaches it through the edge.
+    let no_secret = config_without_bypass_secret();
+    assert_eq!(
+        api("/admin/rooms").bypass(BYPASS).decide(&no_secret),
+        Decision::Hidden
+    );
+}
+
+fn config_without_bypass_secret() -> EdgeConfig {
+    EdgeConfig::from_vars(|name| {
+        Some(
+            match name {
+                "ORIGIN_URL" => "http://127.0.0.1:8080",
+                "ROOMS" => r#"[{"room":"concert","paths":["/book/"]}]"#,
+                "SIGNING_KEYS" => KEYS,
+                "EDGE_SECRET" => "edge-secret-0123456789",
+                _ => return None,
+            }
+            .to_owned(),
+        )
+    })
+    .expect("valid")
+}
