@@ -82,12 +82,16 @@ pub fn queue_health(now_ms: u64) -> QueueHealth {
     HEALTH.with(|cell| cell.get().get(now_ms))
 }
 
-fn record_health(up: bool) {
+/// Feeds one outcome of a queue API request into the isolate's memory and
+/// returns what is known after it, settled (see [`HealthMemory::settled`]).
+fn record_health(up: bool) -> QueueHealth {
+    let now = now_ms();
     HEALTH.with(|cell| {
         let mut memory = cell.get();
-        memory.record(up, now_ms());
+        memory.record(up, now);
         cell.set(memory);
-    });
+        memory.settled(now)
+    })
 }
 
 /// Owned copies of what the gate reads, so [`Input`] can borrow them.
@@ -194,15 +198,11 @@ pub async fn forward(req: Request, cfg: &EdgeConfig, pass: Pass<'_>) -> Result<R
 }
 
 /// Asks the origin's `/readyz` (which answers 200 only while its queue
-/// store answers), with a timeout, and remembers the answer.
+/// store answers), with a timeout, feeds the answer in as one outcome, and
+/// returns what is known then: never [`QueueHealth::Unknown`], and one
+/// failed check alone never [`QueueHealth::Down`].
 pub async fn probe(cfg: &EdgeConfig) -> QueueHealth {
-    let up = readyz(cfg).await;
-    record_health(up);
-    if up {
-        QueueHealth::Up
-    } else {
-        QueueHealth::Down
-    }
+    record_health(readyz(cfg).await)
 }
 
 async fn readyz(cfg: &EdgeConfig) -> bool {
