@@ -54,6 +54,12 @@ pub enum ApiError {
     MissingAdminKey,
     /// The admin key presented is wrong.
     InvalidAdminKey,
+    /// Too many failed admin calls from this address: refused whatever the
+    /// key, until `retry_after_secs` have passed.
+    AdminThrottled {
+        /// Seconds until a key is compared again.
+        retry_after_secs: u64,
+    },
     /// The origin runs without `--admin-key`, so the admin API refuses every call.
     AdminDisabled,
     /// The client address made more joins than `--ip-join-rate` allows;
@@ -99,6 +105,7 @@ impl ApiError {
             ApiError::HeadersTooLarge => (S::REQUEST_HEADER_FIELDS_TOO_LARGE, "headers_too_large", "request headers too large".into()),
             ApiError::MissingAdminKey => (S::UNAUTHORIZED, "missing_admin_key", "the admin API needs Authorization: Bearer <admin key>".into()),
             ApiError::InvalidAdminKey => (S::UNAUTHORIZED, "invalid_admin_key", "the admin key is not valid".into()),
+            ApiError::AdminThrottled { retry_after_secs } => (S::UNAUTHORIZED, "invalid_admin_key", format!("too many failed admin calls from this address: no key is checked for {retry_after_secs} s").into()),
             ApiError::AdminDisabled => (S::UNAUTHORIZED, "admin_disabled", "the admin API is off: this origin was started without --admin-key".into()),
             ApiError::RateLimited { retry_after_secs } => (S::TOO_MANY_REQUESTS, "rate_limited", format!("too many requests from this address, retry in {retry_after_secs} s").into()),
             ApiError::TooManyPlaces => (S::TOO_MANY_REQUESTS, "too_many_places", "this address already holds as many places in this room as allowed".into()),
@@ -220,6 +227,13 @@ impl IntoResponse for ApiError {
             }
             ApiError::RateLimited { retry_after_secs } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
+            }
+            ApiError::AdminThrottled { retry_after_secs } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
+                headers.insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Bearer realm=\"admin\""),
+                );
             }
             ApiError::MissingAdminKey | ApiError::InvalidAdminKey | ApiError::AdminDisabled => {
                 headers.insert(

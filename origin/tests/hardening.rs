@@ -54,15 +54,32 @@ async fn secure_comes_from_configuration_not_from_the_host_header() {
 #[tokio::test]
 async fn failed_admin_calls_from_one_address_are_throttled() {
     let t = test_store();
-    let server = spawn(admin_state(t.store.clone()), None).await;
+    // Through the edge, for a client out on the internet (the machine
+    // itself is never throttled).
+    let edge = "edge-secret-for-tests-0123456789";
+    let state = admin_state(t.store.clone()).with_clients(origin::http::client::ClientPolicy::new(
+        Some(edge),
+        0,
+        0,
+    ));
+    let server = spawn(state, None).await;
     let http = reqwest::Client::new();
-    let call = |key: &'static str| http.get(server.url("/admin/rooms")).bearer_auth(key).send();
+    let call = |key: &'static str| {
+        http.get(server.url("/admin/rooms"))
+            .bearer_auth(key)
+            .header("waiting-room-edge", edge)
+            .header("cf-connecting-ip", "203.0.113.9")
+            .send()
+    };
     for _ in 0..5 {
         let r = call("wrong-key-0123456789abcdef").await.unwrap();
         assert_eq!(r.status(), 401);
+        assert!(r.headers().get("retry-after").is_none());
     }
+    // Throttled: still 401 (a wrong key is 401, as the contract says), now
+    // with Retry-After, and the key is no longer compared.
     let r = call("wrong-key-0123456789abcdef").await.unwrap();
-    assert_eq!(r.status(), 429);
+    assert_eq!(r.status(), 401);
     let wait: u64 = r.headers()["retry-after"]
         .to_str()
         .unwrap()
@@ -70,10 +87,11 @@ async fn failed_admin_calls_from_one_address_are_throttled() {
         .unwrap();
     assert!((1..=5).contains(&wait), "{wait}");
     let body: Value = r.json().await.unwrap();
-    assert_eq!(body["error"]["code"], "rate_limited");
+    assert_eq!(body["error"]["code"], "invalid_admin_key");
     // While throttled even the right key is refused: a lucky guess learns nothing.
     let r = call(ADMIN_KEY).await.unwrap();
-    assert_eq!(r.status(), 429);
+    assert_eq!(r.status(), 401);
+    assert!(r.headers().get("retry-after").is_some());
     // The throttle leaks: after a while the right key works again.
     tokio::time::sleep(Duration::from_millis(1_100)).await;
     let r = call(ADMIN_KEY).await.unwrap();

@@ -45,8 +45,10 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// Proof that the request carries the admin key; extracting it refuses
 /// (401) any request that does not. A client address that keeps failing is
-/// refused with 429 before its key is even compared (a few tries a second;
-/// see `strikes`), and refusals are logged at most once a second. Requests
+/// refused (401 too, as the contract has it for a wrong key, with
+/// `Retry-After`) before its key is even compared, a few tries a second (see
+/// `strikes`), so a lucky guess while throttled learns nothing; refusals are
+/// logged at most once a second. The machine itself (loopback) and requests
 /// that came over no socket (the app driven in-process) are not throttled.
 pub(super) struct Admin;
 
@@ -57,9 +59,10 @@ impl FromRequestParts<AppState> for Admin {
         let client = parts
             .extensions
             .get::<ConnectInfo<SocketAddr>>()
-            .map(|ConnectInfo(peer)| state.clients.client_of(&parts.headers, Some(*peer)));
+            .map(|ConnectInfo(peer)| state.clients.client_of(&parts.headers, Some(*peer)))
+            .filter(|c| !c.is_loopback());
         let checked = match client.as_ref().map(|c| state.admin_strikes.check(c)) {
-            Some(Err(retry_after_secs)) => Err(ApiError::RateLimited { retry_after_secs }),
+            Some(Err(retry_after_secs)) => Err(ApiError::AdminThrottled { retry_after_secs }),
             _ => check_admin_key(state, &parts.headers).inspect_err(|_| {
                 if let Some(c) = client {
                     state.admin_strikes.strike(c);
@@ -304,7 +307,7 @@ fn merge(current: &RoomSettings, changes: Map<String, Value>) -> Result<RoomSett
 /// most clients' encoders, but serde reads only `5` into an integer field.
 /// Whole numbers within the integer range become integers; float fields
 /// read them back unchanged.
-fn integral_floats_as_integers(value: &mut Value) {
+pub(super) fn integral_floats_as_integers(value: &mut Value) {
     match value {
         Value::Number(n) if n.is_f64() => {
             let f = n.as_f64().unwrap_or(f64::NAN);

@@ -76,6 +76,11 @@ impl ClientKey {
         }
     }
 
+    /// Whether this is the machine itself (a loopback address).
+    pub fn is_loopback(&self) -> bool {
+        self.ip.is_loopback()
+    }
+
     /// The short text the store keeps beside every place given under the
     /// place cap (its length is paid per place): the address's bytes in
     /// base64url, 6 characters for IPv4; for IPv6 the prefix length and the

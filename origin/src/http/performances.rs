@@ -12,7 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::admin::{Admin, MAX_BODY};
+use super::admin::{Admin, MAX_BODY, integral_floats_as_integers};
 use super::extract::{Room, required_json};
 use super::responses::{AdminAuth, BadBody, BookingDown, NotFound};
 use crate::booking::{Performance, PerformanceSpec, SectionSpec};
@@ -108,7 +108,11 @@ async fn put_performance(
     Path(path): Path<PerformancePath>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<PerformanceBody>, ApiError> {
-    let spec: PerformanceSpec = required_json(body)?;
+    let mut fields: serde_json::Value = required_json(body)?;
+    // `454.0` is the integer 454 to JSON Schema and most encoders.
+    integral_floats_as_integers(&mut fields);
+    let spec: PerformanceSpec =
+        serde_json::from_value(fields).map_err(|e| ApiError::InvalidBody(e.to_string()))?;
     let store = state.booking.as_deref().ok_or(ApiError::NotFound)?;
     // A performance belongs to a room that exists.
     state.queue.figures(&room).await?;

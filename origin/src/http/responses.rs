@@ -65,13 +65,13 @@ error_set!(
 );
 
 error_set!(
-    /// 401 for a missing, wrong or disabled admin key; 429 for an address
-    /// that failed too often.
+    /// 401 for a missing, wrong or disabled admin key, or an address that
+    /// failed too often.
     AdminAuth {
-        "401" => "`missing_admin_key`, `invalid_admin_key` or `admin_disabled`",
+        "401" => "`missing_admin_key`, `invalid_admin_key` or `admin_disabled`; also \
+            `invalid_admin_key` with `Retry-After` while this address is throttled for \
+            too many refused calls (the key is not even compared until then)",
             [("WWW-Authenticate", "", false)];
-        "429" => "`rate_limited`: too many refused admin calls from this address; \
-            the key is not even compared until `Retry-After` has passed", [RETRY_AFTER];
     }
 );
 
