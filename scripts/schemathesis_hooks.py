@@ -29,7 +29,11 @@ the rules between fields or the data behind them. The origin then answers
 are excused; any other refusal of schema-valid data still fails the run:
   - a room's scheduled windows must each start before they end, come in
     time order and not overlap (`invalid_body`);
-  - a hold's seats must exist in the performance (`unknown_seat`) and be no
+  - a performance's section names must be unique, and its sections hold at
+    most 100,000 seats in all (`invalid_body`);
+  - a hold's seats must each be listed once (`invalid_body`; the document
+    cannot say `uniqueItems` through its generator), exist in the
+    performance (`unknown_seat`) and be no
     more than its `max_seats_per_hold` (a setting of each performance).
 And a cancelled booking stays readable (200, status `cancelled`, as the
 document's booking statuses say), which the "deleted resource still
@@ -54,6 +58,9 @@ MAX_SEATS_PER_HOLD = 4
 CROSS_FIELD_RULES = (
     "windows: each window must start before it ends",
     "windows: windows must be in time order and not overlap",
+    "sections[].name: names must be unique",
+    "sections: at most 100000 seats per performance",
+    "a seat is listed twice",
 )
 
 

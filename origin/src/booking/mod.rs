@@ -208,7 +208,11 @@ impl BookingStore {
 #[serde(deny_unknown_fields)]
 pub struct PerformanceSpec {
     /// Shown to visitors (1 to 200 characters, no control characters).
-    #[schema(min_length = 1, max_length = 200, pattern = r"^[^\x00-\x1f\x7f]+$")]
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]+$"
+    )]
     pub title: String,
     /// When the performance starts (RFC 3339, years 2000 to 9999).
     #[serde(with = "time::serde::rfc3339")]

@@ -120,7 +120,7 @@ struct PerformanceList {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct HoldRequest {
-    /// Seat ids, `{section}-{row}-{number}`, at least one.
+    /// Seat ids, `{section}-{row}-{number}`, at least one, each once.
     #[schema(min_items = 1, max_items = 100)]
     seats: Vec<String>,
 }
