@@ -205,7 +205,10 @@ mod tests {
 
     fn close(got: Option<f64>, want: f64, within: f64) {
         let got = got.expect("an estimate");
-        assert!((got - want).abs() <= within, "got {got}, want {want} ± {within}");
+        assert!(
+            (got - want).abs() <= within,
+            "got {got}, want {want} ± {within}"
+        );
     }
 
     #[test]
@@ -284,7 +287,11 @@ mod tests {
         l.now_ms += 3_000;
         assert_eq!(eta_seconds(waiting(21), &l), Some(7));
         l.now_ms += 20_000;
-        assert_eq!(eta_seconds(waiting(21), &l), Some(1), "late: next, not past");
+        assert_eq!(
+            eta_seconds(waiting(21), &l),
+            Some(1),
+            "late: next, not past"
+        );
         for state in [RoomState::Paused, RoomState::Closed] {
             let off = LineView { state, ..l };
             assert_eq!(eta_seconds(waiting(21), &off), None);
