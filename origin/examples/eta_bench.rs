@@ -346,10 +346,10 @@ async fn main() -> ExitCode {
         }
     }
     println!("(ran in {:.1} s)", started.elapsed().as_secs_f64());
-    if args.store == StoreKind::Redis {
-        if let Err(e) = delete_keys(&args.redis_url, &prefix).await {
-            eprintln!("could not delete the run's keys ({prefix}*): {e}");
-        }
+    if args.store == StoreKind::Redis
+        && let Err(e) = delete_keys(&args.redis_url, &prefix).await
+    {
+        eprintln!("could not delete the run's keys ({prefix}*): {e}");
     }
     if failed {
         ExitCode::FAILURE

@@ -184,6 +184,10 @@ pub struct Snapshot {
 
 /// What a join gives.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "a return value moved once per join; boxing the answer would allocate on every join"
+)]
 pub enum Joined {
     /// The store's answer: a new or kept place, an admission, or a refusal
     /// that applies to everyone alike (closed, sold out).

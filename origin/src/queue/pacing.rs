@@ -50,7 +50,7 @@ const EPS: f64 = 1e-9;
 /// let in reaches it.
 pub fn turn_ms(s: &Schedule, position: u64) -> Option<f64> {
     let rate = s.rate / 1000.0;
-    if !(rate > 0.0) || s.capacity == 0 {
+    if rate.is_nan() || rate <= 0.0 || s.capacity == 0 {
         return None;
     }
     let dt = s.session_ms.max(1) as f64 / STEPS as f64;
