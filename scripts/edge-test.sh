@@ -2,8 +2,11 @@
 # The edge's whole test: native unit tests of the gate, the worker built to
 # wasm, then end to end in workerd (`wrangler dev`) in front of the real
 # origin on a private Redis (tests/edge/gate.test.mjs), and in a real
-# browser, Debian's chromium (tests/edge/browser.test.mjs). Screenshots land
-# in target/e2e-artifacts/.
+# browser, Debian's chromium (tests/edge/browser.test.mjs): through the
+# waiting page to the seat page the edge gates (/book/concert/, with the
+# booking API under /api/concert/), two seats held, paid and booked, in
+# English and Korean. Each origin books on a SQLite file in its test's temp
+# folder. Screenshots land in target/e2e-artifacts/.
 #
 # Installs what it needs and is missing: the edge's pinned tools
 # (scripts/edge-tools.sh) and, with apt-get, chromium, chromium-driver and

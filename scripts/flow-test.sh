@@ -2,11 +2,10 @@
 # The whole flow on one machine, without the edge: Debian's chromium (driven
 # by playwright-core) against the origin binary alone on its embedded store
 # (tests/origin/flow.test.mjs): the room list, the waiting page, admission,
-# the seat page; and the seat page's script against a stand-in booking API
+# the seat page, a hold, a declined card, a booking (English and Korean) on
+# the real booking API, each origin on a SQLite file in its own temp folder;
+# and the seat page's script against a stand-in booking API
 # (tests/origin/seats.test.mjs). Screenshots land in target/e2e-artifacts/.
-#
-# The seat-page part needs the booking API; it runs with WR_E2E_BOOKING=1
-# and is skipped otherwise.
 #
 # Installs what it needs and is missing: chromium and fonts-noto-cjk (Korean
 # glyphs) with apt-get, and the pinned JavaScript tools (npm ci, through

@@ -35,20 +35,27 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 prefix="schemathesis:$$:$(date +%s):"
 export WR_ST_ADMIN_KEY="st-admin-$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
 log=target/schemathesis-origin.log
+# Booking runs on a SQLite file of this run's own (never the origin's
+# default in the working directory), deleted at the end.
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/wr-schemathesis-XXXXXX")
 
-WR_REDIS_URL=redis://127.0.0.1:6379 WR_REDIS_PREFIX="$prefix" WR_ADMIN_KEY="$WR_ST_ADMIN_KEY" \
+env -u WR_DATABASE_URL \
+  WR_REDIS_URL=redis://127.0.0.1:6379 WR_REDIS_PREFIX="$prefix" WR_ADMIN_KEY="$WR_ST_ADMIN_KEY" \
   WR_ROOMS=scripts/schemathesis-rooms.toml WR_LISTEN="127.0.0.1:$port" RUST_LOG=warn \
+  WR_SQLITE_PATH="$scratch/booking.sqlite" \
   target/debug/origin >"$log" 2>&1 &
 origin_pid=$!
 
 cleanup() {
   kill "$origin_pid" 2>/dev/null && wait "$origin_pid" 2>/dev/null || true
+  rm -rf "$scratch"
   if command -v redis-cli >/dev/null; then
     redis-cli --scan --pattern "${prefix}*" | xargs -r redis-cli del >/dev/null || true
   fi
 }
 trap cleanup EXIT
 
+export WR_ST_BASE_URL="http://127.0.0.1:$port"
 wait_port "$port" origin || { cat "$log" >&2; exit 1; }
 
 "$venv/bin/schemathesis" --config-file scripts/schemathesis.toml run \

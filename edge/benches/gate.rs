@@ -46,6 +46,8 @@ fn input<'r>(path: &'r str, accept: &'r str, cookie: Option<&'r str>) -> Input<'
         query: "perf=12",
         accept: Some(accept),
         sec_fetch_mode: Some("navigate"),
+        origin: None,
+        access_control_request_method: None,
         accept_language: Some("ko-KR,ko;q=0.9,en-US;q=0.8,en;q=0.7"),
         cookie,
         entry_token: None,

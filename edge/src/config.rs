@@ -21,6 +21,11 @@ pub const QUEUE_PREFIX: &str = "/queue/";
 /// JSON 429).
 pub const PAGE_PREFIX: &str = "/waiting-room/";
 
+/// The path prefix of the origin's admin API (a string prefix: `/admin`,
+/// `/admin/rooms`, `/administrator`), which the edge hides (404) from
+/// anyone without the bypass secret.
+pub const ADMIN_PREFIX: &str = "/admin";
+
 /// Most prefixes in `ROOMS` and `BYPASS_PATHS` together; every request is
 /// matched against all of them.
 pub const MAX_PREFIXES: usize = 256;

@@ -3,31 +3,43 @@
 //! where it goes. No I/O, no clock, no Workers types, so every rule is
 //! unit-tested natively (`gate/tests.rs`).
 //!
+//! Paths are matched in every way an origin may read them
+//! ([`crate::path::Readings`]: fully resolved, decoded, as received). A
+//! request passes by a path rule only when every reading agrees, and is
+//! held when any reading is protected, so no origin's reading of a path is
+//! less guarded than the edge's.
+//!
 //! The rules, in order (the first that applies wins):
-//! 1. `/queue/*` passes to the origin (the queue API).
-//! 2. `/waiting-room/{room}` is the edge's own waiting page for a
+//! 1. A path over [`crate::path::MAX_PATH_LEN`] bytes is refused (414):
+//!    matching only part of it could match another path.
+//! 2. A path starting `/admin` (in any reading) is answered 404 unless the
+//!    request carries the bypass secret: the origin's admin API is not for
+//!    the public internet.
+//! 3. `/queue/*` passes to the origin (the queue API).
+//! 4. `/waiting-room/{room}` is the edge's own waiting page for a
 //!    configured room (404 for others); `?to=` names where to go once
 //!    admitted, same-site paths only.
-//! 3. A `BYPASS_PATHS` prefix passes, and so does any `OPTIONS` request
-//!    (CORS preflights never carry credentials, so holding one would only
-//!    break the real request behind it, which is gated as usual).
-//! 4. A path no room protects passes.
-//! 5. A protected path passes with the bypass secret, or with a valid entry
-//!    token for its room (cookie `wr_entry_{room}` or header `Entry-Token`).
-//! 6. Otherwise the request is held. With `FAIL_MODE=open` and the queue
+//! 5. A `BYPASS_PATHS` prefix passes, and so does a CORS preflight
+//!    (`OPTIONS` with `Origin` and `Access-Control-Request-Method`):
+//!    preflights never carry credentials, so holding one would only break
+//!    the real request behind it, which is gated as usual. Any other
+//!    `OPTIONS` is gated like `GET`.
+//! 6. A path no room protects passes.
+//! 7. A protected path passes with the bypass secret, or with a valid entry
+//!    token (cookie `wr_entry_{room}` or header `Entry-Token`) for its room,
+//!    for each room if its readings fall under different ones.
+//! 8. Otherwise the request is held. With `FAIL_MODE=open` and the queue
 //!    known to be down it passes; with it unknown the gate asks for a check
 //!    ([`Decision::CheckQueue`]) and is called again with the answer.
 //!    A held request gets the waiting page or the JSON 429 (see
 //!    [`crate::http::want`]).
-//!
-//! Paths are matched in their normalized form ([`crate::path::normalize`]).
 //!
 //! What a forwarded request carries is a rule too: [`forwards_header`] says
 //! which request headers are copied to the origin.
 
 use token::{BYPASS_HEADER, EDGE_HEADER, Kind};
 
-use crate::config::{EdgeConfig, FailMode, PAGE_PREFIX, QUEUE_PREFIX};
+use crate::config::{ADMIN_PREFIX, EdgeConfig, FailMode, PAGE_PREFIX, QUEUE_PREFIX};
 use crate::health::QueueHealth;
 use crate::http::{self, Lang, Want};
 use crate::path;
@@ -46,6 +58,10 @@ pub struct Input<'r> {
     pub accept: Option<&'r str>,
     /// `Sec-Fetch-Mode` (browsers send `navigate` for page loads).
     pub sec_fetch_mode: Option<&'r str>,
+    /// `Origin`.
+    pub origin: Option<&'r str>,
+    /// `Access-Control-Request-Method` (sent with CORS preflights).
+    pub access_control_request_method: Option<&'r str>,
     /// `Accept-Language`.
     pub accept_language: Option<&'r str>,
     /// `Cookie`.
@@ -69,7 +85,7 @@ pub enum Pass<'c> {
     Unprotected,
     /// Under a `BYPASS_PATHS` prefix.
     BypassPath,
-    /// An `OPTIONS` request (a CORS preflight).
+    /// A CORS preflight.
     Preflight,
     /// Carried the bypass secret.
     BypassSecret,
@@ -105,17 +121,34 @@ pub enum Decision<'c> {
     CheckQueue,
     /// An edge-owned path for a room that is not configured.
     NotFound,
+    /// A path the public does not see (the origin's admin API): 404, as if
+    /// it did not exist.
+    Hidden,
+    /// A path longer than [`path::MAX_PATH_LEN`]: 414.
+    TooLong,
 }
 
 /// Decides where a request goes. See the module docs for the rules.
 #[must_use]
 pub fn decide<'c>(cfg: &'c EdgeConfig, input: &Input<'_>) -> Decision<'c> {
-    let normalized = path::normalize(input.path);
+    let Ok(paths) = path::Readings::of(input.path) else {
+        return Decision::TooLong;
+    };
+    let bypass_secret = input
+        .bypass
+        .is_some_and(|secret| cfg.is_bypass_secret(secret));
 
-    if path::has_prefix(&normalized, QUEUE_PREFIX) {
+    if paths.iter().any(|p| p.starts_with(ADMIN_PREFIX)) {
+        return if bypass_secret {
+            Decision::Forward(Pass::BypassSecret)
+        } else {
+            Decision::Hidden
+        };
+    }
+    if paths.iter().all(|p| path::has_prefix(p, QUEUE_PREFIX)) {
         return Decision::Forward(Pass::Queue);
     }
-    if let Some(rest) = normalized.strip_prefix(PAGE_PREFIX) {
+    if let Some(rest) = paths.resolved().strip_prefix(PAGE_PREFIX) {
         let wanted = rest.split('/').next().unwrap_or("");
         return match cfg.room(wanted) {
             Some(room) => Decision::WaitingPage {
@@ -130,24 +163,27 @@ pub fn decide<'c>(cfg: &'c EdgeConfig, input: &Input<'_>) -> Decision<'c> {
             None => Decision::NotFound,
         };
     }
-    if cfg.is_bypass_path(&normalized) {
+    if paths.iter().all(|p| cfg.is_bypass_path(p)) {
         return Decision::Forward(Pass::BypassPath);
     }
-    if input.method.eq_ignore_ascii_case("OPTIONS") {
+    if is_preflight(input) {
         return Decision::Forward(Pass::Preflight);
     }
-    let Some(room) = cfg.room_for(&normalized) else {
+    let mut rooms: Vec<&'c str> = Vec::new();
+    for room in paths.iter().filter_map(|p| cfg.room_for(p)) {
+        if !rooms.contains(&room) {
+            rooms.push(room);
+        }
+    }
+    let Some(&first) = rooms.first() else {
         return Decision::Forward(Pass::Unprotected);
     };
-    if input
-        .bypass
-        .is_some_and(|secret| cfg.is_bypass_secret(secret))
-    {
+    if bypass_secret {
         return Decision::Forward(Pass::BypassSecret);
     }
-    if has_entry(cfg, input, room) {
-        return Decision::Forward(Pass::Admitted(room));
-    }
+    let Some(room) = rooms.into_iter().find(|room| !has_entry(cfg, input, room)) else {
+        return Decision::Forward(Pass::Admitted(first));
+    };
     if cfg.fail_mode == FailMode::Open {
         match input.queue {
             QueueHealth::Down => return Decision::Forward(Pass::FailOpen(room)),
@@ -172,6 +208,15 @@ pub fn decide<'c>(cfg: &'c EdgeConfig, input: &Input<'_>) -> Decision<'c> {
             target: path::safe_target(&asked).unwrap_or("/").to_owned(),
         },
     }
+}
+
+/// Whether the request is a CORS preflight: `OPTIONS` with both `Origin`
+/// and `Access-Control-Request-Method`, as browsers send it. A bare
+/// `OPTIONS` is an ordinary request some origins answer with content.
+fn is_preflight(input: &Input<'_>) -> bool {
+    input.method.eq_ignore_ascii_case("OPTIONS")
+        && input.origin.is_some()
+        && input.access_control_request_method.is_some()
 }
 
 /// Whether the request carries a genuine, unexpired entry token for `room`,

@@ -5,9 +5,11 @@
 //! Pure string work on attacker-controlled input: no I/O, no panics, every
 //! loop bounded by the input's length.
 
-/// Longest path or target, in bytes, the gate works on. Longer ones are
-/// still gated (matching sees the first this-many bytes, which can only add
-/// gating), but never offered as a redirect target.
+/// Longest path or target, in bytes, the gate works on. A longer path is
+/// refused whole (414, [`TooLong`]): cutting it short could turn it into
+/// another path (`/x/aaaa…/..%2f..%2fbook/` cut inside the `a`s loses the
+/// `..` that lead to `/book/`). Nor is a longer target offered as a
+/// redirect.
 pub const MAX_PATH_LEN: usize = 2048;
 
 /// How many rounds of percent-decoding [`normalize`] and [`safe_target`]
@@ -60,27 +62,107 @@ fn decode_fully(input: &[u8]) -> Vec<u8> {
     current
 }
 
-/// The form of a request path that room prefixes, bypass prefixes and the
-/// edge's own routes are matched against.
+/// A path longer than [`MAX_PATH_LEN`]: the gate matches no part of it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct TooLong;
+
+/// One way an origin may read a path. Origins disagree: some decode `%2F`
+/// into a separator, some read `\` as `/`, some (Tomcat and other servlet
+/// containers) drop `;params` from every segment, so `/static/..;/book/`
+/// is `/book/` to them and `/static/..;/book/` to others.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Reading {
+    /// As resolved as any origin: percent-decoded (repeatedly), `\` read
+    /// as `/`, `;params` dropped from each segment (so `..;x` is `..`),
+    /// then empty, `.` and `..` segments resolved. The form prefixes in
+    /// the settings are kept in.
+    Resolved,
+    /// Decoded and `\` read as `/`, `;params` kept: an origin that
+    /// decodes but knows no path parameters.
+    Decoded,
+    /// As received: only `/` separates, nothing is decoded or dropped. What
+    /// a strict origin (axum, most frameworks) routes on.
+    Literal,
+}
+
+impl Reading {
+    /// Every reading, the most resolved first.
+    pub const ALL: [Reading; 3] = [Reading::Resolved, Reading::Decoded, Reading::Literal];
+}
+
+/// A path as each [`Reading`] sees it, all in matching form (see
+/// [`read`]); the gate lets a request by a rule only when every reading
+/// agrees, and holds it when any reading is protected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Readings([String; 3]);
+
+impl Readings {
+    /// Reads `path` every way.
+    ///
+    /// # Errors
+    ///
+    /// [`TooLong`] when the path is longer than [`MAX_PATH_LEN`].
+    pub fn of(path: &str) -> Result<Readings, TooLong> {
+        if path.len() > MAX_PATH_LEN {
+            return Err(TooLong);
+        }
+        Ok(Readings(Reading::ALL.map(|reading| read(path, reading))))
+    }
+
+    /// The [`Reading::Resolved`] form.
+    #[must_use]
+    pub fn resolved(&self) -> &str {
+        let [resolved, ..] = &self.0;
+        resolved
+    }
+
+    /// Every reading, the most resolved first.
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(String::as_str)
+    }
+}
+
+/// The [`Reading::Resolved`] form of `path`: what prefixes in the settings
+/// are stored as, and the form that serves the edge's own routes.
 ///
-/// Origins disagree on what a path means (some decode `%2F`, some treat `\`
-/// as `/`, some ignore case), so the gate matches a form that is at least as
-/// "resolved" as any of them: percent-decoded (repeatedly), `\` read as `/`,
-/// runs of `/` collapsed, `.` and `..` segments resolved, ASCII lowercased.
-/// Anything an origin could read as a protected path therefore matches the
-/// protected prefix here; the price is that an odd-looking path is sometimes
-/// gated when it need not be, never the other way round. The request itself
-/// is forwarded as received.
+/// Anything an origin could read as a protected path matches the protected
+/// prefix in one of the [`Readings`]; the price is that an odd-looking path
+/// is sometimes gated when it need not be, never the other way round. The
+/// request itself is forwarded as received.
+///
+/// No length limit here (the settings' prefixes are short); requests go
+/// through [`Readings::of`], which refuses long paths.
 #[must_use]
 pub fn normalize(path: &str) -> String {
-    let raw = path.as_bytes();
-    let raw = raw.get(..MAX_PATH_LEN).unwrap_or(raw);
-    let decoded = decode_fully(raw);
+    read(path, Reading::Resolved)
+}
+
+/// `path` as `reading` sees it, in matching form: segments joined by single
+/// `/`, `.` and `..` resolved (never above the root), a trailing `/` kept,
+/// ASCII lowercased (some origins ignore case; prefixes are lowercased too).
+#[must_use]
+pub fn read(path: &str, reading: Reading) -> String {
+    let decoded = match reading {
+        Reading::Resolved | Reading::Decoded => decode_fully(path.as_bytes()),
+        Reading::Literal => path.as_bytes().to_vec(),
+    };
+    let is_separator = |b: &u8| *b == b'/' || (*b == b'\\' && reading != Reading::Literal);
+    let strip_params = |segment: &'_ [u8]| -> usize {
+        match reading {
+            Reading::Resolved => segment
+                .iter()
+                .position(|b| *b == b';')
+                .unwrap_or(segment.len()),
+            Reading::Decoded | Reading::Literal => segment.len(),
+        }
+    };
 
     let mut segments: Vec<&[u8]> = Vec::new();
     let mut trailing_slash = false;
-    for segment in decoded.split(|b| *b == b'/' || *b == b'\\') {
-        trailing_slash = segment.is_empty();
+    for segment in decoded.split(is_separator) {
+        let segment = segment.get(..strip_params(segment)).unwrap_or(segment);
+        // "/book/" and "/book/." and "/book/x/.." all end in a directory.
+        trailing_slash = matches!(segment, b"" | b"." | b"..");
         match segment {
             b"" | b"." => {}
             b".." => {
@@ -88,12 +170,6 @@ pub fn normalize(path: &str) -> String {
             }
             other => segments.push(other),
         }
-    }
-    // "/book/." and "/book/.." end in a directory just like "/book/".
-    if let Some(last) = decoded.rsplit(|b| *b == b'/' || *b == b'\\').next()
-        && (last == b"." || last == b"..")
-    {
-        trailing_slash = true;
     }
 
     let mut out = Vec::with_capacity(decoded.len() + 1);
@@ -227,6 +303,58 @@ mod tests {
         for (input, want) in cases {
             assert_eq!(normalize(input), want, "normalize({input:?})");
         }
+    }
+
+    #[test]
+    fn path_parameters_are_dropped_when_resolved() {
+        let cases = [
+            ("/book;jsessionid=1/concert", "/book/concert"),
+            ("/static/..;/book/x", "/book/x"),
+            ("/static/..;x=1/book/x", "/book/x"),
+            ("/static/%2e%2e%3b/book/x", "/book/x"),
+            ("/book/;x", "/book/"),
+            ("/book/x/..;", "/book/"),
+            ("/;/book", "/book"),
+            ("/app.css;v=2", "/app.css"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(normalize(input), want, "normalize({input:?})");
+        }
+    }
+
+    #[test]
+    fn each_reading_resolves_its_own_way() {
+        let cases = [
+            (
+                "/static/..;/Book/x",
+                ["/book/x", "/static/..;/book/x", "/static/..;/book/x"],
+            ),
+            (
+                "/book/..%2Fstatic/x",
+                ["/static/x", "/static/x", "/book/..%2fstatic/x"],
+            ),
+            (
+                "/book\\..\\static",
+                ["/static", "/static", "/book\\..\\static"],
+            ),
+            ("/a;b/../c/./", ["/c/", "/c/", "/c/"]),
+            ("", ["/", "/", "/"]),
+        ];
+        for (input, want) in cases {
+            let readings = Readings::of(input).expect("short");
+            assert_eq!(readings.iter().collect::<Vec<_>>(), want, "{input:?}");
+            assert_eq!(readings.resolved(), normalize(input));
+        }
+    }
+
+    #[test]
+    fn long_paths_are_refused_not_cut() {
+        let at_limit = format!("/{}", "a".repeat(MAX_PATH_LEN - 1));
+        assert!(Readings::of(&at_limit).is_ok());
+        let over = format!("/x/{}/..%2f..%2fbook/concert", "a".repeat(MAX_PATH_LEN));
+        assert_eq!(Readings::of(&over), Err(TooLong));
+        // normalize itself never cuts: the climb back is still seen.
+        assert_eq!(normalize(&over), "/book/concert");
     }
 
     #[test]

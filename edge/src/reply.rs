@@ -84,6 +84,8 @@ impl Reply {
                 Some(reply)
             }
             Decision::NotFound => Some(Reply::not_found()),
+            Decision::Hidden => Some(Reply::hidden()),
+            Decision::TooLong => Some(Reply::too_long()),
             Decision::Forward(_) | Decision::CheckQueue => None,
         }
     }
@@ -95,6 +97,19 @@ impl Reply {
             404,
             error_json("unknown_room", "No waiting room has this name."),
         )
+    }
+
+    /// 404 for a path hidden from the public (the origin's admin API), in
+    /// the origin's own 404 shape, so it looks like nothing is there.
+    #[must_use]
+    pub fn hidden() -> Reply {
+        json_reply(404, error_json("not_found", "no such resource"))
+    }
+
+    /// 414 for a path too long to match (see [`crate::path::MAX_PATH_LEN`]).
+    #[must_use]
+    pub fn too_long() -> Reply {
+        json_reply(414, error_json("uri_too_long", "The address is too long."))
     }
 
     /// 502 when a request could not be forwarded to the origin at all.
@@ -196,6 +211,8 @@ mod tests {
     fn error_replies_use_the_contract_error_shape() {
         for (reply, status, code) in [
             (Reply::not_found(), 404, "unknown_room"),
+            (Reply::hidden(), 404, "not_found"),
+            (Reply::too_long(), 414, "uri_too_long"),
             (Reply::origin_unreachable(true), 502, "queue_unavailable"),
             (Reply::origin_unreachable(false), 502, "origin_unreachable"),
             (Reply::misconfigured(), 500, "edge_misconfigured"),

@@ -82,12 +82,16 @@ pub fn queue_health(now_ms: u64) -> QueueHealth {
     HEALTH.with(|cell| cell.get().get(now_ms))
 }
 
-fn record_health(up: bool) {
+/// Feeds one outcome of a queue API request into the isolate's memory and
+/// returns what is known after it, settled (see [`HealthMemory::settled`]).
+fn record_health(up: bool) -> QueueHealth {
+    let now = now_ms();
     HEALTH.with(|cell| {
         let mut memory = cell.get();
-        memory.record(up, now_ms());
+        memory.record(up, now);
         cell.set(memory);
-    });
+        memory.settled(now)
+    })
 }
 
 /// Owned copies of what the gate reads, so [`Input`] can borrow them.
@@ -97,6 +101,8 @@ pub struct Seen {
     query: String,
     accept: Option<String>,
     sec_fetch_mode: Option<String>,
+    origin: Option<String>,
+    access_control_request_method: Option<String>,
     accept_language: Option<String>,
     cookie: Option<String>,
     entry_token: Option<String>,
@@ -115,6 +121,8 @@ impl Seen {
             query: url.query().unwrap_or("").to_owned(),
             accept: get("Accept"),
             sec_fetch_mode: get("Sec-Fetch-Mode"),
+            origin: get("Origin"),
+            access_control_request_method: get("Access-Control-Request-Method"),
             accept_language: get("Accept-Language"),
             cookie: get("Cookie"),
             entry_token: get(ENTRY_TOKEN_HEADER),
@@ -130,6 +138,8 @@ impl Seen {
             query: &self.query,
             accept: self.accept.as_deref(),
             sec_fetch_mode: self.sec_fetch_mode.as_deref(),
+            origin: self.origin.as_deref(),
+            access_control_request_method: self.access_control_request_method.as_deref(),
             accept_language: self.accept_language.as_deref(),
             cookie: self.cookie.as_deref(),
             entry_token: self.entry_token.as_deref(),
@@ -188,15 +198,11 @@ pub async fn forward(req: Request, cfg: &EdgeConfig, pass: Pass<'_>) -> Result<R
 }
 
 /// Asks the origin's `/readyz` (which answers 200 only while its queue
-/// store answers), with a timeout, and remembers the answer.
+/// store answers), with a timeout, feeds the answer in as one outcome, and
+/// returns what is known then: never [`QueueHealth::Unknown`], and one
+/// failed check alone never [`QueueHealth::Down`].
 pub async fn probe(cfg: &EdgeConfig) -> QueueHealth {
-    let up = readyz(cfg).await;
-    record_health(up);
-    if up {
-        QueueHealth::Up
-    } else {
-        QueueHealth::Down
-    }
+    record_health(readyz(cfg).await)
 }
 
 async fn readyz(cfg: &EdgeConfig) -> bool {

@@ -8,8 +8,11 @@ use std::time::Duration;
 
 use clap::Parser;
 
-/// The origin's configuration.
-#[derive(Parser, Debug, Clone)]
+use crate::http::ConnLimits;
+
+/// The origin's configuration. Its `Debug` shows no secret: keys print as
+/// `<redacted>` and URLs without their password.
+#[derive(Parser, Clone)]
 #[command(
     name = "origin",
     version,
@@ -22,7 +25,7 @@ pub struct Config {
 
     /// Redis URL for the queue, e.g. redis://127.0.0.1:6379. With
     /// --redis-cluster: one or more seed nodes of the cluster, comma-separated.
-    #[arg(long, env = "WR_REDIS_URL")]
+    #[arg(long, env = "WR_REDIS_URL", hide_env_values = true)]
     pub redis_url: Option<String>,
 
     /// --redis-url is a Redis Cluster (its seed nodes), not one server.
@@ -75,10 +78,11 @@ pub struct Config {
     #[arg(long, env = "WR_TICK_MS", default_value_t = 100, value_parser = clap::value_parser!(u64).range(10..=10_000))]
     pub tick_ms: u64,
 
-    /// The admin API's key (`Authorization: Bearer <key>`); use at least 16
-    /// random bytes (shorter keys work, with a warning at start).
+    /// The admin API's key (`Authorization: Bearer <key>`), at least 16
+    /// bytes (use random ones); shorter keys are refused. An address whose
+    /// calls keep failing is throttled (429) for a while.
     /// Unset: the admin API refuses every call (401).
-    #[arg(long, env = "WR_ADMIN_KEY", hide_env_values = true, value_parser = parse_secret)]
+    #[arg(long, env = "WR_ADMIN_KEY", hide_env_values = true, value_parser = parse_admin_key)]
     pub admin_key: Option<String>,
 
     /// The secret the edge sends in `Waiting-Room-Edge` (16 random bytes or
@@ -88,6 +92,19 @@ pub struct Config {
     #[arg(long, env = "WR_EDGE_SECRET", hide_env_values = true, value_parser = parse_secret)]
     pub edge_secret: Option<String>,
 
+    /// The bearer key `/metrics` asks for (`Authorization: Bearer <key>`).
+    /// Unset: `/metrics` is open to anyone who can reach the origin.
+    #[arg(long, env = "WR_METRICS_KEY", hide_env_values = true, value_parser = parse_secret)]
+    pub metrics_key: Option<String>,
+
+    /// Whether cookies carry `Secure`. `auto`: yes unless `--listen` is a
+    /// loopback address (the plain-http demo on 127.0.0.1 or localhost);
+    /// `always` for an origin on loopback behind a TLS proxy on the same
+    /// machine; `never` only for plain http elsewhere (tests, a lab). Decided
+    /// here, never from the request's `Host` or `X-Forwarded-Proto`.
+    #[arg(long, env = "WR_COOKIE_SECURE", value_enum, default_value_t = CookieSecure::Auto)]
+    pub cookie_secure: CookieSecure,
+
     /// Joins per second one client address may make (0 = no limit).
     #[arg(long, env = "WR_IP_JOIN_RATE", default_value_t = 0)]
     pub ip_join_rate: u32,
@@ -95,9 +112,136 @@ pub struct Config {
     /// Places one client address may hold in a room at once (0 = no limit).
     #[arg(long, env = "WR_IP_MAX_PLACES", default_value_t = 0)]
     pub ip_max_places: u32,
+
+    /// How long a request's head (request line and headers) may take to
+    /// arrive, in milliseconds: from the connection's accept, or between
+    /// requests from the head's first byte. Slower clients are disconnected.
+    #[arg(long, env = "WR_HEADER_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
+    pub header_timeout_ms: u64,
+
+    /// How long a keep-alive connection may sit between requests, in milliseconds.
+    #[arg(long, env = "WR_IDLE_TIMEOUT_MS", default_value_t = 60_000, value_parser = clap::value_parser!(u64).range(100..=3_600_000))]
+    pub idle_timeout_ms: u64,
+
+    /// How long a request body may take to arrive after its head, and how
+    /// long a response may stall on a client that does not read it, in milliseconds.
+    #[arg(long, env = "WR_BODY_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
+    pub body_timeout_ms: u64,
+
+    /// Most client connections open at once; past it new connections wait in
+    /// the kernel's backlog. The open-file limit is raised to its hard limit
+    /// at start; keep this under it.
+    #[arg(long, env = "WR_MAX_CONNECTIONS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub max_connections: u64,
+
+    /// IPv6 clients count as one address per network of this many bits, for
+    /// --ip-join-rate and --ip-max-places (64: one subscriber's usual block;
+    /// 56 or 48 where providers hand out those).
+    #[arg(long, env = "WR_IPV6_PREFIX", default_value_t = crate::http::client::DEFAULT_IPV6_PREFIX,
+        value_parser = clap::value_parser!(u8).range(32..=128))]
+    pub ipv6_prefix: u8,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Destructured, so a new field cannot be left out (or leak) unnoticed.
+        let Config {
+            listen,
+            redis_url,
+            redis_cluster,
+            redis_prefix,
+            redis_timeout_ms,
+            database_url,
+            sqlite_path,
+            payment_latency_ms,
+            payment_failure_rate,
+            allowed_origins,
+            signing_keys,
+            rooms,
+            tick_ms,
+            admin_key,
+            edge_secret,
+            metrics_key,
+            cookie_secure,
+            ip_join_rate,
+            ip_max_places,
+            header_timeout_ms,
+            idle_timeout_ms,
+            body_timeout_ms,
+            max_connections,
+            ipv6_prefix,
+        } = self;
+        f.debug_struct("Config")
+            .field("listen", listen)
+            .field("redis_url", &redis_url.as_deref().map(redact_url))
+            .field("redis_cluster", redis_cluster)
+            .field("redis_prefix", redis_prefix)
+            .field("redis_timeout_ms", redis_timeout_ms)
+            .field("database_url", &database_url.as_deref().map(redact_url))
+            .field("sqlite_path", sqlite_path)
+            .field("payment_latency_ms", payment_latency_ms)
+            .field("payment_failure_rate", payment_failure_rate)
+            .field("allowed_origins", allowed_origins)
+            .field("signing_keys", &signing_keys.as_ref().map(|_| "<redacted>"))
+            .field("rooms", rooms)
+            .field("tick_ms", tick_ms)
+            .field("admin_key", &admin_key.as_ref().map(|_| "<redacted>"))
+            .field("edge_secret", &edge_secret.as_ref().map(|_| "<redacted>"))
+            .field("metrics_key", &metrics_key.as_ref().map(|_| "<redacted>"))
+            .field("cookie_secure", cookie_secure)
+            .field("ip_join_rate", ip_join_rate)
+            .field("ip_max_places", ip_max_places)
+            .field("header_timeout_ms", header_timeout_ms)
+            .field("idle_timeout_ms", idle_timeout_ms)
+            .field("body_timeout_ms", body_timeout_ms)
+            .field("max_connections", max_connections)
+            .field("ipv6_prefix", ipv6_prefix)
+            .finish()
+    }
+}
+
+/// A URL without the password in its user part (`redis://:***@host`), so
+/// it can be logged.
+fn redact_url(url: &str) -> String {
+    url.split(',')
+        .map(|one| {
+            let Some((scheme, rest)) = one.split_once("://") else {
+                return one.to_owned();
+            };
+            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            match authority.rsplit_once('@') {
+                Some((user, host)) => {
+                    let name = user.split_once(':').map_or(user, |(name, _)| name);
+                    format!("{scheme}://{name}:***@{host}{path}")
+                }
+                None => one.to_owned(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// When cookies carry `Secure` (`--cookie-secure`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CookieSecure {
+    /// Secure unless the origin listens on a loopback address.
+    Auto,
+    /// Always Secure.
+    Always,
+    /// Never Secure.
+    Never,
 }
 
 impl Config {
+    /// Whether cookies carry `Secure`, from `--cookie-secure` and `--listen`.
+    pub fn secure_cookies(&self) -> bool {
+        match self.cookie_secure {
+            CookieSecure::Auto => !self.listen.ip().is_loopback(),
+            CookieSecure::Always => true,
+            CookieSecure::Never => false,
+        }
+    }
+
     /// The promoter's tick.
     pub fn tick(&self) -> Duration {
         Duration::from_millis(self.tick_ms)
@@ -106,6 +250,16 @@ impl Config {
     /// The Redis command timeout.
     pub fn redis_timeout(&self) -> Duration {
         Duration::from_millis(self.redis_timeout_ms)
+    }
+
+    /// The limits every client connection gets.
+    pub fn conn_limits(&self) -> ConnLimits {
+        ConnLimits {
+            header_timeout: Duration::from_millis(self.header_timeout_ms),
+            idle_timeout: Duration::from_millis(self.idle_timeout_ms),
+            body_timeout: Duration::from_millis(self.body_timeout_ms),
+            max_connections: usize::try_from(self.max_connections).unwrap_or(usize::MAX),
+        }
     }
 }
 
@@ -119,6 +273,17 @@ fn parse_share(raw: &str) -> Result<f64, String> {
 fn parse_secret(raw: &str) -> Result<String, String> {
     if raw.trim().is_empty() {
         Err("must not be empty".into())
+    } else {
+        Ok(raw.to_owned())
+    }
+}
+
+fn parse_admin_key(raw: &str) -> Result<String, String> {
+    if raw.len() < token::MIN_SECRET_LEN {
+        Err(format!(
+            "must be at least {} bytes (use random ones)",
+            token::MIN_SECRET_LEN
+        ))
     } else {
         Ok(raw.to_owned())
     }
@@ -144,7 +309,9 @@ mod tests {
         assert!(cfg.redis_url.is_none());
         assert!(cfg.admin_key.is_none() && cfg.edge_secret.is_none());
         assert_eq!((cfg.ip_join_rate, cfg.ip_max_places), (0, 0));
+        assert_eq!(cfg.ipv6_prefix, 64);
         assert!(!cfg.redis_cluster);
+        assert_eq!(cfg.conn_limits(), ConnLimits::default());
     }
 
     #[test]
@@ -168,6 +335,20 @@ mod tests {
     }
 
     #[test]
+    fn the_ipv6_prefix_is_a_flag_or_its_variable() {
+        for bits in ["32", "48", "128"] {
+            let cfg = Config::try_parse_from(["origin", "--ipv6-prefix", bits]).unwrap();
+            assert_eq!(cfg.ipv6_prefix.to_string(), bits);
+        }
+        let command = <Config as clap::CommandFactory>::command();
+        let arg = command
+            .get_arguments()
+            .find(|a| a.get_id() == "ipv6_prefix")
+            .unwrap();
+        assert_eq!(arg.get_env().unwrap(), "WR_IPV6_PREFIX");
+    }
+
+    #[test]
     fn bad_values_are_refused() {
         for args in [
             &["origin", "--listen", "nowhere"][..],
@@ -177,8 +358,77 @@ mod tests {
             &["origin", "--admin-key", ""],
             &["origin", "--edge-secret", "  "],
             &["origin", "--ip-join-rate", "-1"],
+            &["origin", "--admin-key", "fifteen-bytes!!"],
+            &["origin", "--cookie-secure", "sometimes"],
         ] {
             assert!(Config::try_parse_from(args).is_err(), "{args:?}");
         }
+    }
+
+    #[test]
+    fn short_admin_keys_are_refused_at_start() {
+        assert!(Config::try_parse_from(["origin", "--admin-key", "short"]).is_err());
+        let cfg = Config::try_parse_from(["origin", "--admin-key", "sixteen-bytes!!!"]).unwrap();
+        assert_eq!(cfg.admin_key.as_deref(), Some("sixteen-bytes!!!"));
+    }
+
+    #[test]
+    fn secrets_stay_out_of_help_and_debug() {
+        let command = <Config as clap::CommandFactory>::command();
+        for id in [
+            "redis_url",
+            "database_url",
+            "signing_keys",
+            "admin_key",
+            "edge_secret",
+            "metrics_key",
+        ] {
+            let arg = command.get_arguments().find(|a| a.get_id() == id).unwrap();
+            assert!(
+                arg.is_hide_env_values_set(),
+                "--help would print {id}'s value"
+            );
+        }
+        let cfg = Config::try_parse_from([
+            "origin",
+            "--redis-url",
+            "redis://:hunter2-redis@10.0.0.1:6379/0,redis://u:hunter2-second@10.0.0.2",
+            "--database-url",
+            "mysql://app:hunter2-mysql@db:3306/wr",
+            "--signing-keys",
+            "k1:hunter2-signing-0123456789",
+            "--admin-key",
+            "hunter2-admin-0123456789",
+            "--edge-secret",
+            "hunter2-edge-0123456789",
+            "--metrics-key",
+            "hunter2-metrics",
+        ])
+        .unwrap();
+        let shown = format!("{cfg:?}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("redis://:***@10.0.0.1:6379/0"), "{shown}");
+        assert!(shown.contains("mysql://app:***@db:3306/wr"), "{shown}");
+        assert!(shown.contains("listen: 127.0.0.1:8080"), "{shown}");
+    }
+
+    #[test]
+    fn cookies_are_secure_unless_listening_on_loopback() {
+        let secure = |args: &[&str]| {
+            let mut all = vec!["origin"];
+            all.extend_from_slice(args);
+            Config::try_parse_from(all).unwrap().secure_cookies()
+        };
+        assert!(!secure(&[]), "the demo on 127.0.0.1 runs on plain http");
+        assert!(!secure(&["--listen", "[::1]:8080"]));
+        assert!(secure(&["--listen", "0.0.0.0:8080"]));
+        assert!(secure(&["--listen", "10.0.0.5:8080"]));
+        assert!(secure(&["--cookie-secure", "always"]));
+        assert!(!secure(&[
+            "--listen",
+            "0.0.0.0:8080",
+            "--cookie-secure",
+            "never"
+        ]));
     }
 }

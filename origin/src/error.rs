@@ -100,7 +100,7 @@ impl ApiError {
             ApiError::MissingAdminKey => (S::UNAUTHORIZED, "missing_admin_key", "the admin API needs Authorization: Bearer <admin key>".into()),
             ApiError::InvalidAdminKey => (S::UNAUTHORIZED, "invalid_admin_key", "the admin key is not valid".into()),
             ApiError::AdminDisabled => (S::UNAUTHORIZED, "admin_disabled", "the admin API is off: this origin was started without --admin-key".into()),
-            ApiError::RateLimited { retry_after_secs } => (S::TOO_MANY_REQUESTS, "rate_limited", format!("too many joins from this address, retry in {retry_after_secs} s").into()),
+            ApiError::RateLimited { retry_after_secs } => (S::TOO_MANY_REQUESTS, "rate_limited", format!("too many requests from this address, retry in {retry_after_secs} s").into()),
             ApiError::TooManyPlaces => (S::TOO_MANY_REQUESTS, "too_many_places", "this address already holds as many places in this room as allowed".into()),
             ApiError::StoreUnavailable => (S::SERVICE_UNAVAILABLE, "store_unavailable", "the queue's store is unavailable, retry shortly".into()),
             ApiError::CrossSite => (S::FORBIDDEN, "cross_site", "a state-changing request from another site's page is refused".into()),

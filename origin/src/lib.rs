@@ -110,28 +110,35 @@ pub fn store(config: &Config) -> Result<Arc<dyn QueueStore>, StartError> {
 /// warning when there is none) and the abuse limits.
 pub fn app_state(config: &Config, store: Arc<dyn QueueStore>, keys: Keyring) -> AppState {
     let mut state = AppState::new(store, keys)
-        .with_clients(ClientPolicy::new(
-            config.edge_secret.as_deref(),
-            config.ip_join_rate,
-            config.ip_max_places,
-        ))
-        .with_allowed_origins(config.allowed_origins.clone());
+        .with_clients(
+            ClientPolicy::new(
+                config.edge_secret.as_deref(),
+                config.ip_join_rate,
+                config.ip_max_places,
+            )
+            .with_ipv6_prefix(config.ipv6_prefix),
+        )
+        .with_allowed_origins(config.allowed_origins.clone())
+        .with_secure_cookies(config.secure_cookies());
+    if !state.secure_cookies {
+        tracing::info!("cookies without Secure (plain-http loopback; see --cookie-secure)");
+    }
+    // Admin keys under 16 bytes are refused by the flag's parser.
     match &config.admin_key {
         Some(key) => state = state.with_admin_key(key),
         None => tracing::warn!("no --admin-key: the admin API refuses every call (401)"),
     }
-    for (flag, secret) in [
-        ("--admin-key", &config.admin_key),
-        ("--edge-secret", &config.edge_secret),
-    ] {
-        if secret
-            .as_ref()
-            .is_some_and(|s| s.len() < token::MIN_SECRET_LEN)
-        {
-            tracing::warn!(
-                "{flag} is shorter than 16 bytes: use a long random secret in production"
-            );
-        }
+    if let Some(key) = &config.metrics_key {
+        state = state.with_metrics_key(key);
+    }
+    if config
+        .edge_secret
+        .as_ref()
+        .is_some_and(|s| s.len() < token::MIN_SECRET_LEN)
+    {
+        tracing::warn!(
+            "--edge-secret is shorter than 16 bytes: use a long random secret in production"
+        );
     }
     if config.edge_secret.is_none() && (config.ip_join_rate > 0 || config.ip_max_places > 0) {
         tracing::warn!(
@@ -241,11 +248,23 @@ const METRICS_REFRESH: Duration = Duration::from_secs(1);
 
 /// Serves the app and runs the promoter, the metrics refresh and the join
 /// limiter's housekeeping until `shutdown` completes, then lets in-flight
-/// requests finish and stops the background tasks cleanly.
+/// requests finish and stops the background tasks cleanly. Connections get
+/// the default [`http::ConnLimits`]; [`run_with`] takes others.
 pub async fn run(
     state: AppState,
     listener: TcpListener,
     tick: Duration,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    run_with(state, listener, tick, http::ConnLimits::default(), shutdown).await
+}
+
+/// [`run`] with these connection limits (the binary's come from its flags).
+pub async fn run_with(
+    state: AppState,
+    listener: TcpListener,
+    tick: Duration,
+    limits: http::ConnLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let cancel = CancellationToken::new();
@@ -274,7 +293,7 @@ pub async fn run(
         ));
     }
     let stop = cancel.clone();
-    let served = http::serve(listener, http::app(state), async move {
+    let served = http::conn::serve(listener, http::app(state), limits, async move {
         shutdown.await;
         stop.cancel();
     })

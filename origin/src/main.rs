@@ -32,12 +32,24 @@ async fn start(config: Config) -> Result<(), Box<dyn std::error::Error>> {
     let booking = origin::booking_store(&config, &clock).await?;
     origin::apply_rooms_file(&config, store.as_ref(), Some(&booking), &clock).await?;
     origin::demo_sale(&config, store.as_ref(), &booking, &clock).await?;
-    let listener = tokio::net::TcpListener::bind(config.listen).await?;
+    let limits = config.conn_limits();
+    match origin::http::conn::raise_open_file_limit() {
+        Ok(Some(files)) if files < limits.max_connections as u64 + 256 => tracing::warn!(
+            open_files = files,
+            max_connections = limits.max_connections,
+            "the open-file limit is below --max-connections plus headroom; \
+             accept may fail with `Too many open files` before the cap binds"
+        ),
+        Ok(files) => tracing::info!(open_files = ?files, "open-file limit"),
+        Err(e) => tracing::warn!(error = %e, "cannot raise the open-file limit"),
+    }
+    let listener = origin::http::conn::bind(config.listen)?;
     tracing::info!(listen = %config.listen, "origin listening");
-    origin::run(
+    origin::run_with(
         origin::app_state(&config, store, keys).with_booking(booking),
         listener,
         config.tick(),
+        limits,
         shutdown_signal(),
     )
     .await?;

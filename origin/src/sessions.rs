@@ -161,7 +161,7 @@ mod tests {
     use std::net::{IpAddr, Ipv4Addr};
 
     fn client(n: u8) -> ClientKey {
-        ClientKey::of(IpAddr::V4(Ipv4Addr::new(203, 0, 113, n)))
+        ClientKey::of(IpAddr::V4(Ipv4Addr::new(203, 0, 113, n)), 64)
     }
 
     #[test]

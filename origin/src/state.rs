@@ -8,6 +8,7 @@ use token::{Keyring, Secret};
 use crate::booking::BookingStore;
 use crate::clock::Clock;
 use crate::http::client::ClientPolicy;
+use crate::http::strikes::Strikes;
 use crate::queue::QueueStore;
 use crate::sale::Latency;
 use crate::sessions::Sessions;
@@ -36,10 +37,18 @@ pub struct AppState {
     pub admin_key: Option<Arc<Secret>>,
     /// Who a client is and how much it may do (join rate, places per address).
     pub clients: Arc<ClientPolicy>,
+    /// Refused admin calls per client address, which throttle key guessing.
+    pub admin_strikes: Arc<Strikes>,
+    /// Whether cookies carry `Secure` (from `--cookie-secure`, never from
+    /// what a request says).
+    pub secure_cookies: bool,
+    /// The bearer key `/metrics` asks for; `None`: open.
+    pub metrics_key: Option<Arc<Secret>>,
 }
 
 impl AppState {
-    /// Builds the state from its parts, with no admin key and no abuse limits.
+    /// Builds the state from its parts, with no admin key, no abuse limits,
+    /// an open `/metrics`, and cookies without `Secure` (plain-http loopback).
     pub fn new(queue: Arc<dyn QueueStore>, keys: Keyring) -> AppState {
         AppState {
             queue,
@@ -51,6 +60,9 @@ impl AppState {
             keys: Arc::new(keys),
             admin_key: None,
             clients: Arc::new(ClientPolicy::default()),
+            admin_strikes: Arc::new(Strikes::default()),
+            secure_cookies: false,
+            metrics_key: None,
         }
     }
 
@@ -75,6 +87,18 @@ impl AppState {
     /// Lets pages of these origins change state too.
     pub fn with_allowed_origins(mut self, origins: Vec<String>) -> AppState {
         self.allowed_origins = Arc::from(origins);
+        self
+    }
+
+    /// Marks cookies `Secure` (`true`) or not.
+    pub fn with_secure_cookies(mut self, secure: bool) -> AppState {
+        self.secure_cookies = secure;
+        self
+    }
+
+    /// Asks `/metrics` callers for this bearer key.
+    pub fn with_metrics_key(mut self, key: &str) -> AppState {
+        self.metrics_key = Some(Arc::new(Secret::new(key)));
         self
     }
 

@@ -1,8 +1,9 @@
 //! The embedded store and Redis are one behaviour: a randomized model test
 //! drives both with the same sequence of operations and clock steps (join,
 //! status, leave, tick, expiry and abandonment by stepping the clock,
-//! settings changes, pause, resume, close, the sale signal) and compares
-//! every answer.
+//! settings changes, pause, resume, close, the sale signal, joins under a
+//! per-address cap) and compares every answer; at the end everyone leaves,
+//! and the cap must hold nothing for anyone.
 //!
 //! Both stores run on a pinned clock (Redis scripts take it as their first
 //! argument), so time is stepped, not slept. A failure prints the smallest
@@ -239,6 +240,22 @@ async fn same_answers(initial: RoomSettings, ops: Vec<Op>) -> Result<(), TestCas
     let a = redis.figures(&room).await.unwrap();
     let b = memory.figures(&room).await.unwrap();
     prop_assert_eq!(a, b, "final figures");
+
+    // Everyone leaves: both lines are empty and the per-address cap holds
+    // nothing for anyone.
+    for &seq in &seqs {
+        let a = redis.leave(&room, seq).await.unwrap();
+        let b = memory.leave(&room, seq).await.unwrap();
+        prop_assert_eq!(a, b, "leave {} at the end", seq);
+    }
+    let a = redis.figures(&room).await.unwrap();
+    let b = memory.figures(&room).await.unwrap();
+    prop_assert_eq!(&a, &b, "figures once everyone left");
+    prop_assert_eq!(
+        (a.waiting, a.active, a.capped_clients, a.capped_places),
+        (0, 0, 0, 0),
+        "nothing held once everyone left"
+    );
     Ok(())
 }
 

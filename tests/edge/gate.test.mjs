@@ -215,6 +215,26 @@ describe("edge in workerd in front of the origin", { timeout: 180000 }, () => {
     assertWaitingPage(await v.page("/book/concert", { "Waiting-Room-Bypass": BYPASS_SECRET + "x" }), "wrong secret");
   });
 
+  test("odd paths, a bare OPTIONS and /admin are held or refused, never forwarded", async () => {
+    echoed = [];
+    const v = new Visitor(echoEdge.url);
+    assertWaitingPage(await v.page("/static/..;/book/concert"), "..; out of a bypass path");
+    assertWaitingPage(await v.page("/book;jsessionid=1/concert"), ";params on a room's folder");
+    const long = await v.json("GET", `/x/${"a".repeat(2100)}/..%2f..%2fbook/concert`);
+    assert.equal(long.status, 414, "an over-long path is refused, not cut short");
+    assert.equal(long.json.error.code, "uri_too_long");
+    assertInQueue(await v.json("OPTIONS", "/api/seats"), "OPTIONS without preflight headers");
+    for (const path of ["/admin/rooms", "/ADMIN/rooms", "/static/..;/admin/rooms"]) {
+      const res = await v.json("GET", path);
+      assert.equal(res.status, 404, path);
+      assert.equal(res.json.error.code, "not_found", path);
+    }
+    assert.deepEqual(echoed.map((r) => r.url), [], "none of these reached the origin");
+    const staff = await v.json("GET", "/admin/rooms", { "Waiting-Room-Bypass": BYPASS_SECRET });
+    assert.equal(staff.status, 201, "the bypass secret reaches the admin API");
+    assert.equal(echoed.at(-1).url, "/admin/rooms");
+  });
+
   test("the waiting page route sends admitted visitors to same-site paths only", async () => {
     const v = new Visitor(closed.url);
     const good = await v.page("/waiting-room/concert?to=%2Fbook%2Fconcert%3Fseat%3D1");

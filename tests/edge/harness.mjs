@@ -133,24 +133,56 @@ export async function startRedis(dir) {
   return { entry, url: `redis://127.0.0.1:${port}` };
 }
 
+/** A TOML value: strings quoted, numbers and booleans as they are. */
+function tomlValue(v) {
+  if (typeof v === "string") return JSON.stringify(v);
+  if (Array.isArray(v)) return `[${v.map(tomlValue).join(", ")}]`;
+  return String(v);
+}
+
+/**
+ * A rooms file: `[[room]]` tables with the admin API's field names; a room's
+ * `performances` (a list of objects with an `id` and the admin API's
+ * performance fields, `sections` a list of objects) become
+ * `[[room.performances]]` and `[[room.performances.sections]]` tables.
+ */
+export function roomsToml(rooms) {
+  const scalars = (obj) => Object.entries(obj)
+    .filter(([, v]) => typeof v !== "object" || v === null || (Array.isArray(v) && v.every((x) => typeof x !== "object")))
+    .map(([k, v]) => `${k} = ${tomlValue(v)}`);
+  return rooms.map(({ performances = [], ...room }) => [
+    "[[room]]",
+    ...scalars(room),
+    ...performances.flatMap(({ sections = [], ...perf }) => [
+      "",
+      "[[room.performances]]",
+      ...scalars(perf),
+      ...sections.flatMap((section) => ["", "[[room.performances.sections]]", ...scalars(section)]),
+    ]),
+  ].join("\n")).join("\n\n") + "\n";
+}
+
 /**
  * The origin binary on a free port. `rooms` is a list of objects written to
- * rooms.toml with the admin API's field names. Without `redisUrl` the origin
- * runs on its embedded store; with `adminKey` its admin API is on.
+ * rooms.toml with the admin API's field names (see `roomsToml`). Without
+ * `redisUrl` the origin runs on its embedded store; with `adminKey` its admin
+ * API is on. Booking runs on its own SQLite file in `dir` (`sqlitePath`,
+ * default `{dir}/{name}.sqlite`: a restart with the same name finds its data
+ * again), never the origin's default in the working directory.
  */
-export async function startOrigin({ dir, redisUrl, prefix, rooms, name = "origin", port, adminKey }) {
+export async function startOrigin({ dir, redisUrl, prefix, rooms, name = "origin", port, adminKey, sqlitePath, args = [] }) {
   if (!existsSync(ORIGIN_BIN)) throw new Error(`no origin binary at ${ORIGIN_BIN}: cargo build -p origin --release`);
   port = port || await freePort();
-  const toml = rooms.map((room) => "[[room]]\n" + Object.entries(room)
-    .map(([k, v]) => `${k} = ${typeof v === "string" ? JSON.stringify(v) : v}`).join("\n")).join("\n\n");
-  writeFileSync(path.join(dir, `${name}-rooms.toml`), toml + "\n");
+  writeFileSync(path.join(dir, `${name}-rooms.toml`), roomsToml(rooms));
   const entry = start(name, ORIGIN_BIN, [
     "--listen", `127.0.0.1:${port}`,
     ...(redisUrl ? ["--redis-url", redisUrl, "--redis-prefix", prefix, "--redis-timeout-ms", "300"] : []),
     ...(adminKey ? ["--admin-key", adminKey] : []),
     "--signing-keys", SIGNING_KEYS,
     "--rooms", path.join(dir, `${name}-rooms.toml`),
+    "--sqlite-path", sqlitePath || path.join(dir, `${name}.sqlite`),
     "--tick-ms", "100",
+    ...args,
   ], { cwd: dir, env: { RUST_LOG: "warn" }, logDir: dir });
   const url = `http://127.0.0.1:${port}`;
   await waitFor(name, entry, async () => (await fetch(`${url}/healthz`)).ok, 15000);

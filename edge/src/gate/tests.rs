@@ -57,6 +57,8 @@ struct Req {
     query: &'static str,
     accept: Option<&'static str>,
     mode: Option<&'static str>,
+    origin: Option<&'static str>,
+    acrm: Option<&'static str>,
     lang: Option<&'static str>,
     cookie: Option<String>,
     header_token: Option<String>,
@@ -71,6 +73,8 @@ fn nav(path: &'static str) -> Req {
         query: "",
         accept: Some(NAV),
         mode: Some("navigate"),
+        origin: None,
+        acrm: None,
         lang: None,
         cookie: None,
         header_token: None,
@@ -121,6 +125,8 @@ impl Req {
                 query: self.query,
                 accept: self.accept,
                 sec_fetch_mode: self.mode,
+                origin: self.origin,
+                access_control_request_method: self.acrm,
                 accept_language: self.lang,
                 cookie: self.cookie.as_deref(),
                 entry_token: self.header_token.as_deref(),
@@ -340,6 +346,8 @@ fn paths() {
                 method: "OPTIONS",
                 accept: Some("*/*"),
                 mode: Some("cors"),
+                origin: Some("https://app.example"),
+                acrm: Some("POST"),
                 ..api("/api/seats")
             },
             Decision::Forward(Pass::Preflight),
@@ -637,4 +645,307 @@ fn forwarded_headers() {
     for (name, forwarded) in cases {
         assert_eq!(forwards_header(name), *forwarded, "header {name:?}");
     }
+}
+
+/// Rooms that do not cover everything, so a path read the wrong way would
+/// pass ungated.
+fn narrow() -> EdgeConfig {
+    EdgeConfig::from_vars(|name| {
+        Some(
+            match name {
+                "ORIGIN_URL" => "http://127.0.0.1:8080",
+                "ROOMS" => {
+                    r#"[{"room":"concert","paths":["/book/"]},{"room":"vip","paths":["/book/vip/"]}]"#
+                }
+                "BYPASS_PATHS" => r#"["/static/"]"#,
+                "SIGNING_KEYS" => KEYS,
+                "EDGE_SECRET" => "edge-secret-0123456789",
+                "BYPASS_SECRET" => BYPASS,
+                _ => return None,
+            }
+            .to_owned(),
+        )
+    })
+    .expect("valid")
+}
+
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+#[test]
+fn over_long_paths_are_refused_whole() {
+    let cfg = narrow();
+    // Cut at the limit, this was "/x/aaa…" (unprotected); read whole, its
+    // "..%2f..%2f" climb back to /book/concert.
+    let climbs_back = leak(format!("/x/{}/..%2f..%2fbook/concert", "a".repeat(2100)));
+    let long_unprotected = leak(format!("/{}", "a".repeat(path::MAX_PATH_LEN)));
+    let at_limit = leak(format!("/book/{}", "a".repeat(path::MAX_PATH_LEN - 6)));
+    check(
+        &cfg,
+        vec![
+            (
+                "cut short it would be another path",
+                nav(climbs_back),
+                Decision::TooLong,
+            ),
+            (
+                "too long, unprotected",
+                nav(long_unprotected),
+                Decision::TooLong,
+            ),
+            (
+                "too long, even with a token",
+                nav(climbs_back).token(entry("concert")),
+                Decision::TooLong,
+            ),
+            (
+                "too long, even under /queue/",
+                nav(leak(format!("/queue/{}", "a".repeat(path::MAX_PATH_LEN)))),
+                Decision::TooLong,
+            ),
+            (
+                "at the limit it is matched",
+                nav(at_limit),
+                page("concert", at_limit),
+            ),
+        ],
+    );
+}
+
+#[test]
+fn path_parameters_are_read_as_servlet_containers_do() {
+    let cfg = narrow();
+    let concert = || format!("wr_entry_concert={}", entry("concert"));
+    let both = || format!("{}; wr_entry_vip={}", concert(), entry("vip"));
+    check(
+        &cfg,
+        vec![
+            (
+                "..; climbs out of a bypass path",
+                nav("/static/..;/book/concert"),
+                page("concert", "/static/..;/book/concert"),
+            ),
+            (
+                "..;params climbs out too",
+                nav("/static/..;x=1/book/concert"),
+                page("concert", "/static/..;x=1/book/concert"),
+            ),
+            (
+                "encoded ..; climbs out too",
+                nav("/static/%2e%2e%3b/book/concert"),
+                page("concert", "/static/%2e%2e%3b/book/concert"),
+            ),
+            (
+                "..; climbs out of /queue/",
+                api("/queue/..;/book/x"),
+                in_queue("concert", "/queue/..;/book/x"),
+            ),
+            (
+                ";jsessionid on a room's folder",
+                nav("/book;jsessionid=1/concert"),
+                page("concert", "/book;jsessionid=1/concert"),
+            ),
+            (
+                "case folded with params",
+                nav("/BOOK;JSESSIONID=1/concert"),
+                page("concert", "/BOOK;JSESSIONID=1/concert"),
+            ),
+            (
+                "params on the more specific room's folder",
+                nav("/book/vip;x=1/1").cookie(concert()),
+                page("vip", "/book/vip;x=1/1"),
+            ),
+            (
+                "a strict origin reads vip, a servlet one concert: both tokens needed",
+                nav("/book/vip/..;/x").cookie(concert()),
+                page("vip", "/book/vip/..;/x"),
+            ),
+            (
+                "with both tokens it passes",
+                nav("/book/vip/..;/x").cookie(both()),
+                Decision::Forward(Pass::Admitted("concert")),
+            ),
+            (
+                "a strict origin reads /book/..%2f as under /book/",
+                nav("/book/..%2fstatic/x"),
+                page("concert", "/book/..%2fstatic/x"),
+            ),
+            (
+                "params inside a bypass path still bypass",
+                nav("/static/app.css;v=2"),
+                Decision::Forward(Pass::BypassPath),
+            ),
+            (
+                "params on an unprotected path",
+                nav("/elsewhere;x=1"),
+                Decision::Forward(Pass::Unprotected),
+            ),
+            (
+                "params inside the queue API",
+                api("/queue/concert;x=1/status"),
+                Decision::Forward(Pass::Queue),
+            ),
+            (
+                "a token passes with params",
+                nav("/book;jsessionid=1/concert").cookie(concert()),
+                Decision::Forward(Pass::Admitted("concert")),
+            ),
+        ],
+    );
+}
+
+#[test]
+fn only_real_preflights_pass() {
+    let cfg = narrow();
+    let options = |path: &'static str| Req {
+        method: "OPTIONS",
+        accept: Some("*/*"),
+        mode: Some("cors"),
+        ..api(path)
+    };
+    let preflight = |path: &'static str| Req {
+        origin: Some("https://app.example"),
+        acrm: Some("POST"),
+        ..options(path)
+    };
+    check(
+        &cfg,
+        vec![
+            (
+                "Origin and Access-Control-Request-Method",
+                preflight("/book/x"),
+                Decision::Forward(Pass::Preflight),
+            ),
+            (
+                "lowercase method",
+                Req {
+                    method: "options",
+                    ..preflight("/book/x")
+                },
+                Decision::Forward(Pass::Preflight),
+            ),
+            (
+                "bare OPTIONS is gated",
+                options("/book/x"),
+                in_queue("concert", "/book/x"),
+            ),
+            (
+                "Origin alone is gated",
+                Req {
+                    origin: Some("https://app.example"),
+                    ..options("/book/x")
+                },
+                in_queue("concert", "/book/x"),
+            ),
+            (
+                "Access-Control-Request-Method alone is gated",
+                Req {
+                    acrm: Some("GET"),
+                    ..options("/book/x")
+                },
+                in_queue("concert", "/book/x"),
+            ),
+            (
+                "preflight headers on a GET are no preflight",
+                Req {
+                    method: "GET",
+                    ..preflight("/book/x")
+                },
+                in_queue("concert", "/book/x"),
+            ),
+            (
+                "bare OPTIONS with a token passes as admitted",
+                options("/book/x").token(entry("concert")),
+                Decision::Forward(Pass::Admitted("concert")),
+            ),
+            (
+                "bare OPTIONS on an unprotected path",
+                options("/elsewhere"),
+                Decision::Forward(Pass::Unprotected),
+            ),
+        ],
+    );
+}
+
+#[test]
+fn admin_is_hidden_without_the_bypass_secret() {
+    let cfg = narrow();
+    check(
+        &cfg,
+        vec![
+            ("admin API", api("/admin/rooms"), Decision::Hidden),
+            ("the folder itself", nav("/admin"), Decision::Hidden),
+            (
+                "anything starting /admin",
+                nav("/administrator"),
+                Decision::Hidden,
+            ),
+            ("case folded", api("/ADMIN/rooms"), Decision::Hidden),
+            ("encoded", api("/%61dmin/rooms"), Decision::Hidden),
+            ("with params", api("/admin;x=1/rooms"), Decision::Hidden),
+            (
+                "out of a bypass path",
+                api("/static/..;/admin/rooms"),
+                Decision::Hidden,
+            ),
+            (
+                "out of the queue API",
+                api("/queue/..%2fadmin/rooms"),
+                Decision::Hidden,
+            ),
+            (
+                "an entry token is not enough",
+                api("/admin/rooms").token(entry("concert")),
+                Decision::Hidden,
+            ),
+            (
+                "nor is a preflight",
+                Req {
+                    method: "OPTIONS",
+                    origin: Some("https://app.example"),
+                    acrm: Some("PUT"),
+                    ..api("/admin/rooms")
+                },
+                Decision::Hidden,
+            ),
+            (
+                "wrong secret",
+                api("/admin/rooms").bypass("staff-bypass-secret-0124"),
+                Decision::Hidden,
+            ),
+            (
+                "the bypass secret opens it",
+                api("/admin/rooms").bypass(BYPASS),
+                Decision::Forward(Pass::BypassSecret),
+            ),
+            (
+                "a room's own admin page is the room's",
+                nav("/book/admin"),
+                page("concert", "/book/admin"),
+            ),
+        ],
+    );
+    // Without a bypass secret configured, nobody reaches it through the edge.
+    let no_secret = config_without_bypass_secret();
+    assert_eq!(
+        api("/admin/rooms").bypass(BYPASS).decide(&no_secret),
+        Decision::Hidden
+    );
+}
+
+fn config_without_bypass_secret() -> EdgeConfig {
+    EdgeConfig::from_vars(|name| {
+        Some(
+            match name {
+                "ORIGIN_URL" => "http://127.0.0.1:8080",
+                "ROOMS" => r#"[{"room":"concert","paths":["/book/"]}]"#,
+                "SIGNING_KEYS" => KEYS,
+                "EDGE_SECRET" => "edge-secret-0123456789",
+                _ => return None,
+            }
+            .to_owned(),
+        )
+    })
+    .expect("valid")
 }

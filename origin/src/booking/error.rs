@@ -98,7 +98,7 @@ impl BookingError {
             BookingError::IdempotencyKeyReused => "idempotency_key_reused",
             BookingError::SeatsInUse { .. } => "seats_in_use",
             BookingError::SessionEnded => "invalid_entry",
-            BookingError::Invalid(_) => "invalid",
+            BookingError::Invalid(_) => "invalid_body",
             BookingError::Busy => "busy",
             BookingError::Unavailable => "store_unavailable",
             BookingError::Internal => "internal",

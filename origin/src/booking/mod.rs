@@ -207,18 +207,24 @@ impl BookingStore {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PerformanceSpec {
-    /// Shown to visitors (1 to 200 characters).
+    /// Shown to visitors (1 to 200 characters, no control characters).
+    #[schema(min_length = 1, max_length = 200, pattern = r"^[^\x00-\x1f\x7f]+$")]
     pub title: String,
-    /// When the performance starts (RFC 3339).
+    /// When the performance starts (RFC 3339, years 2000 to 9999).
     #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime, pattern = r"^[2-9]\d{3}-")]
     pub starts_at: OffsetDateTime,
     /// How long a hold lasts at most (1 to 86,400; default 420).
     #[serde(default = "default_hold_seconds")]
+    #[schema(minimum = 1, maximum = 86_400)]
     pub hold_seconds: u32,
     /// Most seats in one hold (1 to 100; default 4).
     #[serde(default = "default_max_seats")]
+    #[schema(minimum = 1, maximum = 100)]
     pub max_seats_per_hold: u32,
-    /// The seat map, in display order.
+    /// The seat map, in display order: 1 to 100 sections with distinct
+    /// names, at most 100,000 seats in all.
+    #[schema(min_items = 1, max_items = 100)]
     pub sections: Vec<SectionSpec>,
 }
 
@@ -236,12 +242,16 @@ fn default_max_seats() -> u32 {
 #[serde(deny_unknown_fields)]
 pub struct SectionSpec {
     /// 1 to 8 ASCII letters or digits, unique in the performance.
+    #[schema(pattern = "^[A-Za-z0-9]{1,8}$")]
     pub name: String,
     /// 1 to 1,000.
+    #[schema(minimum = 1, maximum = 1_000)]
     pub rows: u32,
     /// 1 to 1,000.
+    #[schema(minimum = 1, maximum = 1_000)]
     pub seats_per_row: u32,
     /// In minor units (cents, won), at most 10^12.
+    #[schema(minimum = 0, maximum = 1_000_000_000_000_u64)]
     pub price: u64,
 }
 

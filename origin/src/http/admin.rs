@@ -7,7 +7,9 @@
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, FromRequestParts, State};
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, DefaultBodyLimit, FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, header};
 use serde::Serialize;
@@ -20,6 +22,7 @@ use utoipa_axum::routes;
 use super::api_doc::RoomPath;
 use super::extract::{Room, optional_json};
 use super::responses::{AdminAuth, BadBody, NoRoom, StoreDown};
+use super::strikes;
 use crate::error::ApiError;
 use crate::queue::{RoomFigures, StoreError};
 use crate::room::{RoomId, RoomSettings, RoomState};
@@ -41,16 +44,30 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 /// Proof that the request carries the admin key; extracting it refuses
-/// (401) any request that does not.
+/// (401) any request that does not. A client address that keeps failing is
+/// refused with 429 before its key is even compared (a few tries a second;
+/// see `strikes`), and refusals are logged at most once a second. Requests
+/// that came over no socket (the app driven in-process) are not throttled.
 pub(super) struct Admin;
 
 impl FromRequestParts<AppState> for Admin {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Admin, ApiError> {
-        check_admin_key(state, &parts.headers).inspect_err(|e| {
-            tracing::warn!(code = e.code(), path = %parts.uri.path(), "admin call refused");
-        })?;
+        let client = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(peer)| state.clients.client_of(&parts.headers, Some(*peer)));
+        let checked = match client.as_ref().map(|c| state.admin_strikes.check(c)) {
+            Some(Err(retry_after_secs)) => Err(ApiError::RateLimited { retry_after_secs }),
+            _ => check_admin_key(state, &parts.headers).inspect_err(|_| {
+                if let Some(c) = client {
+                    state.admin_strikes.strike(c);
+                }
+            }),
+        };
+        checked
+            .inspect_err(|e| strikes::log_refusal(client.as_ref(), e.code(), parts.uri.path()))?;
         Ok(Admin)
     }
 }

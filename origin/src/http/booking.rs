@@ -120,7 +120,8 @@ struct PerformanceList {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct HoldRequest {
-    /// Seat ids, `{section}-{row}-{number}`.
+    /// Seat ids, `{section}-{row}-{number}`, at least one.
+    #[schema(min_items = 1, max_items = 100)]
     seats: Vec<String>,
 }
 
@@ -129,6 +130,7 @@ struct HoldRequest {
 #[serde(deny_unknown_fields)]
 struct ConfirmRequest {
     /// The payment provider's token; `tok_decline` is always declined.
+    #[schema(min_length = 1, max_length = 255)]
     payment_token: String,
 }
 
@@ -305,7 +307,8 @@ async fn release(
     post,
     path = "/api/{room}/holds/{hold_id}/confirm",
     tag = "booking",
-    params(HoldPath, ("Idempotency-Key" = String, Header, description = "1 to 255 visible ASCII characters")),
+    params(HoldPath, ("Idempotency-Key" = String, Header, description = "1 to 255 visible ASCII characters",
+        min_length = 1, max_length = 255, pattern = r"^[\x21-\x7e]+$")),
     request_body(content = ConfirmRequest),
     security(("entry_token" = [])),
     responses(

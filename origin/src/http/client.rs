@@ -5,9 +5,10 @@
 //! The address is the TCP peer's, or the edge's `CF-Connecting-IP` when the
 //! request proves it came through the edge (`Waiting-Room-Edge` carries the
 //! `--edge-secret`); any other `CF-Connecting-IP` is ignored, so a client
-//! cannot pick its own address. IPv6 clients are counted by their /64, the
-//! block one subscriber usually holds, so rotating addresses within it gains
-//! nothing. Nothing here touches the store.
+//! cannot pick its own address. IPv6 clients are counted by their network
+//! (`--ipv6-prefix`, default /64, the block one subscriber usually holds; a
+//! provider that hands out /56 or /48 calls for that), so rotating addresses
+//! within it gains nothing. Nothing here touches the store.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
@@ -33,41 +34,103 @@ pub const CLIENT_IP_HEADER: &str = "cf-connecting-ip";
 /// How often addresses that are back to a full allowance are forgotten.
 const FORGET_EVERY: Duration = Duration::from_secs(10);
 
-/// A client as the abuse limits count it: an IPv4 address, or an IPv6 /64.
+/// The IPv6 network clients are counted by unless configured otherwise.
+pub const DEFAULT_IPV6_PREFIX: u8 = 64;
+/// The widest and narrowest IPv6 networks `--ipv6-prefix` accepts.
+pub const IPV6_PREFIXES: std::ops::RangeInclusive<u8> = 32..=128;
+
+/// A client as the abuse limits count it: an IPv4 address, or an IPv6
+/// network (its prefix length beside it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ClientKey(IpAddr);
+pub struct ClientKey {
+    /// The address, IPv6 cut to `prefix` bits.
+    ip: IpAddr,
+    /// 32 for IPv4; the network's length for IPv6.
+    prefix: u8,
+}
 
 impl ClientKey {
-    /// The key for `ip`: IPv4 (also when mapped into IPv6) as is, IPv6 cut to its /64.
-    pub fn of(ip: IpAddr) -> ClientKey {
-        match ip {
-            IpAddr::V4(v4) => ClientKey(IpAddr::V4(v4)),
-            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-                Some(v4) => ClientKey(IpAddr::V4(v4)),
-                None => {
-                    let prefix = u128::from(v6) & !((1u128 << 64) - 1);
-                    ClientKey(IpAddr::V6(Ipv6Addr::from(prefix)))
-                }
-            },
+    /// The key for `ip`: IPv4 (also when mapped into IPv6) as is, IPv6 cut
+    /// to its first `ipv6_prefix` bits (held to [`IPV6_PREFIXES`]).
+    pub fn of(ip: IpAddr, ipv6_prefix: u8) -> ClientKey {
+        let v6 = match ip {
+            IpAddr::V4(v4) => return ClientKey::v4(v4),
+            IpAddr::V6(v6) => v6,
+        };
+        if let Some(v4) = v6.to_ipv4_mapped() {
+            return ClientKey::v4(v4);
+        }
+        let prefix = ipv6_prefix.clamp(*IPV6_PREFIXES.start(), *IPV6_PREFIXES.end());
+        // At least 32 bits, so the shift stays below 128.
+        let mask = u128::MAX << (128 - u32::from(prefix));
+        ClientKey {
+            ip: IpAddr::V6(Ipv6Addr::from(u128::from(v6) & mask)),
+            prefix,
+        }
+    }
+
+    fn v4(v4: std::net::Ipv4Addr) -> ClientKey {
+        ClientKey {
+            ip: IpAddr::V4(v4),
+            prefix: 32,
+        }
+    }
+
+    /// The short text the store keeps beside every place given under the
+    /// place cap (its length is paid per place): the address's bytes in
+    /// base64url, 6 characters for IPv4; for IPv6 the prefix length and the
+    /// network's bytes (12 characters for a /64), never 6, so the two
+    /// families cannot collide.
+    pub fn holder(&self) -> String {
+        match self.ip {
+            IpAddr::V4(v4) => base64url(&v4.octets()),
+            IpAddr::V6(v6) => {
+                let bytes = usize::from(self.prefix).div_ceil(8);
+                let mut key = vec![self.prefix];
+                key.extend_from_slice(&v6.octets()[..bytes]);
+                base64url(&key)
+            }
         }
     }
 }
 
+/// Unpadded base64url (RFC 4648 §5).
+fn base64url(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+        for i in 0..=chunk.len() {
+            out.push(char::from(ALPHABET[(n >> (18 - 6 * i) & 63) as usize]));
+        }
+    }
+    out
+}
+
 impl fmt::Display for ClientKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
+        match self.ip {
             IpAddr::V4(v4) => write!(f, "{v4}"),
-            IpAddr::V6(v6) => write!(f, "{v6}/64"),
+            IpAddr::V6(v6) => write!(f, "{v6}/{}", self.prefix),
         }
     }
 }
 
 /// The operator's abuse settings and the join rate limiter's state.
-#[derive(Default)]
 pub struct ClientPolicy {
     edge_secret: Option<Secret>,
     joins: Option<DefaultKeyedRateLimiter<ClientKey>>,
     max_places: u32,
+    ipv6_prefix: u8,
+}
+
+impl Default for ClientPolicy {
+    fn default() -> Self {
+        ClientPolicy::new(None, 0, 0)
+    }
 }
 
 impl fmt::Debug for ClientPolicy {
@@ -76,6 +139,7 @@ impl fmt::Debug for ClientPolicy {
             .field("edge_secret", &self.edge_secret.is_some())
             .field("join_rate", &self.joins.is_some())
             .field("max_places", &self.max_places)
+            .field("ipv6_prefix", &self.ipv6_prefix)
             .finish()
     }
 }
@@ -90,7 +154,15 @@ impl ClientPolicy {
             joins: NonZeroU32::new(join_rate)
                 .map(|rate| DefaultKeyedRateLimiter::keyed(Quota::per_second(rate))),
             max_places,
+            ipv6_prefix: DEFAULT_IPV6_PREFIX,
         }
+    }
+
+    /// Counts IPv6 clients by their first `bits` bits (held to
+    /// [`IPV6_PREFIXES`]) for both limits, rather than by their /64.
+    pub fn with_ipv6_prefix(mut self, bits: u8) -> ClientPolicy {
+        self.ipv6_prefix = bits.clamp(*IPV6_PREFIXES.start(), *IPV6_PREFIXES.end());
+        self
     }
 
     /// Whether the join limiter is on (and so needs its housekeeping).
@@ -116,7 +188,7 @@ impl ClientPolicy {
         let ip = named
             .or(peer.map(|p| p.ip()))
             .unwrap_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED));
-        ClientKey::of(ip)
+        ClientKey::of(ip, self.ipv6_prefix)
     }
 
     /// Counts one join by `client`; over the rate, 429 with the time to wait.
@@ -133,10 +205,11 @@ impl ClientPolicy {
         })
     }
 
-    /// The cap on places `client` may hold in a room, if there is one.
+    /// The cap on places `client` may hold in a room at once, if there is
+    /// one; the store knows the client by [`ClientKey::holder`].
     pub fn place_limit(&self, client: &ClientKey) -> Option<PlaceLimit> {
         (self.max_places > 0).then(|| PlaceLimit {
-            holder: client.to_string(),
+            holder: client.holder(),
             max: self.max_places,
         })
     }
@@ -238,23 +311,51 @@ mod tests {
         );
     }
 
+    fn key(ip: &str, prefix: u8) -> ClientKey {
+        ClientKey::of(ip.parse().unwrap(), prefix)
+    }
+
     #[test]
-    fn ipv6_counts_by_64() {
-        let a = ClientKey::of("2001:db8:1:2:aaaa::1".parse().unwrap());
-        let b = ClientKey::of("2001:db8:1:2:bbbb::2".parse().unwrap());
-        let c = ClientKey::of("2001:db8:1:3::1".parse().unwrap());
+    fn ipv6_counts_by_its_network() {
+        let a = key("2001:db8:1:2:aaaa::1", 64);
+        let b = key("2001:db8:1:2:bbbb::2", 64);
+        let c = key("2001:db8:1:3::1", 64);
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_eq!(a.to_string(), "2001:db8:1:2::/64");
-        let mapped = ClientKey::of("::ffff:192.0.2.1".parse().unwrap());
+        assert_eq!(key("2001:db8:1:3::1", 48), key("2001:db8:1:2:aaaa::1", 48));
+        assert_eq!(key("2001:db8:1:3::1", 48).to_string(), "2001:db8:1::/48");
+        assert_ne!(key("2001:db8:1:3::1", 48), key("2001:db8:2::1", 48));
+        assert_eq!(key("2001:db8:ffff::1", 32).to_string(), "2001:db8::/32");
+        assert_eq!(key("2001:db8::1", 128).to_string(), "2001:db8::1/128");
+        assert_ne!(key("2001:db8::1", 128), key("2001:db8::2", 128));
+        // Out of range is held to the range.
+        assert_eq!(key("2001:db8:ffff::1", 8), key("2001:db8::1", 32));
+        let mapped = key("::ffff:192.0.2.1", 48);
         assert_eq!(mapped.to_string(), "192.0.2.1");
+        assert_eq!(mapped, key("192.0.2.1", 64));
+    }
+
+    #[test]
+    fn the_holder_is_short_and_never_shared_across_families() {
+        assert_eq!(key("127.0.0.1", 64).holder(), "fwAAAQ");
+        assert_eq!(key("255.255.255.255", 64).holder(), "_____w");
+        assert_eq!(key("2001:db8:5:6:7::9", 64).holder(), "QCABDbgABQAG");
+        assert_eq!(key("2001:db8:5:6:7::9", 48).holder(), "MCABDbgABQ");
+        assert_eq!(key("2001:db8::1", 128).holder().len(), 23);
+        // A /32 has the 4 bytes an IPv4 address has; its key does not.
+        assert_ne!(
+            key("2001:db8::1", 32).holder(),
+            key("32.1.13.184", 32).holder()
+        );
+        assert_eq!(key("2001:db8::1", 32).holder().len(), 7);
     }
 
     #[test]
     fn join_rate_per_address() {
         let policy = ClientPolicy::new(None, 2, 0);
-        let a = ClientKey::of("192.0.2.1".parse().unwrap());
-        let b = ClientKey::of("192.0.2.2".parse().unwrap());
+        let a = key("192.0.2.1", 64);
+        let b = key("192.0.2.2", 64);
         assert!(policy.check_join(&a).is_ok());
         assert!(policy.check_join(&a).is_ok());
         match policy.check_join(&a) {
@@ -266,13 +367,34 @@ mod tests {
     }
 
     #[test]
+    fn join_rate_per_ipv6_network() {
+        let policy = ClientPolicy::new(None, 2, 0).with_ipv6_prefix(48);
+        let peer = |ip: &str| Some(SocketAddr::new(ip.parse().unwrap(), 4000));
+        let none = HeaderMap::new();
+        for ip in ["2001:db8:7:1::1", "2001:db8:7:2::1"] {
+            assert!(
+                policy
+                    .check_join(&policy.client_of(&none, peer(ip)))
+                    .is_ok()
+            );
+        }
+        let third = policy.client_of(&none, peer("2001:db8:7:3::1"));
+        assert!(matches!(
+            policy.check_join(&third),
+            Err(ApiError::RateLimited { .. })
+        ));
+        let elsewhere = policy.client_of(&none, peer("2001:db8:8::1"));
+        assert!(policy.check_join(&elsewhere).is_ok());
+    }
+
+    #[test]
     fn place_limit_only_when_set() {
-        let a = ClientKey::of("192.0.2.1".parse().unwrap());
+        let a = key("192.0.2.1", 64);
         assert_eq!(ClientPolicy::new(None, 0, 0).place_limit(&a), None);
         assert_eq!(
             ClientPolicy::new(None, 0, 3).place_limit(&a),
             Some(PlaceLimit {
-                holder: "192.0.2.1".into(),
+                holder: "wAACAQ".into(),
                 max: 3
             })
         );

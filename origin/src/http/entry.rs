@@ -19,7 +19,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use token::{Claims, Kind};
 
-use super::extract::{Room, insecure_loopback, presented_entry, verify};
+use super::extract::{Room, presented_entry, verify};
 use super::queue::issue_entry;
 use crate::error::ApiError;
 use crate::queue::{Snapshot, Standing};
@@ -156,7 +156,7 @@ pub async fn renew(State(state): State<AppState>, request: Request, next: Next) 
         }
         return ApiError::SessionEnded.into_response();
     }
-    let secure = !insecure_loopback(request.headers());
+    let secure = state.secure_cookies;
     let writes = !matches!(*request.method(), Method::GET | Method::HEAD);
     let mut response = next.run(request).await;
     let answered = response.status().is_success() || response.status() == StatusCode::NOT_MODIFIED;

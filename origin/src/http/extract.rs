@@ -142,25 +142,8 @@ fn parse_object<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     serde_json::from_value(value).map_err(|e| ApiError::InvalidBody(e.to_string()))
 }
 
-/// Whether cookies may go without `Secure`: only for plain http on a
-/// loopback host (local development), judged by the Host the client used.
-pub fn insecure_loopback(headers: &HeaderMap) -> bool {
-    let forwarded_https = headers
-        .get("x-forwarded-proto")
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"https"));
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or_default();
-    let name = match host.rsplit_once(':') {
-        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
-        _ => host,
-    };
-    !forwarded_https && matches!(name, "localhost" | "127.0.0.1" | "[::1]")
-}
-
-/// A `Set-Cookie` value: HttpOnly, SameSite=Lax, Path=/, Secure unless on
-/// plain-http loopback.
+/// A `Set-Cookie` value: HttpOnly, SameSite=Lax, Path=/, and Secure when
+/// `secure` (the state's `secure_cookies`, from configuration).
 pub fn set_cookie(name: String, value: String, max_age_secs: u64, secure: bool) -> HeaderValue {
     let cookie = Cookie::build((name, value))
         .http_only(true)

@@ -2,12 +2,14 @@
 //! here into the app and into the OpenAPI document (each route is
 //! registered once, with its description, through `utoipa_axum`); plus the
 //! layers every route shares (tracing, latency metrics, panic catching,
-//! header size limit, JSON 404/405).
+//! header size limit, JSON 404/405); [`serve`] runs it under the connection
+//! limits of `conn`.
 
 mod admin;
 pub mod api_doc;
 mod booking;
 pub mod client;
+pub mod conn;
 pub mod entry;
 pub mod extract;
 mod health;
@@ -17,9 +19,9 @@ mod performances;
 mod queue;
 mod responses;
 pub mod site;
+pub mod strikes;
 
 use std::future::Future;
-use std::net::SocketAddr;
 
 use axum::Router;
 use axum::extract::Request;
@@ -33,6 +35,7 @@ use utoipa::OpenApi;
 use utoipa::openapi::{RefOr, Required};
 use utoipa_axum::router::OpenApiRouter;
 
+pub use self::conn::ConnLimits;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -56,9 +59,14 @@ fn routes() -> OpenApiRouter<AppState> {
 /// The OpenAPI document of every route [`app`] serves.
 pub fn openapi() -> utoipa::openapi::OpenApi {
     let mut doc = routes().split_for_parts().1;
-    // Every body this API takes may be left out: join and leave take none
-    // (or `{}`), PUT then means all defaults, PATCH no change.
-    for item in doc.paths.paths.values_mut() {
+    // The queue's and the room admin API's bodies may be left out: join and
+    // leave take none (or `{}`), a room PUT then means all defaults, PATCH no
+    // change. Booking's bodies (a hold's seats, a payment, a performance)
+    // must be there.
+    for (path, item) in doc.paths.paths.iter_mut() {
+        if path.starts_with("/api/") || path.contains("/performances/") {
+            continue;
+        }
         for op in [&mut item.put, &mut item.post, &mut item.patch]
             .into_iter()
             .flatten()
@@ -116,26 +124,13 @@ async fn limit_headers(request: Request, next: Next) -> Response {
     next.run(request).await
 }
 
-/// Serves `app` on `listener` until `shutdown` completes; in-flight requests
-/// finish first. Handlers see the TCP peer's address (`ConnectInfo`), which
-/// the abuse limits key clients by.
+/// Serves `app` on `listener` under the default [`ConnLimits`] until
+/// `shutdown` completes; in-flight requests finish first. Handlers see the
+/// TCP peer's address (`ConnectInfo`), which the abuse limits key clients by.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    use axum::serve::ListenerExt;
-    // workerd reuses its connection to the origin; without TCP_NODELAY each
-    // request stalls on Nagle against delayed ACK.
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-        }
-    });
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await
+    conn::serve(listener, app, ConnLimits::default(), shutdown).await
 }

@@ -6,16 +6,16 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, State};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use tracing::instrument;
-use utoipa::IntoParams;
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::admin::{Admin, MAX_BODY};
 use super::extract::{Room, required_json};
 use super::responses::{AdminAuth, BadBody, BookingDown, NotFound};
-use crate::booking::{Performance, PerformanceSpec};
+use crate::booking::{Performance, PerformanceSpec, SectionSpec};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -39,6 +39,49 @@ struct PerformancePath {
     performance: String,
 }
 
+/// A performance as the admin API answers it: its settings and seat map as
+/// PUT takes them, plus its id and seat counts. (Spelled out rather than
+/// flattened from [`PerformanceSpec`], whose schema refuses other fields.)
+#[derive(Serialize, ToSchema)]
+struct PerformanceBody {
+    /// The performance id.
+    id: String,
+    /// Shown to visitors.
+    title: String,
+    /// When the performance starts (RFC 3339).
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    starts_at: time::OffsetDateTime,
+    /// How long a hold lasts at most, in seconds.
+    hold_seconds: u32,
+    /// Most seats in one hold.
+    max_seats_per_hold: u32,
+    /// The seat map.
+    sections: Vec<SectionSpec>,
+    /// Seats neither held nor booked.
+    available: u64,
+    /// Seats in live holds.
+    held: u64,
+    /// Seats sold.
+    booked: u64,
+}
+
+impl From<Performance> for PerformanceBody {
+    fn from(p: Performance) -> Self {
+        PerformanceBody {
+            id: p.id,
+            title: p.spec.title,
+            starts_at: p.spec.starts_at,
+            hold_seconds: p.spec.hold_seconds,
+            max_seats_per_hold: p.spec.max_seats_per_hold,
+            sections: p.spec.sections,
+            available: p.counts.available,
+            held: p.counts.held,
+            booked: p.counts.booked,
+        }
+    }
+}
+
 /// Create a performance or replace its settings and seat map.
 ///
 /// A replacement that would remove or reprice a held or booked seat is 409
@@ -51,7 +94,7 @@ struct PerformancePath {
     request_body(content = PerformanceSpec),
     security(("admin_key" = [])),
     responses(
-        (status = 200, description = "The performance as it now is, with seat counts", body = Performance),
+        (status = 200, description = "The performance as it now is, with seat counts", body = PerformanceBody),
         (status = 409, description = "`seats_in_use`: held or booked seats would be removed \
             or repriced (some listed in `seats`); nothing changed", body = super::api_doc::ErrorBody),
         BadBody, AdminAuth, NotFound, BookingDown,
@@ -64,7 +107,7 @@ async fn put_performance(
     Room(room): Room,
     Path(path): Path<PerformancePath>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Performance>, ApiError> {
+) -> Result<Json<PerformanceBody>, ApiError> {
     let spec: PerformanceSpec = required_json(body)?;
     let store = state.booking.as_deref().ok_or(ApiError::NotFound)?;
     // A performance belongs to a room that exists.
@@ -78,7 +121,7 @@ async fn put_performance(
         )
         .await?;
     tracing::info!(performance = %path.performance, "performance put");
-    Ok(Json(performance))
+    Ok(Json(performance.into()))
 }
 
 /// A performance with its settings, seat map and seat counts.
@@ -89,7 +132,7 @@ async fn put_performance(
     params(PerformancePath),
     security(("admin_key" = [])),
     responses(
-        (status = 200, description = "The performance, with seat counts", body = Performance),
+        (status = 200, description = "The performance, with seat counts", body = PerformanceBody),
         AdminAuth, NotFound, BookingDown,
     ),
 )]
@@ -99,10 +142,10 @@ async fn get_performance(
     State(state): State<AppState>,
     Room(room): Room,
     Path(path): Path<PerformancePath>,
-) -> Result<Json<Performance>, ApiError> {
+) -> Result<Json<PerformanceBody>, ApiError> {
     let store = state.booking.as_deref().ok_or(ApiError::NotFound)?;
     let performance = store
         .get_performance(room.as_str(), &path.performance, state.clock.now_ms())
         .await?;
-    Ok(Json(performance))
+    Ok(Json(performance.into()))
 }

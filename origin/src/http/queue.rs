@@ -21,9 +21,7 @@ use utoipa_axum::routes;
 use super::api_doc::RoomPath;
 use super::client::Client;
 use super::entry::end_session;
-use super::extract::{
-    Room, clear_cookie, insecure_loopback, optional_json, presented_ticket, set_cookie, verify,
-};
+use super::extract::{Room, clear_cookie, optional_json, presented_ticket, set_cookie, verify};
 use super::responses::{BadBody, BadTicket, CrossSite, JoinLimits, NoRoom, StoreDown, TicketAuth};
 use super::site::SameSite;
 use crate::error::ApiError;
@@ -271,13 +269,12 @@ fn status_body(
 fn respond(
     state: &AppState,
     room: &RoomId,
-    headers: &HeaderMap,
     snap: &Snapshot,
     visitor: u128,
     ticket: Option<Issued>,
     rules: SessionRules,
 ) -> Response {
-    let secure = !insecure_loopback(headers);
+    let secure = state.secure_cookies;
     let (visitor_state, position) = match snap.standing {
         Standing::Waiting { position } => (VisitorState::Waiting, position),
         Standing::Admitted { .. } => (VisitorState::Admitted, None),
@@ -357,13 +354,17 @@ async fn join(
         _ => rand::random(),
     };
     let ticket = snap.seq.map(|seq| {
-        let secure = !insecure_loopback(&headers);
-        issue_ticket(&state, &room, seq, visitor, snap.line.opens_at_ms, secure)
+        issue_ticket(
+            &state,
+            &room,
+            seq,
+            visitor,
+            snap.line.opens_at_ms,
+            state.secure_cookies,
+        )
     });
     let rules = state.sessions.rules_for(&room, state.queue.as_ref()).await;
-    Ok(respond(
-        &state, &room, &headers, &snap, visitor, ticket, rules,
-    ))
+    Ok(respond(&state, &room, &snap, visitor, ticket, rules))
 }
 
 /// Where the ticket's holder stands.
@@ -404,15 +405,7 @@ async fn status(
             snap.standing = Standing::Gone;
         }
     }
-    Ok(respond(
-        &state,
-        &room,
-        &headers,
-        &snap,
-        claims.visitor,
-        None,
-        rules,
-    ))
+    Ok(respond(&state, &room, &snap, claims.visitor, None, rules))
 }
 
 /// Give up the place in line or the session.

@@ -65,10 +65,21 @@ error_set!(
 );
 
 error_set!(
-    /// 401 for a missing, wrong or disabled admin key.
+    /// 401 for a missing, wrong or disabled admin key; 429 for an address
+    /// that failed too often.
     AdminAuth {
         "401" => "`missing_admin_key`, `invalid_admin_key` or `admin_disabled`",
             [("WWW-Authenticate", "", false)];
+        "429" => "`rate_limited`: too many refused admin calls from this address; \
+            the key is not even compared until `Retry-After` has passed", [RETRY_AFTER];
+    }
+);
+
+error_set!(
+    /// 401 when `--metrics-key` is set and not presented.
+    MetricsAuth {
+        "401" => "`invalid_metrics_key`: `--metrics-key` is set and the request \
+            does not carry it as `Authorization: Bearer`", [("WWW-Authenticate", "", false)];
     }
 );
 

@@ -7,9 +7,10 @@
 //! clock when the room is created, so a room created again never gives an
 //! old ticket's seq to someone new. This trait speaks only seqs; the stores
 //! turn them into members. So the store holds two small integers per waiter
-//! and nothing else; what a visitor is (room, id, issue time) travels in the
-//! ticket. The queue knows nothing of HTTP or tokens; Redis is named only in
-//! `queue::redis`.
+//! and nothing else (plus, only while a per-address cap is on, the short key
+//! of the address the place was given to: see [`PlaceLimit`]); what a
+//! visitor is (room, id, issue time) travels in the ticket. The queue knows
+//! nothing of HTTP or tokens; Redis is named only in `queue::redis`.
 //!
 //! - [`promoter`]: the background loop that admits visitors every tick.
 //! - [`pacing`]: how often clients poll and what the ETA is (pure functions).
@@ -247,14 +248,24 @@ pub struct RoomFigures {
     /// How long the visitor at the front has waited, roughly (to the second
     /// it joined); `None` when nobody waits.
     pub oldest_wait_seconds: Option<u64>,
+    /// Client addresses holding places under the per-address cap
+    /// ([`PlaceLimit`]); one that holds nothing is forgotten.
+    pub capped_clients: u64,
+    /// Places (in line or inside) those clients hold.
+    pub capped_places: u64,
 }
 
-/// A cap on the places one client address may hold in a room.
+/// A cap on the places one client address may hold in a room at once: in
+/// line or inside. A place stops counting when it ends (left, abandoned,
+/// session over), and the store forgets a holder that holds nothing. The
+/// store keeps the holder beside each place given under a cap, so the
+/// holder should be short (it costs its length per place).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlaceLimit {
-    /// The client, as the HTTP layer identifies it (an address, or a hash of it).
+    /// The client, as the HTTP layer identifies it (a short key of its
+    /// address or network); opaque to the store.
     pub holder: String,
-    /// Most places it may hold.
+    /// Most places it may hold at once.
     pub max: u32,
 }
 
@@ -305,7 +316,9 @@ pub trait QueueStore: Send + Sync + 'static {
     /// number of a valid ticket) whose place still stands, returns that place
     /// instead. `draw` is a random number in `0..2^40` that orders the visitor
     /// among the pre-queue when joining before the opening. With `limit`, a
-    /// holder already at its cap gets no new place ([`Joined::TooManyPlaces`]).
+    /// holder already holding its cap of places gets no new place
+    /// ([`Joined::TooManyPlaces`]); a new place is counted for it until the
+    /// place ends.
     async fn join(
         &self,
         room: &RoomId,
@@ -317,8 +330,9 @@ pub trait QueueStore: Send + Sync + 'static {
     /// Where a visitor stands; also records that it is still polling.
     async fn status(&self, room: &RoomId, seq: u64) -> Result<Snapshot, StoreError>;
 
-    /// Gives up a place in line or an active session; the slot is free at
-    /// once. True when something was given up.
+    /// Gives up a place in line or an active session; the slot (and the
+    /// holder's place under a cap) is free at once. True when something was
+    /// given up.
     async fn leave(&self, room: &RoomId, seq: u64) -> Result<bool, StoreError>;
 
     /// Whether the visitor's session is still running (not ended, left or

@@ -67,10 +67,11 @@ pub async fn an_empty_room_with_free_capacity_admits_at_once(store: Arc<dyn Queu
     );
 }
 
-/// Cookies carry `Secure` unless the request came over plain-http loopback.
+/// Cookies carry `Secure` when the configuration says so (anywhere but
+/// plain-http loopback), whatever `Host` the request names.
 pub async fn cookies_are_secure_off_loopback(store: Arc<dyn QueueStore>, id: &str) {
     let room = make_room(store.as_ref(), id, settings(5)).await;
-    let api = Api::new(state(store.clone()));
+    let api = Api::new(state(store.clone()).with_secure_cookies(true));
     let r = api
         .send(
             axum::http::Request::post(format!("/queue/{room}/join"))

@@ -91,8 +91,15 @@
       headers: h,
       body: body === undefined ? undefined : JSON.stringify(body)
     }).then(function (res) {
+      // The Date header has whole seconds: the server's clock is half a
+      // second past it on average. Only a clock that is clearly off is
+      // corrected, so a countdown does not jitter (or start above the
+      // hold's length) by the header's rounding alone.
       var date = Date.parse(res.headers.get("Date") || "");
-      if (!isNaN(date)) { skew = date - Date.now(); }
+      if (!isNaN(date)) {
+        var off = date + 500 - Date.now();
+        skew = Math.abs(off) > 1500 ? off : 0;
+      }
       return res.text().then(function (text) {
         var parsed = null;
         try { parsed = text ? JSON.parse(text) : null; } catch (e) { parsed = null; }

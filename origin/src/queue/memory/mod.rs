@@ -15,7 +15,7 @@
 
 mod ranked;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, hash_map};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -66,7 +66,11 @@ struct Room {
     active: HashMap<Member, u64>,
     /// (end of session ms, member), to end sessions in order.
     ending: BTreeSet<(u64, Member)>,
-    holders: HashMap<String, u32>,
+    /// client -> places it holds now under the cap; one at zero is removed.
+    holders: HashMap<Arc<str>, u32>,
+    /// member -> client, for each place given under the cap (the clients'
+    /// texts shared with `holders`).
+    held_by: HashMap<Member, Arc<str>>,
     /// member -> join time ms, one a second at most.
     marks: BTreeMap<Member, u64>,
     /// The early-leave measure as of the last tick (`turn_*`, `leaves`,
@@ -169,6 +173,7 @@ impl Room {
         self.refill_at = Some(now.max(last));
     }
 
+    /// Ends the sessions whose time is up; returns how many.
     fn expire(&mut self, now: u64) -> u64 {
         let mut n = 0;
         while let Some(&(until, member)) = self.ending.first() {
@@ -177,9 +182,41 @@ impl Room {
             }
             self.ending.pop_first();
             self.active.remove(&member);
+            self.release(member);
             n += 1;
         }
         n
+    }
+
+    /// Gives the place of `member`, which no longer holds one, back to the
+    /// client it was given to under the cap, as `release` in the prelude; a
+    /// client left holding nothing is forgotten. Every step that ends a
+    /// place calls this.
+    fn release(&mut self, member: Member) {
+        let Some(client) = self.held_by.remove(&member) else {
+            return;
+        };
+        if let hash_map::Entry::Occupied(mut held) = self.holders.entry(client) {
+            *held.get_mut() = held.get().saturating_sub(1);
+            if *held.get() == 0 {
+                held.remove();
+            }
+        }
+    }
+
+    /// Places `client` holds now under the cap.
+    fn held(&self, client: &str) -> u32 {
+        self.holders.get(client).copied().unwrap_or(0)
+    }
+
+    /// Counts a new place for `client`.
+    fn hold(&mut self, member: Member, client: &str) {
+        let client = match self.holders.get_key_value(client) {
+            Some((shared, _)) => shared.clone(),
+            None => Arc::from(client),
+        };
+        *self.holders.entry(client.clone()).or_default() += 1;
+        self.held_by.insert(member, client);
     }
 
     fn admit_one(&mut self, e: &Effective, now: u64, member: Member) -> u64 {
@@ -414,6 +451,8 @@ impl QueueStore for MemoryStore {
                 admit_rate: r.rate_est,
                 sale: r.sale,
                 oldest_wait_seconds,
+                capped_clients: r.holders.len() as u64,
+                capped_places: r.held_by.len() as u64,
             }
         })
     }
@@ -459,17 +498,23 @@ impl QueueStore for MemoryStore {
             if e.seats == SeatsLeft::SoldOut || (e.max_line > 0 && r.last_member >= e.max_line) {
                 return Joined::Answer(r.view(&e, now, None, Standing::SoldOut));
             }
-            if let Some(l) = limit.filter(|l| l.max > 0)
-                && r.holders.get(&l.holder).copied().unwrap_or(0) >= l.max
+            let limit = limit.filter(|l| l.max > 0);
+            if let Some(l) = limit
+                && r.held(&l.holder) >= l.max
             {
-                return Joined::TooManyPlaces;
+                // A session whose time is up holds nothing, even before a
+                // tick ends it.
+                r.expire(now);
+                if r.held(&l.holder) >= l.max {
+                    return Joined::TooManyPlaces;
+                }
             }
 
             // The order of the line is this counter: one step, never a clock.
             r.last_member += 1;
             let member = Member(r.last_member);
-            if let Some(l) = limit.filter(|l| l.max > 0) {
-                *r.holders.entry(l.holder.clone()).or_default() += 1;
+            if let Some(l) = limit {
+                r.hold(member, &l.holder);
             }
             r.mark(now, member);
             let is_open = Room::opened(&e, now);
@@ -545,6 +590,7 @@ impl QueueStore for MemoryStore {
                 Some(until) => r.ending.remove(&(until, m)),
                 None => false,
             };
+            r.release(m);
             waited || inside
         })
     }
@@ -572,6 +618,7 @@ impl QueueStore for MemoryStore {
                 .collect();
             for &member in &stale {
                 r.remove_waiter(member);
+                r.release(member);
             }
             r.abandoned += stale.len() as u64;
 

@@ -10,7 +10,7 @@
 
 use crate::room::RoomId;
 
-/// The six keys every queue script takes, in `KEYS[1..6]` order.
+/// The seven keys every queue script takes, in `KEYS[1..7]` order.
 #[derive(Debug, Clone)]
 pub struct RoomKeys {
     /// Hash: settings, counters (field `seq`: the last member given),
@@ -22,11 +22,15 @@ pub struct RoomKeys {
     pub seen: String,
     /// Sorted set: an admitted visitor's member, scored by its session's end (ms).
     pub active: String,
-    /// Hash: client -> places given (the per-client cap).
+    /// Hash: client -> places it holds now (the per-client cap); a client
+    /// holding nothing has no field.
     pub holders: String,
     /// Sorted set: a join time (ms), scored by the member that joined then;
     /// one a second at most.
     pub marks: String,
+    /// Hash: member -> client, for each place given under the cap, so the
+    /// step that ends a place gives it back to its client.
+    pub held_by: String,
 }
 
 impl RoomKeys {
@@ -38,13 +42,16 @@ impl RoomKeys {
             waiting: key("waiting"),
             seen: key("seen"),
             active: key("active"),
-            holders: key("holders"),
+            // Not "holders": that key (left by earlier versions) counted
+            // places ever given, which must not be read as places held.
+            holders: key("holding"),
             marks: key("marks"),
+            held_by: key("held-by"),
         }
     }
 
     /// The keys in the order the scripts expect them.
-    pub fn all(&self) -> [&str; 6] {
+    pub fn all(&self) -> [&str; 7] {
         [
             &self.room,
             &self.waiting,
@@ -52,6 +59,7 @@ impl RoomKeys {
             &self.active,
             &self.holders,
             &self.marks,
+            &self.held_by,
         ]
     }
 }

@@ -226,7 +226,9 @@ pub fn figures(value: Value) -> Result<RoomFigures, StoreError> {
         waiting,
         active,
         oldest_ms,
-    ] = <[Value; 11]>::try_from(v).map_err(|_| bad("figures have the wrong length"))?;
+        capped_clients,
+        capped_places,
+    ] = <[Value; 13]>::try_from(v).map_err(|_| bad("figures have the wrong length"))?;
     let settings: RoomSettings = text(&settings)
         .and_then(|json| serde_json::from_str(json).ok())
         .ok_or_else(|| bad("stored settings"))?;
@@ -242,6 +244,8 @@ pub fn figures(value: Value) -> Result<RoomFigures, StoreError> {
         admit_rate: real(&rate_est)?,
         sale: sale(&seats, &rate_factor)?,
         oldest_wait_seconds: optional(int(&oldest_ms)?).map(|ms| ms / 1000),
+        capped_clients: count(&capped_clients)?,
+        capped_places: count(&capped_places)?,
     })
 }
 

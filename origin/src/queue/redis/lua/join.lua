@@ -5,8 +5,9 @@
 --         behind every pre-queue draw
 -- ARGV[5] the client (for the per-client cap)  ARGV[6] its cap, 0 = none
 -- Returns view() with outcome waiting | admitted | closed | sold_out | limit
--- (the client already holds its cap of places), or UNKNOWN_ROOM. A waiter
--- who rejoins while every seat is booked reads sold_out and keeps its place.
+-- (the client already holds its cap of places: in line or inside), or
+-- UNKNOWN_ROOM. A waiter who rejoins while every seat is booked reads
+-- sold_out and keeps its place.
 
 local now = now_ms()
 local room = load_room(now)
@@ -41,8 +42,12 @@ if room.seats == 'sold_out' or (room.max_line > 0 and room.last_member >= room.m
   return view(room, now, 'sold_out')
 end
 local holder, max_places = ARGV[5], tonumber(ARGV[6])
-if max_places > 0 and (tonumber(redis.call('HGET', HOLDERS, holder)) or 0) >= max_places then
-  return view(room, now, 'limit')
+if max_places > 0 and held(holder) >= max_places then
+  -- A session whose time is up holds nothing, even before a tick ends it.
+  expire(now)
+  if held(holder) >= max_places then
+    return view(room, now, 'limit')
+  end
 end
 
 -- The order of the line is this counter: one atomic step, never a clock.
@@ -50,6 +55,7 @@ end
 local member = redis.call('HINCRBY', ROOM, 'seq', 1)
 if max_places > 0 then
   redis.call('HINCRBY', HOLDERS, holder, 1)
+  redis.call('HSET', HELD_BY, int(member), holder)
 end
 mark(room, now, member)
 local is_open = opened(room, now)
@@ -62,7 +68,7 @@ if admitting(room, now) then
   -- Nobody waits and there is room: let the visitor in now rather than make
   -- it wait a tick in an empty line.
   if redis.call('ZCARD', WAITING) == 0 then
-    redis.call('ZREMRANGEBYSCORE', ACTIVE, '-inf', int(now))
+    expire(now)
     if redis.call('ZCARD', ACTIVE) < room.capacity then
       refill(room, now)
       if room.allow >= 1 then

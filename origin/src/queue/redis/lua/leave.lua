@@ -1,4 +1,5 @@
--- leave.lua: give up a place in line or an active session; the slot is free at once.
+-- leave.lua: give up a place in line or an active session; the slot (and
+-- the client's place under the cap) is free at once.
 -- ARGV[2] the visitor's seq
 -- Returns how many entries were removed (0 or 1), or UNKNOWN_ROOM.
 
@@ -12,4 +13,5 @@ if not mine then
 end
 local n = redis.call('ZREM', WAITING, mine) + redis.call('ZREM', ACTIVE, mine)
 redis.call('ZREM', SEEN, mine)
+release({ mine })
 return n

@@ -7,7 +7,7 @@
 --           its member. Only member_of and view() cross between the two.
 -- What else a visitor is lives in its ticket, not here.
 --
--- Every script gets the same six keys, all under the room's hash tag, so a
+-- Every script gets the same seven keys, all under the room's hash tag, so a
 -- script touches one slot and runs unchanged on Redis Cluster:
 --   KEYS[1] room hash: settings, counters, admission budget, rate estimate,
 --           the sale signal ('seats', 'rate_factor'; absent = available, 1);
@@ -16,13 +16,20 @@
 --   KEYS[2] waiting zset: member = member, score = order in line
 --   KEYS[3] seen zset: member = member, score = last poll (ms)
 --   KEYS[4] active zset: member = member, score = end of session (ms)
---   KEYS[5] holders hash: client -> places given (the per-address cap)
+--   KEYS[5] holders hash: client -> places it holds now (the per-address
+--           cap); a client at zero is deleted
 --   KEYS[6] marks zset: member = join time (ms), score = member; at most one
 --           a second, so the wait of the front of the line can be told
+--   KEYS[7] held-by hash: member -> client, for each place (in line or
+--           inside) given under the cap, so whatever ends a place gives it
+--           back to its client; empty while the cap is off
 -- Time always comes from Redis (TIME), so origin instances with skewed clocks
 -- agree on openings, expiry and the budget.
 
-local ROOM, WAITING, SEEN, ACTIVE, HOLDERS, MARKS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local ROOM, WAITING, SEEN, ACTIVE, HOLDERS, MARKS, HELD_BY =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+
+local CHUNK = 500 -- arguments per command, well under Lua's stack limit
 
 -- Every script that needs the room returns this bare string when the room
 -- does not exist, and no script returns a bare string otherwise (their
@@ -146,6 +153,39 @@ end
 
 local function save_budget(room)
   redis.call('HSET', ROOM, 'allow', real(room.allow), 'refill_at', int(room.refill_at))
+end
+
+-- Gives the places of `members` (text), which no longer hold one, back to
+-- the clients they were given to under the cap; a client left holding
+-- nothing is forgotten. Every step that ends a place calls this.
+local function release(members)
+  if #members == 0 or redis.call('EXISTS', HELD_BY) == 0 then
+    return
+  end
+  for i = 1, #members, CHUNK do
+    local part = { unpack(members, i, math.min(i + CHUNK - 1, #members)) }
+    local clients = redis.call('HMGET', HELD_BY, unpack(part))
+    for j = 1, #part do
+      local client = clients[j]
+      if client and redis.call('HINCRBY', HOLDERS, client, -1) <= 0 then
+        redis.call('HDEL', HOLDERS, client)
+      end
+    end
+    redis.call('HDEL', HELD_BY, unpack(part))
+  end
+end
+
+-- Ends the sessions whose time is up; returns how many.
+local function expire(now)
+  if redis.call('EXISTS', HELD_BY) == 1 then
+    release(redis.call('ZRANGEBYSCORE', ACTIVE, '-inf', int(now)))
+  end
+  return redis.call('ZREMRANGEBYSCORE', ACTIVE, '-inf', int(now))
+end
+
+-- Places the client holds now under the cap.
+local function held(client)
+  return tonumber(redis.call('HGET', HOLDERS, client)) or 0
 end
 
 -- Lets one visitor (its member as text) in now; the caller has checked

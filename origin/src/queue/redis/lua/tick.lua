@@ -6,15 +6,13 @@
 -- Returns {active, waiting, expired, abandoned, seq of each admitted...} after the
 -- step, or UNKNOWN_ROOM.
 
-local CHUNK = 500 -- arguments per command, well under Lua's stack limit
-
 local now = now_ms()
 local room = load_room(now)
 if not room then
   return UNKNOWN_ROOM
 end
 
-local expired = redis.call('ZREMRANGEBYSCORE', ACTIVE, '-inf', int(now))
+local expired = expire(now)
 
 -- Waiters who stopped polling lose their place (paused rooms too).
 local stale = redis.call('ZRANGEBYSCORE', SEEN, '-inf', int(now - room.abandon_ms),
@@ -24,6 +22,7 @@ for i = 1, #stale, CHUNK do
   redis.call('ZREM', WAITING, unpack(part))
   redis.call('ZREM', SEEN, unpack(part))
 end
+release(stale)
 if #stale > 0 then
   redis.call('HINCRBY', ROOM, 'abandoned', #stale)
 end
