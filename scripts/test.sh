@@ -29,12 +29,13 @@ step "the same origin suite on the embedded store"
 # (cluster, faults, persistence and parity are about Redis itself and ran above)
 WR_TEST_STORE=memory cargo test -p origin --lib --test admin --test bad_input --test fifo \
   --test limits --test line --test methods --test openapi --test tokens \
-  --test sale --test pages --test booking_api --test sessions
+  --test sale --test pages --test booking_api --test sessions --test eta
 step "schemathesis: the API against its own OpenAPI document (a running origin)"
 ./scripts/schemathesis.sh
 step "benchmark smoke run (tiny counts, debug build: it runs, it measures nothing)"
 cargo run -q -p origin --example bench -- --smoke
 cargo run -q -p origin --example booking_bench -- --holds 100 --concurrency 8
+cargo run -q -p origin --example eta_bench
 step "the whole flow without the edge: chromium against the origin alone"
 scripts/flow-test.sh
 step "the edge end to end: the worker in workerd before a real origin, and chromium"

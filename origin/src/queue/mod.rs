@@ -124,6 +124,44 @@ pub struct LineView {
     pub sale: SaleSignal,
     /// The store's clock (unix ms) when it answered.
     pub now_ms: u64,
+    /// What the last tick saw of the admission schedule; `None` before the
+    /// room's first tick.
+    pub schedule: Option<Schedule>,
+}
+
+/// Buckets of [`Schedule::ends`]: the session length cut in this many equal
+/// parts.
+pub const END_BUCKETS: usize = 8;
+
+/// What the admission schedule looks like, summed up by each tick so that
+/// every status can tell when a place's turn comes without reading the line
+/// ([`pacing`] turns it into an ETA). A fixed handful of numbers per room,
+/// nothing per visitor; both stores compute it the same way.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Schedule {
+    /// When the tick ran (unix ms, store clock).
+    pub at_ms: u64,
+    /// The admit rate then applied: the settings' (or a window's) times the
+    /// sale's factor, per second.
+    pub rate: f64,
+    /// The admission budget left after the tick (tokens).
+    pub allow: f64,
+    /// Most visitors inside at once.
+    pub capacity: u64,
+    /// The session length (ms).
+    pub session_ms: u64,
+    /// Slots free after the tick's admissions.
+    pub free: u64,
+    /// Sessions inside by how soon they end: `ends[j]` end within
+    /// `((j)·s/8, (j+1)·s/8]` ms of `at_ms` (s = `session_ms`); the last
+    /// bucket also takes any that end later (a session length cut since).
+    pub ends: [u64; END_BUCKETS],
+    /// Sessions ended before their end (left, booked), per second: an
+    /// average over about 30 s.
+    pub leaves: f64,
+    /// Sessions inside, on the same average; `leaves / inside` is the rate
+    /// at which one session ends early (per second).
+    pub inside: f64,
 }
 
 impl LineView {
@@ -147,6 +185,10 @@ pub struct Snapshot {
 
 /// What a join gives.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "a return value moved once per join; boxing the answer would allocate on every join"
+)]
 pub enum Joined {
     /// The store's answer: a new or kept place, an admission, or a refusal
     /// that applies to everyone alike (closed, sold out).

@@ -354,7 +354,7 @@ pub async fn pausing_stops_admissions_and_closing_takes_no_places(
     );
 }
 
-/// The ETA starts from the configured rate, then follows the achieved one; polls are paced.
+/// The ETA starts from the configured rate, then follows the schedule the ticks see; polls are paced.
 pub async fn status_reports_an_eta_from_the_achieved_rate_and_paces_polls(
     store: Arc<dyn QueueStore>,
     id: &str,
@@ -378,12 +378,12 @@ pub async fn status_reports_an_eta_from_the_achieved_rate_and_paces_polls(
     assert_eq!(last.json["eta_seconds"], 25);
     let poll = last.json["poll_after_ms"].as_u64().unwrap();
     assert!((1_000..=20_000).contains(&poll), "{poll}");
-    // Capacity 1 and long sessions: nobody is admitted, the achieved rate falls.
+    // Capacity 1 and long sessions: the next turn is when the session inside ends.
     for _ in 0..20 {
         store.tick(&room).await.unwrap();
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let later = api.status(&room, &last.ticket()).await;
     let eta = later.json["eta_seconds"].as_u64().unwrap();
-    assert!(eta > 25, "the estimate follows the achieved rate: {eta}");
+    assert!(eta > 25, "the estimate follows the schedule: {eta}");
 }

@@ -25,8 +25,9 @@ use rand::RngExt;
 use ranked::{Entry, RankedSet};
 
 use super::{
-    Joined, LineView, MAX_ADMITS_PER_TICK, MAX_DROPS_PER_TICK, PREQUEUE_SPAN, PlaceLimit,
-    QueueStore, RoomFigures, SaleSignal, SeatsLeft, Snapshot, Standing, StoreError, TickReport,
+    END_BUCKETS, Joined, LineView, MAX_ADMITS_PER_TICK, MAX_DROPS_PER_TICK, PREQUEUE_SPAN,
+    PlaceLimit, QueueStore, RoomFigures, SaleSignal, Schedule, SeatsLeft, Snapshot, Standing,
+    StoreError, TickReport,
 };
 use crate::clock::Clock;
 use crate::room::{QueueingMethod, RoomId, RoomSettings, RoomState, unix_ms};
@@ -72,6 +73,22 @@ struct Room {
     held_by: HashMap<Member, Arc<str>>,
     /// member -> join time ms, one a second at most.
     marks: BTreeMap<Member, u64>,
+    /// The early-leave measure as of the last tick (`turn_*`, `leaves`,
+    /// `inside` in the room hash).
+    turnover: Turnover,
+    /// The last tick's summary (`eta` in the room hash).
+    schedule: Option<Schedule>,
+}
+
+/// Counters the tick keeps to tell sessions that ended early (left, booked)
+/// from those that ran out, as in `tick.lua`.
+#[derive(Default)]
+struct Turnover {
+    at: Option<u64>,
+    active: u64,
+    admitted: u64,
+    leaves: f64,
+    inside: f64,
 }
 
 /// What applies at one instant: the room's settings with a running window's
@@ -273,8 +290,47 @@ impl Room {
                 abandon_ms: e.abandon_ms,
                 sale: self.sale,
                 now_ms: now,
+                schedule: self.schedule,
             },
         }
+    }
+}
+
+impl Room {
+    /// Ends the tick: measures early leaves since the last one and sums up
+    /// the schedule, as the end of `tick.lua`. `active` is after admission.
+    fn summarize(&mut self, e: &Effective, now: u64, expired: u64, active: u64) {
+        let t = &mut self.turnover;
+        let dt = t.at.map_or(0, |at| now.saturating_sub(at));
+        if dt > 0 && dt <= 5000 {
+            let early = (t.active + self.admitted).saturating_sub(t.admitted + expired + active);
+            let alpha = 1.0 - (-(dt as f64) / 30000.0).exp();
+            t.leaves += alpha * ((early * 1000) as f64 / dt as f64 - t.leaves);
+            t.inside += alpha * (t.active as f64 - t.inside);
+        }
+        t.at = Some(now);
+        t.active = active;
+        t.admitted = self.admitted;
+
+        let mut ends = [0; END_BUCKETS];
+        let buckets = END_BUCKETS as u64;
+        for &(until, _) in &self.ending {
+            let j = (1..buckets)
+                .find(|&j| until <= now + j * e.session_ms / buckets)
+                .unwrap_or(buckets);
+            ends[j as usize - 1] += 1;
+        }
+        self.schedule = Some(Schedule {
+            at_ms: now,
+            rate: e.rate,
+            allow: self.allow.unwrap_or(e.rate.max(1.0)),
+            capacity: e.capacity,
+            session_ms: e.session_ms,
+            free: e.capacity.saturating_sub(active),
+            ends,
+            leaves: t.leaves,
+            inside: t.inside,
+        });
     }
 }
 
@@ -613,6 +669,8 @@ impl QueueStore for MemoryStore {
                 waiting -= k;
                 active += k;
             }
+
+            r.summarize(&e, now, expired, active);
 
             if waiting == 0 {
                 r.marks.clear();

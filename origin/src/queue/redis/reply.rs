@@ -6,8 +6,8 @@
 use redis::Value;
 
 use crate::queue::{
-    Joined, LineView, RoomFigures, SaleSignal, SeatsLeft, Snapshot, Standing, StoreError,
-    TickReport,
+    END_BUCKETS, Joined, LineView, RoomFigures, SaleSignal, Schedule, SeatsLeft, Snapshot,
+    Standing, StoreError, TickReport,
 };
 use crate::room::{RoomSettings, RoomState};
 
@@ -71,6 +71,48 @@ fn sale(seats: &Value, rate_factor: &Value) -> Result<SaleSignal, StoreError> {
     })
 }
 
+/// The tick's summary as `tick.lua` writes it (`eta` in the room hash):
+/// at, rate, allow, capacity, session ms, free, the end buckets, leaves,
+/// inside, space-separated; empty before the room's first tick.
+fn schedule(value: &Value) -> Result<Option<Schedule>, StoreError> {
+    let text = text(value).ok_or_else(|| bad("expected a schedule"))?;
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let parts: Vec<&str> = text.split(' ').collect();
+    let n = |i: usize| -> Result<u64, StoreError> {
+        parts
+            .get(i)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| bad("schedule: expected an integer"))
+    };
+    let x = |i: usize| -> Result<f64, StoreError> {
+        parts
+            .get(i)
+            .and_then(|s| s.parse::<f64>().ok())
+            .filter(|x| x.is_finite())
+            .ok_or_else(|| bad("schedule: expected a number"))
+    };
+    if parts.len() != 8 + END_BUCKETS {
+        return Err(bad("schedule has the wrong length"));
+    }
+    let mut ends = [0; END_BUCKETS];
+    for (j, end) in ends.iter_mut().enumerate() {
+        *end = n(6 + j)?;
+    }
+    Ok(Some(Schedule {
+        at_ms: n(0)?,
+        rate: x(1)?,
+        allow: x(2)?,
+        capacity: n(3)?,
+        session_ms: n(4)?,
+        free: n(5)?,
+        ends,
+        leaves: x(6 + END_BUCKETS)?,
+        inside: x(7 + END_BUCKETS)?,
+    }))
+}
+
 /// How `set_sale.lua` stores `seats` (and `sale` above reads it back).
 pub fn seats_text(seats: SeatsLeft) -> &'static str {
     match seats {
@@ -110,7 +152,8 @@ pub fn snapshot(value: Value) -> Result<Snapshot, StoreError> {
         now,
         seats,
         rate_factor,
-    ] = <[Value; 12]>::try_from(v).map_err(|_| bad("view has the wrong length"))?;
+        sched,
+    ] = <[Value; 13]>::try_from(v).map_err(|_| bad("view has the wrong length"))?;
     let standing = match text(&outcome) {
         Some("waiting") => Standing::Waiting {
             position: optional(int(&pos)?),
@@ -134,6 +177,7 @@ pub fn snapshot(value: Value) -> Result<Snapshot, StoreError> {
             abandon_ms: optional(int(&abandon_ms)?).unwrap_or(0),
             sale: sale(&seats, &rate_factor)?,
             now_ms: optional(int(&now)?).unwrap_or(0),
+            schedule: schedule(&sched)?,
         },
     })
 }

@@ -209,7 +209,7 @@ end
 
 -- The answer of join and status, one flat array:
 -- {outcome, seq, position, until_ms, waiting, state, opens_at, rate_est, abandon_ms, now,
---  seats, rate_factor}
+--  seats, rate_factor, schedule ('' before the first tick; see tick.lua)}
 -- with -1 for "none" and the rates as text (Lua numbers would be truncated).
 -- `member` (text or number, or nil) is the visitor's; the answer carries its
 -- seq.
@@ -217,7 +217,7 @@ local function view(room, now, outcome, member, pos, until_ms)
   local seq = member and (room.base + tonumber(member)) or -1
   return { outcome, seq, pos or -1, until_ms or 0, redis.call('ZCARD', WAITING),
     room.state, room.opens_at, real(room.rate_est), room.abandon_ms, now,
-    room.seats, real(room.rate_factor) }
+    room.seats, real(room.rate_factor), redis.call('HGET', ROOM, 'eta') or '' }
 end
 
 -- Notes when a member joined, at most once a second, so the wait of the

@@ -96,6 +96,41 @@ if admitting(room, now) and room.method ~= 'reject' then
   active = active + k
 end
 
+-- The schedule every status reads (Schedule in queue/mod.rs), in the field
+-- 'eta'. Sessions that ended early (left, booked) since the last tick are
+-- what the counters cannot account for: inside then, plus admitted since,
+-- minus expired now, minus inside now. Their rate per session inside is
+-- averaged over about 30 s, skipping gaps between ticks as the rate does.
+local t = redis.call('HMGET', ROOM, 'admitted', 'turn_at', 'turn_active', 'turn_admitted',
+  'leaves', 'inside')
+local admitted_total = tonumber(t[1]) or 0
+local leaves, inside = tonumber(t[5]) or 0, tonumber(t[6]) or 0
+local turn_dt = t[2] and (now - tonumber(t[2])) or 0
+if turn_dt > 0 and turn_dt <= 5000 then
+  local before = tonumber(t[3])
+  local early = math.max(0, before + admitted_total - tonumber(t[4]) - expired - active)
+  local alpha = 1 - math.exp(-turn_dt / 30000)
+  leaves = leaves + alpha * (early * 1000 / turn_dt - leaves)
+  inside = inside + alpha * (before - inside)
+end
+-- Sessions inside by when they end, in eighths of the session length.
+local eta = { int(now), real(room.rate), real(room.allow or math.max(room.rate, 1)),
+  int(room.capacity), int(room.session_ms), int(math.max(0, room.capacity - active)) }
+local lo = '(' .. int(now)
+for j = 1, 8 do
+  local hi = '+inf'
+  if j < 8 then
+    hi = int(now + math.floor(j * room.session_ms / 8))
+  end
+  eta[#eta + 1] = int(redis.call('ZCOUNT', ACTIVE, lo, hi))
+  lo = '(' .. hi
+end
+eta[#eta + 1] = real(leaves)
+eta[#eta + 1] = real(inside)
+redis.call('HSET', ROOM, 'turn_at', int(now), 'turn_active', int(active),
+  'turn_admitted', int(admitted_total), 'leaves', real(leaves), 'inside', real(inside),
+  'eta', table.concat(eta, ' '))
+
 -- Join-time marks older than the one the front of the line needs can go.
 -- Only once the pre-queue is gone: until then the front is a random draw.
 if waiting == 0 then
