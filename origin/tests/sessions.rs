@@ -138,6 +138,34 @@ async fn entry_tokens_are_short_and_renewed_only_while_the_session_runs() {
     .await;
     assert!(r.json["entry_token"].is_string(), "status renews too");
 
+    // A hold lasts its hold_seconds (420 s in a 600 s session), not the
+    // short token's lifetime.
+    let r = api
+        .send(
+            Request::builder()
+                .method("POST")
+                .uri(format!("/api/{room}/performances/night/holds"))
+                .header("host", "127.0.0.1:8080")
+                .header("waiting-room-edge", EDGE)
+                .header("cf-connecting-ip", "198.51.100.1")
+                .header("entry-token", &entry)
+                .body(Body::from(r#"{"seats": ["A-1-1"]}"#))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.json);
+    let ends = time::OffsetDateTime::parse(
+        r.json["expires_at"].as_str().unwrap(),
+        &time::format_description::well_known::Rfc3339,
+    )
+    .unwrap()
+    .unix_timestamp() as u64;
+    assert!(
+        ends >= unix_now() + 410,
+        "the hold's own length: {}",
+        ends - unix_now()
+    );
+
     // Once the session ends, nothing renews and the copies are refused.
     let r = from(
         &api,

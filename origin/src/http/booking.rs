@@ -251,7 +251,8 @@ async fn hold(
 ) -> Result<Response, ApiError> {
     let HoldRequest { seats } = required_json(body)?;
     let Entry { room, claims } = &entry.0;
-    let session_ends_ms = claims.expires_at.saturating_mul(1000);
+    // The session's end, not the short-lived token's: a hold ends with the session.
+    let session_ends_ms = entry.1;
     let hold = store(&state)?
         .hold(
             room.as_str(),

@@ -37,8 +37,9 @@ pub struct Entry {
 }
 
 /// An entry token for the path's room whose session still runs (not left,
-/// not ended by a booking, not expired).
-pub struct ActiveEntry(pub Entry);
+/// not ended by a booking, not expired), and when that session ends (unix
+/// ms): later than the short-lived token's own expiry, which is renewed.
+pub struct ActiveEntry(pub Entry, pub u64);
 
 impl FromRequestParts<AppState> for Entry {
     type Rejection = ApiError;
@@ -58,8 +59,11 @@ impl FromRequestParts<AppState> for ActiveEntry {
         state: &AppState,
     ) -> Result<ActiveEntry, ApiError> {
         let Room(room) = Room::from_request_parts(parts, state).await?;
-        let claims = require_entry(state, &room, &parts.headers, state.clock.now_secs()).await?;
-        Ok(ActiveEntry(Entry { room, claims }))
+        let claims = entry_claims(state, &room, &parts.headers, state.clock.now_secs())?;
+        match state.queue.status(&room, claims.seq).await?.standing {
+            Standing::Admitted { until_ms } => Ok(ActiveEntry(Entry { room, claims }, until_ms)),
+            _ => Err(ApiError::SessionEnded),
+        }
     }
 }
 
