@@ -21,6 +21,7 @@ both!(
     many_visitors_few_seats,
     one_hot_seat,
     overlapping_multi_seat_holds,
+    another_instance_changes_the_map,
 );
 
 async fn performances_and_listing(db: &TestDb) {
@@ -589,4 +590,54 @@ async fn overlapping_multi_seat_holds(db: &TestDb) {
         db.kind,
         owner.len()
     );
+}
+
+/// Two instances on one database: the first caches the performance row for
+/// its holds; the second reprices and reshapes the map. The first's holds
+/// right after charge the new prices and see the new seats, cache or not.
+async fn another_instance_changes_the_map(db: &TestDb) {
+    let (a, _) = db.store_counting().await;
+    let (b, _) = db.store_counting().await;
+    let room = "instances";
+    a.put_performance(
+        room,
+        "p",
+        &spec(&[("A", 1, 2, 100), ("B", 1, 2, 50), ("C", 1, 2, 30)]),
+        T0,
+    )
+    .await
+    .unwrap();
+    let h = a
+        .hold(room, "p", 1, &seats(&["A-1-1"]), T0 + 3_600_000, T0)
+        .await
+        .unwrap();
+    assert_eq!(h.total, 100);
+    // B gives section B a second row: A's cached map lacks it.
+    b.put_performance(
+        room,
+        "p",
+        &spec(&[("A", 1, 2, 100), ("B", 2, 2, 50), ("C", 1, 2, 30)]),
+        T0,
+    )
+    .await
+    .unwrap();
+    let h = a
+        .hold(room, "p", 2, &seats(&["B-2-2"]), T0 + 3_600_000, T0)
+        .await
+        .unwrap();
+    assert_eq!(h.total, 50, "a seat added by another instance is known");
+    // B reprices section C (no seat of it in use): A's cache has 30.
+    b.put_performance(
+        room,
+        "p",
+        &spec(&[("A", 1, 2, 100), ("B", 2, 2, 50), ("C", 1, 2, 40)]),
+        T0,
+    )
+    .await
+    .unwrap();
+    let h = a
+        .hold(room, "p", 3, &seats(&["C-1-1"]), T0 + 3_600_000, T0)
+        .await
+        .unwrap();
+    assert_eq!(h.total, 40, "a stale cached price must not reach a hold");
 }

@@ -329,11 +329,7 @@ impl BookingStore {
         .bind(now)
         .execute(&mut *conn)
         .await?;
-        let (performance,): (String,) =
-            sqlx::query_as("SELECT performance FROM booking_performances WHERE pkey = ?")
-                .bind(hold.pkey)
-                .fetch_one(&mut *conn)
-                .await?;
+        let performance = self.performance_id(&mut *conn, hold.pkey).await?;
         bump(conn, hold.pkey, 0).await?;
         Ok(Start::Pay(Paying {
             hold,

@@ -9,6 +9,7 @@ use sqlx::AssertSqlSafe;
 
 use super::db::{marks, write_tx};
 use super::performances::{PerfRow, bump};
+
 use super::{BookingError, BookingStore, Hold, check_id, db_ms, is_uuid, new_id, visitor_key};
 
 /// A hold's row, as the writers that end it need it.
@@ -75,7 +76,41 @@ impl BookingStore {
         session_ends_ms: u64,
         now_ms: u64,
     ) -> Result<Hold, BookingError> {
-        let perf = self.performance_row(room, performance).await?;
+        let (mut perf, mut cached) = self.cached_performance_row(room, performance).await?;
+        loop {
+            let held = self
+                .hold_with(&perf, room, visitor, seats, session_ends_ms, now_ms)
+                .await;
+            match held {
+                // A refusal that rests on the performance's settings, or a
+                // claim that matched fewer seats with none of them taken
+                // (a seat gone or repriced): with a cached row, read it
+                // again and decide on that.
+                Err(ref e) if cached && rests_on_perf(e) => {
+                    self.forget_performance(room, performance);
+                    (perf, cached) = self.cached_performance_row(room, performance).await?;
+                }
+                // No seat taken, yet not all claimed: freed again between
+                // the two statements; report them all.
+                Err(BookingError::SeatUnavailable { seats: taken }) if taken.is_empty() => {
+                    let mut all = seats.to_vec();
+                    all.sort();
+                    return Err(BookingError::SeatUnavailable { seats: all });
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn hold_with(
+        &self,
+        perf: &PerfRow,
+        room: &str,
+        visitor: u128,
+        seats: &[String],
+        session_ends_ms: u64,
+        now_ms: u64,
+    ) -> Result<Hold, BookingError> {
         if seats.is_empty() {
             return Err(BookingError::NoSeats);
         }
@@ -121,7 +156,7 @@ impl BookingStore {
         let visitor = visitor_key(visitor);
         write_tx!(self.db, |tx| claim(
             tx.conn(),
-            &perf,
+            perf,
             room,
             &visitor,
             &hold,
@@ -234,10 +269,14 @@ async fn claim(
     now: i64,
 ) -> Result<(), BookingError> {
     let n = hold.seats.len();
+    // Each seat must still have the price the (possibly cached) performance
+    // row says: the hold's total is what the confirm charges.
     let sql = format!(
         "UPDATE booking_seats SET hold_id = ?, held_until = ? \
-         WHERE pkey = ? AND seat IN ({}) AND booking_id IS NULL AND +held_until <= ?",
-        marks(n)
+         WHERE pkey = ? AND seat IN ({}) AND booking_id IS NULL AND +held_until <= ? \
+         AND price = CASE seat{} END",
+        marks(n),
+        " WHEN ? THEN ?".repeat(n)
     );
     let mut q = sqlx::query(AssertSqlSafe(sql))
         .bind(hold.hold_id.as_str())
@@ -246,50 +285,76 @@ async fn claim(
     for seat in &hold.seats {
         q = q.bind(seat.as_str());
     }
-    let claimed = q.bind(now).execute(&mut *conn).await?.rows_affected();
+    q = q.bind(now);
+    for seat in &hold.seats {
+        let price = perf.price_of(seat).unwrap_or(u64::MAX);
+        q = q
+            .bind(seat.as_str())
+            .bind(i64::try_from(price).unwrap_or(i64::MAX));
+    }
+    let claimed = q.execute(&mut *conn).await?.rows_affected();
     if claimed != n as u64 {
-        let mut taken = taken_seats(conn, perf.pkey, &hold.seats, now).await?;
-        if taken.is_empty() {
-            // Freed again between the two statements: report them all.
-            taken = hold.seats.clone();
-        }
+        // Empty when none is taken: freed again between the statements, or
+        // the map changed; the caller tells which.
+        let taken = taken_seats(conn, perf.pkey, &hold.seats, now).await?;
         return Err(BookingError::SeatUnavailable { seats: taken });
     }
-    // The visitor's previous hold on this performance may have ended by
-    // time only: end it properly, so its live slot is free.
-    sqlx::query(
-        "UPDATE booking_holds SET state = ?, live_visitor = NULL, ended_at = ? \
-         WHERE pkey = ? AND live_visitor = ? AND state = ? AND expires_at <= ?",
-    )
-    .bind(state::EXPIRED)
-    .bind(now)
-    .bind(perf.pkey)
-    .bind(visitor)
-    .bind(state::HELD)
-    .bind(now)
-    .execute(&mut *conn)
-    .await?;
-    let inserted = sqlx::query(
-        "INSERT INTO booking_holds (hold_id, pkey, room, visitor, live_visitor, seats, total, \
-         state, created_at, expires_at, paying_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
-    )
-    .bind(hold.hold_id.as_str())
-    .bind(perf.pkey)
-    .bind(room)
-    .bind(visitor)
-    .bind(visitor)
-    .bind(hold.seats.join(","))
-    .bind(i64::try_from(hold.total).unwrap_or(i64::MAX))
-    .bind(state::HELD)
-    .bind(now)
-    .bind(db_ms(hold.expires_at))
-    .execute(&mut *conn)
-    .await;
-    match inserted {
-        Err(e) if super::error::is_unique_violation(&e) => return Err(BookingError::HoldExists),
-        other => other?,
-    };
+    // Usually the visitor has no live hold here; when the unique live key
+    // says otherwise, the previous one may have ended by time only: end it
+    // properly (its live slot freed) and try once more.
+    for first in [true, false] {
+        let inserted = sqlx::query(
+            "INSERT INTO booking_holds (hold_id, pkey, room, visitor, live_visitor, seats, total, \
+             state, created_at, expires_at, paying_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+        )
+        .bind(hold.hold_id.as_str())
+        .bind(perf.pkey)
+        .bind(room)
+        .bind(visitor)
+        .bind(visitor)
+        .bind(hold.seats.join(","))
+        .bind(i64::try_from(hold.total).unwrap_or(i64::MAX))
+        .bind(state::HELD)
+        .bind(now)
+        .bind(db_ms(hold.expires_at))
+        .execute(&mut *conn)
+        .await;
+        match inserted {
+            Ok(_) => break,
+            Err(e) if super::error::is_unique_violation(&e) => {
+                if !first {
+                    return Err(BookingError::HoldExists);
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let ended = sqlx::query(
+            "UPDATE booking_holds SET state = ?, live_visitor = NULL, ended_at = ? \
+             WHERE pkey = ? AND live_visitor = ? AND state = ? AND expires_at <= ?",
+        )
+        .bind(state::EXPIRED)
+        .bind(now)
+        .bind(perf.pkey)
+        .bind(visitor)
+        .bind(state::HELD)
+        .bind(now)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected();
+        if ended == 0 {
+            return Err(BookingError::HoldExists);
+        }
+    }
     bump(conn, perf.pkey, 0).await
+}
+
+/// Whether a hold's refusal may come from a stale performance row.
+fn rests_on_perf(e: &BookingError) -> bool {
+    match e {
+        BookingError::UnknownSeat(_) | BookingError::TooManySeats { .. } => true,
+        BookingError::SeatUnavailable { seats } => seats.is_empty(),
+        _ => false,
+    }
 }
 
 /// Which of `seats` are booked or held at `now`.

@@ -129,6 +129,11 @@ pub struct BookingStore {
     payment: Arc<dyn Payment>,
     payment_timeout: Duration,
     seat_cache: std::sync::Mutex<HashMap<i64, performances::SeatSlot>>,
+    /// Performance rows as holds read them, by (room, performance), each
+    /// kept at most [`performances::PERF_TTL`]; see `cached_performance_row`.
+    perf_cache: std::sync::Mutex<HashMap<(String, String), performances::CachedPerf>>,
+    /// Performance ids by key: a performance keeps its key for good.
+    perf_ids: std::sync::Mutex<HashMap<i64, String>>,
     faults: Faults,
 }
 
@@ -150,6 +155,8 @@ impl BookingStore {
             payment: config.payment.clone(),
             payment_timeout: config.payment_timeout,
             seat_cache: Default::default(),
+            perf_cache: Default::default(),
+            perf_ids: Default::default(),
             faults: Faults::default(),
         };
         let recovered = store.recover(now_ms).await?;

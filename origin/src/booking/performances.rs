@@ -20,8 +20,11 @@ use super::{
 /// Rows a multi-row INSERT carries at most (well under both databases'
 /// placeholder limits).
 const INSERT_BATCH: usize = 500;
-/// How many rows each performance's counter is split over.
-const COUNTER_SHARDS: i64 = 32;
+/// How many rows each performance's counter is split over: every write
+/// transaction holds one until it commits, so with 32 the concurrent holds
+/// of the benchmark waited on each other thousands of times per run, with
+/// 128 about two hundred (readers add up 128 small rows instead of 32).
+const COUNTER_SHARDS: i64 = 128;
 /// The most sections one map has.
 const MAX_SECTIONS: usize = 100;
 /// The most rows in a section, and seats in a row.
@@ -30,6 +33,15 @@ const MAX_ROWS: u32 = 1_000;
 const MAX_PRICE: u64 = 1_000_000_000_000;
 /// The most seat ids listed in a `SeatsInUse` answer.
 const MAX_LISTED: usize = 50;
+
+/// How long a hold may use a cached performance row. This process drops
+/// its entry when it changes the performance; another instance's change is
+/// seen within this time (and a claim checks the prices it charges against
+/// the seat rows it locks, so a stale price never reaches a hold).
+pub(crate) const PERF_TTL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A cached performance row and when it was read.
+pub(crate) type CachedPerf = (std::time::Instant, Arc<PerfRow>);
 
 /// A performance's row: its settings and the map's shape.
 #[derive(Clone, Debug)]
@@ -232,13 +244,15 @@ impl BookingStore {
         )?;
         validate(spec)?;
         let now = db_ms(now_ms);
-        write_tx!(self.db, |tx| self.put_in(
+        let done = write_tx!(self.db, |tx| self.put_in(
             tx.conn(),
             room,
             performance,
             spec,
             now
-        ))?;
+        ));
+        self.forget_performance(room, performance);
+        done?;
         self.get_performance(room, performance, now_ms).await
     }
 
@@ -467,6 +481,75 @@ impl BookingStore {
             .fetch_optional(&self.db.pool)
             .await?;
         perf_from(row.ok_or(BookingError::UnknownPerformance)?)
+    }
+
+    /// The performance's row for a hold: from this process's cache when it
+    /// was read less than [`PERF_TTL`] ago, else read (and cached). The
+    /// flag says whether it came from the cache.
+    pub(crate) async fn cached_performance_row(
+        &self,
+        room: &str,
+        performance: &str,
+    ) -> Result<(Arc<PerfRow>, bool), BookingError> {
+        let key = (room.to_owned(), performance.to_owned());
+        {
+            let cache = self
+                .perf_cache
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            if let Some((at, perf)) = cache.get(&key)
+                && at.elapsed() < PERF_TTL
+            {
+                return Ok((perf.clone(), true));
+            }
+        }
+        let read_at = std::time::Instant::now();
+        let perf = Arc::new(self.performance_row(room, performance).await?);
+        let mut cache = self
+            .perf_cache
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        // Bounded: performances are few, but drop the expired ones now and then.
+        if cache.len() >= 1024 {
+            cache.retain(|_, (at, _)| at.elapsed() < PERF_TTL);
+        }
+        cache.insert(key, (read_at, perf.clone()));
+        Ok((perf, false))
+    }
+
+    /// The id of the performance `pkey` (which never changes: cached).
+    pub(crate) async fn performance_id(
+        &self,
+        conn: &mut AnyConnection,
+        pkey: i64,
+    ) -> Result<String, BookingError> {
+        let known = self
+            .perf_ids
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(&pkey)
+            .cloned();
+        if let Some(id) = known {
+            return Ok(id);
+        }
+        let (id,): (String,) =
+            sqlx::query_as("SELECT performance FROM booking_performances WHERE pkey = ?")
+                .bind(pkey)
+                .fetch_one(conn)
+                .await?;
+        self.perf_ids
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(pkey, id.clone());
+        Ok(id)
+    }
+
+    /// Drops the cached row of the performance (it changed, or may have).
+    pub(crate) fn forget_performance(&self, room: &str, performance: &str) {
+        self.perf_cache
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .remove(&(room.to_owned(), performance.to_owned()));
     }
 
     /// (changes, booked) of `pkey`, added up over the counter's shards.
