@@ -40,8 +40,11 @@ pub enum QueueHealth {
 /// How many recent outcomes are kept; older ones are forgotten.
 pub const WINDOW_OUTCOMES: usize = 20;
 
-/// How long an outcome counts towards "down", in milliseconds.
-pub const WINDOW_MS: u64 = 10_000;
+/// How long an outcome counts towards "down", in milliseconds. Long enough
+/// for a lone waiting page backing off between tries (a try every 4, 8, 16
+/// s) to gather the failures a dead queue gives; short enough that a
+/// recovered queue holds visitors again within it.
+pub const WINDOW_MS: u64 = 30_000;
 
 /// Fewest failures in the window that can make the queue down.
 pub const MIN_FAILURES: usize = 5;
@@ -171,20 +174,20 @@ mod tests {
             ),
             (
                 "failures spread wider than the window do not add up",
-                fails(8, 0, 3_000),
-                21_001,
+                fails(8, 0, 8_000),
+                56_001,
                 Unknown,
             ),
             (
                 "down lasts while failures are recent",
                 fails(5, 0, 100),
-                9_999,
+                29_999,
                 Down,
             ),
             (
                 "failures older than the window are forgotten",
                 fails(5, 0, 100),
-                10_401,
+                30_401,
                 Unknown,
             ),
             (
