@@ -94,11 +94,12 @@
       // The Date header has whole seconds: the server's clock is half a
       // second past it on average. Only a clock that is clearly off is
       // corrected, so a countdown does not jitter (or start above the
-      // hold's length) by the header's rounding alone.
+      // hold's length) by the header's rounding, or by an answer that sat
+      // a second or two in a busy browser, alone.
       var date = Date.parse(res.headers.get("Date") || "");
       if (!isNaN(date)) {
         var off = date + 500 - Date.now();
-        skew = Math.abs(off) > 1500 ? off : 0;
+        skew = Math.abs(off) > 5000 ? off : 0;
       }
       return res.text().then(function (text) {
         var parsed = null;
@@ -477,7 +478,8 @@
 
   function tick() {
     if (!hold) { return; }
-    var left = Math.max(0, Math.round((Date.parse(hold.expires_at) - now()) / 1000));
+    // Whole seconds left, never more time than there is.
+    var left = Math.max(0, Math.floor((Date.parse(hold.expires_at) - now()) / 1000));
     var pad = function (v) { return (v < 10 ? "0" : "") + v; };
     $("countdown").textContent = pad(Math.floor(left / 60)) + ":" + pad(left % 60);
     if (left === 0) { holdEnded(); }
