@@ -41,6 +41,16 @@ pub struct Entry {
 /// ms): later than the short-lived token's own expiry, which is renewed.
 pub struct ActiveEntry(pub Entry, pub u64);
 
+/// What [`renew`] already checked (the token, and that its session runs
+/// until `until_ms`), handed to [`ActiveEntry`] so a protected request asks
+/// the store once, not twice.
+#[derive(Clone)]
+struct Checked {
+    room: RoomId,
+    claims: Claims,
+    until_ms: u64,
+}
+
 impl FromRequestParts<AppState> for Entry {
     type Rejection = ApiError;
 
@@ -59,6 +69,15 @@ impl FromRequestParts<AppState> for ActiveEntry {
         state: &AppState,
     ) -> Result<ActiveEntry, ApiError> {
         let Room(room) = Room::from_request_parts(parts, state).await?;
+        if let Some(checked) = parts.extensions.get::<Checked>()
+            && checked.room == room
+        {
+            let entry = Entry {
+                room,
+                claims: checked.claims.clone(),
+            };
+            return Ok(ActiveEntry(entry, checked.until_ms));
+        }
         let claims = entry_claims(state, &room, &parts.headers, state.clock.now_secs())?;
         match state.queue.status(&room, claims.seq).await?.standing {
             Standing::Admitted { until_ms } => Ok(ActiveEntry(Entry { room, claims }, until_ms)),
@@ -126,7 +145,7 @@ fn protected_room(path: &str) -> Option<RoomId> {
 
 /// Middleware of the protected routes: watches the session's addresses and
 /// renews its entry token on every successful answer (see the module doc).
-pub async fn renew(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub async fn renew(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let Some(room) = protected_room(request.uri().path()) else {
         return next.run(request).await;
     };
@@ -162,6 +181,11 @@ pub async fn renew(State(state): State<AppState>, request: Request, next: Next) 
     }
     let secure = state.secure_cookies;
     let writes = !matches!(*request.method(), Method::GET | Method::HEAD);
+    request.extensions_mut().insert(Checked {
+        room: room.clone(),
+        claims: claims.clone(),
+        until_ms,
+    });
     let mut response = next.run(request).await;
     let answered = response.status().is_success() || response.status() == StatusCode::NOT_MODIFIED;
     // A write may have ended the session (a booking does): renew only a
