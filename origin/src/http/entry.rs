@@ -20,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use token::{Claims, Kind};
 
 use super::extract::{Room, presented_entry, verify};
-use super::queue::issue_entry;
+use super::queue::issue;
 use crate::error::ApiError;
 use crate::queue::{Snapshot, Standing};
 use crate::room::RoomId;
@@ -198,8 +198,9 @@ pub async fn renew(State(state): State<AppState>, mut request: Request, next: Ne
             .unwrap_or(false);
     if answered && running {
         let expires_at = entry_expiry(state.clock.now_secs(), until_ms, rules);
-        let entry = issue_entry(
+        let entry = issue(
             &state,
+            Kind::Entry,
             &room,
             claims.seq,
             claims.visitor,

@@ -180,40 +180,20 @@ pub(super) async fn end_shared(
     end_session(state, room, seq, visitor).await
 }
 
-/// Signs a ticket for the place `seq`. It lives a day from the later of now
-/// and the room's opening, so a pre-queue ticket outlives the wait for it.
-fn issue_ticket(
-    state: &AppState,
-    room: &RoomId,
-    seq: u64,
-    visitor: u128,
-    opens_at_ms: Option<u64>,
-    secure: bool,
-) -> Issued {
-    let now = state.clock.now_secs();
-    let start = opens_at_ms.map_or(now, |at| now.max(at / 1000));
-    let expires_at = start + TICKET_LIFETIME_SECS;
-    let token = state.keys.sign(&Claims {
-        kind: Kind::Ticket,
-        room: room.to_string(),
-        visitor,
-        seq,
-        issued_at: now,
-        expires_at,
-    });
-    let cookie = set_cookie(
-        ticket_cookie(room.as_str()),
-        token.clone(),
-        expires_at - now,
-        secure,
-    );
-    Issued { token, cookie }
+/// When a ticket issued at `now` (unix seconds) expires: a day from the
+/// later of now and the room's opening, so a pre-queue ticket outlives the
+/// wait for it.
+fn ticket_expiry(now: u64, opens_at_ms: Option<u64>) -> u64 {
+    opens_at_ms.map_or(now, |at| now.max(at / 1000)) + TICKET_LIFETIME_SECS
 }
 
-/// Signs an entry token for the session of `seq`, valid until `expires_at`
-/// (unix seconds): short-lived, renewed while the session runs.
-pub(super) fn issue_entry(
+/// Signs a token of `kind` (a ticket, or an entry token: short-lived,
+/// renewed while the session runs) for the place `seq`, valid until
+/// `expires_at` (unix seconds), with the cookie that carries it.
+#[allow(clippy::too_many_arguments)] // each is one claim of the token
+pub(super) fn issue(
     state: &AppState,
+    kind: Kind,
     room: &RoomId,
     seq: u64,
     visitor: u128,
@@ -222,19 +202,18 @@ pub(super) fn issue_entry(
 ) -> Issued {
     let now = state.clock.now_secs();
     let token = state.keys.sign(&Claims {
-        kind: Kind::Entry,
+        kind,
         room: room.to_string(),
         visitor,
         seq,
         issued_at: now,
         expires_at,
     });
-    let cookie = set_cookie(
-        entry_cookie(room.as_str()),
-        token.clone(),
-        expires_at.saturating_sub(now),
-        secure,
-    );
+    let name = match kind {
+        Kind::Ticket => ticket_cookie(room.as_str()),
+        Kind::Entry => entry_cookie(room.as_str()),
+    };
+    let cookie = set_cookie(name, token.clone(), expires_at.saturating_sub(now), secure);
     Issued { token, cookie }
 }
 
@@ -291,7 +270,7 @@ fn respond(
     if let (Standing::Admitted { until_ms }, Some(seq)) = (snap.standing, snap.seq) {
         let now = state.clock.now_secs();
         let expires_at = entry_expiry(now, until_ms, rules);
-        let entry = issue_entry(state, room, seq, visitor, expires_at, secure);
+        let entry = issue(state, Kind::Entry, room, seq, visitor, expires_at, secure);
         cookies.push(entry.cookie);
         body.entry_token = Some(entry.token);
         body.entry_expires_at = rfc3339_ms(expires_at * 1000);
@@ -354,12 +333,14 @@ async fn join(
         _ => rand::random(),
     };
     let ticket = snap.seq.map(|seq| {
-        issue_ticket(
+        let expires_at = ticket_expiry(state.clock.now_secs(), snap.line.opens_at_ms);
+        issue(
             &state,
+            Kind::Ticket,
             &room,
             seq,
             visitor,
-            snap.line.opens_at_ms,
+            expires_at,
             state.secure_cookies,
         )
     });
