@@ -117,7 +117,7 @@ impl BookingStore {
         now_ms: u64,
     ) -> Result<Booking, BookingError> {
         validate_idempotency_key(idempotency_key)?;
-        if payment_token.is_empty() || payment_token.len() > 255 {
+        if payment_token.is_empty() || payment_token.chars().count() > 255 {
             return Err(BookingError::Invalid(
                 "payment_token: 1 to 255 characters".into(),
             ));
