@@ -27,7 +27,7 @@ if mine then
     if refusing(room) then
       return view(room, now, 'closed', mine)
     end
-    redis.call('ZADD', SEEN, int(now), mine)
+    touch(room, now, mine)
     if room.seats == 'sold_out' then
       return view(room, now, 'sold_out', mine)
     end
@@ -88,5 +88,5 @@ else
   score = tonumber(ARGV[3])
 end
 redis.call('ZADD', WAITING, int(score), int(member))
-redis.call('ZADD', SEEN, int(now), int(member))
+touch(room, now, int(member))
 return view(room, now, 'waiting', member, position(room, now, int(member)))

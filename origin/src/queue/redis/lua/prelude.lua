@@ -175,6 +175,12 @@ local function release(members)
   end
 end
 
+-- Records that a waiter (its member) still polls at `now`: what the tick's
+-- abandonment rule reads. The one place a poll is written.
+local function touch(room, now, member)
+  redis.call('ZADD', SEEN, int(now), member)
+end
+
 -- Ends the sessions whose time is up; returns how many.
 local function expire(now)
   if redis.call('EXISTS', HELD_BY) == 1 then

@@ -20,7 +20,7 @@ end
 if not (mine and redis.call('ZSCORE', WAITING, mine)) then
   return view(room, now, 'gone', mine)
 end
-redis.call('ZADD', SEEN, int(now), mine)
+touch(room, now, mine)
 -- Every seat booked: the waiter hears so at once but keeps its place while
 -- it polls, in case seats come back.
 if room.seats == 'sold_out' then
