@@ -158,7 +158,7 @@ pub fn decide<'c>(cfg: &'c EdgeConfig, input: &Input<'_>) -> Decision<'c> {
                     .and_then(path::safe_target)
                     .unwrap_or("/")
                     .to_owned(),
-                lang: http::lang(input.accept_language),
+                lang: Lang::from_accept_language(input.accept_language),
             },
             None => Decision::NotFound,
         };
@@ -201,7 +201,7 @@ pub fn decide<'c>(cfg: &'c EdgeConfig, input: &Input<'_>) -> Decision<'c> {
         Want::Page => Decision::WaitingPage {
             room,
             target: path::safe_target(&asked).unwrap_or("/").to_owned(),
-            lang: http::lang(input.accept_language),
+            lang: Lang::from_accept_language(input.accept_language),
         },
         Want::Json => Decision::InQueue {
             room,

@@ -55,13 +55,6 @@ pub fn want(accept: Option<&str>, sec_fetch_mode: Option<&str>) -> Want {
     }
 }
 
-/// English or Korean, whichever `Accept-Language` ranks higher (ties go to
-/// the one listed first); English when neither is listed.
-#[must_use]
-pub fn lang(accept_language: Option<&str>) -> Lang {
-    Lang::from_accept_language(accept_language)
-}
-
 /// Most cookies of one name tried; browsers send one per path and domain,
 /// and more than a handful is abuse.
 pub const MAX_SAME_NAME_COOKIES: usize = 4;
@@ -114,25 +107,6 @@ mod tests {
         ];
         for (accept, mode, expected) in cases {
             assert_eq!(want(*accept, *mode), *expected, "{accept:?} {mode:?}");
-        }
-    }
-
-    #[test]
-    fn language() {
-        let cases: &[(Option<&str>, Lang)] = &[
-            (None, Lang::En),
-            (Some(""), Lang::En),
-            (Some("ko-KR,ko;q=0.9,en-US;q=0.8,en;q=0.7"), Lang::Ko),
-            (Some("en-US,en;q=0.9,ko;q=0.8"), Lang::En),
-            (Some("fr-FR, ko;q=0.5"), Lang::Ko),
-            (Some("fr-FR, de"), Lang::En),
-            (Some("en;q=0.2, ko;q=0.3"), Lang::Ko),
-            (Some("ko;q=0, en;q=0.1"), Lang::En),
-            (Some("KO"), Lang::Ko),
-            (Some("*"), Lang::En),
-        ];
-        for (header, expected) in cases {
-            assert_eq!(lang(*header), *expected, "{header:?}");
         }
     }
 
