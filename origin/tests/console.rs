@@ -1,10 +1,16 @@
-//! The rooms' history for the operator's console: fed by the metrics
-//! loop's own reads, bounded in memory over hours of samples, and served by
-//! `GET /admin/rooms/{room}/history` behind the admin key.
+//! The operator's console on the server side: the page at `/admin/` (HTML
+//! that holds nothing: every figure comes from the admin API behind the key)
+//! and the rooms' history, fed by the metrics loop's own reads, bounded in
+//! memory over hours of samples, and served by
+//! `GET /admin/rooms/{room}/history` behind the admin key. The browser side
+//! is tests/origin/console.test.mjs.
 
 mod common;
 
 use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::Request;
 use std::time::Duration;
 
 use common::*;
@@ -136,4 +142,45 @@ async fn the_route_serves_the_samples_behind_the_admin_key() {
         .await;
     assert_eq!(wrong.status, 401);
     assert_eq!(wrong.error_code(), "invalid_admin_key");
+}
+
+/// The page: HTML under its own CSP, never cached, in the language asked
+/// for, with no room and no figure in it (those come from the API, behind
+/// the key), whether or not the origin has an admin key.
+#[tokio::test]
+async fn the_page_holds_nothing_but_the_console() {
+    let t = test_store();
+    make_room(t.store.as_ref(), "secret-room", settings(7)).await;
+    for state in [admin_state(t.store.clone()), state(t.store.clone())] {
+        let api = Api::new(state);
+        let req = Request::builder()
+            .uri("/admin/")
+            .header("accept-language", "ko-KR,ko;q=0.9")
+            .body(Body::empty())
+            .unwrap();
+        let r = api.send(req).await;
+        assert_eq!(r.status, 200);
+        assert_eq!(r.headers["content-type"], "text/html; charset=utf-8");
+        assert_eq!(r.headers["cache-control"], "no-store");
+        let csp = r.headers["content-security-policy"].to_str().unwrap();
+        assert!(csp.starts_with("default-src 'none'"), "{csp}");
+        assert!(csp.contains("connect-src 'self'"), "{csp}");
+        assert!(!csp.contains("unsafe-inline"), "{csp}");
+        let body = r.json.as_str().expect("HTML");
+        assert!(body.contains("<html lang=\"ko\">"));
+        assert!(body.contains("운영자 콘솔"));
+        assert!(!body.contains("secret-room"));
+        assert!(!body.contains(ADMIN_KEY));
+        let english = api.call("GET", "/admin/?lang=en", None).await;
+        assert!(
+            english
+                .json
+                .as_str()
+                .unwrap()
+                .contains("<html lang=\"en\">")
+        );
+        let post = api.call("POST", "/admin/", None).await;
+        assert_eq!(post.status, 405);
+        assert_eq!(post.error_code(), "method_not_allowed");
+    }
 }
