@@ -72,7 +72,7 @@ async function room() {
 }
 
 /** Visitors joining the room's line, `perBatch` every `everyMs`, until stopped. */
-function joiner(perBatch = 4, everyMs = 400) {
+function joiner(perBatch = 6, everyMs = 250) {
   let running = true;
   const done = (async () => {
     while (running) {

@@ -35,7 +35,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 struct HistoryQuery {
     /// Only samples taken after this instant (unix milliseconds), e.g. the
     /// last one already held; absent: the whole span.
-    #[param(minimum = 0)]
+    #[param(minimum = 0, maximum = 9_007_199_254_740_991_i64)]
     since_ms: Option<u64>,
 }
 
@@ -129,8 +129,14 @@ fn since(query: Option<&str>) -> Result<u64, ApiError> {
         return Ok(0);
     };
     raw.parse::<u64>()
-        .map_err(|_| ApiError::InvalidQuery("since_ms must be unix milliseconds".into()))
+        .ok()
+        .filter(|ms| *ms <= MAX_SINCE_MS)
+        .ok_or_else(|| ApiError::InvalidQuery("since_ms must be unix milliseconds".into()))
 }
+
+/// Largest `since_ms` taken: the largest integer every JSON reader holds
+/// exactly (2^53 - 1), as the document says.
+const MAX_SINCE_MS: u64 = (1 << 53) - 1;
 
 /// A room's figures over the last 30 minutes, one sample every few seconds.
 ///
@@ -184,7 +190,17 @@ mod tests {
             since(Some("x=1&since_ms=1700000000000")).unwrap(),
             1_700_000_000_000
         );
-        for bad in ["since_ms=", "since_ms=-1", "since_ms=1.5", "since_ms=abc"] {
+        assert_eq!(
+            since(Some("since_ms=9007199254740991")).unwrap(),
+            MAX_SINCE_MS
+        );
+        for bad in [
+            "since_ms=",
+            "since_ms=-1",
+            "since_ms=1.5",
+            "since_ms=abc",
+            "since_ms=9007199254740992",
+        ] {
             assert_eq!(since(Some(bad)).unwrap_err().code(), "invalid_query");
         }
     }

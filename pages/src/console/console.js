@@ -51,6 +51,7 @@
     if (s === null || s === undefined || !isFinite(s)) return "–";
     s = Math.round(s);
     if (s < 60) return fill(t.fmt_seconds, { n: s });
+    if (s < 3600 && s % 60 === 0) return fill(t.fmt_whole_minutes, { m: s / 60 });
     if (s < 3600) return fill(t.fmt_minutes, { m: Math.floor(s / 60), s: s % 60 });
     return fill(t.fmt_hours, { h: Math.floor(s / 3600), m: Math.floor(s / 60) % 60 });
   }
@@ -112,7 +113,7 @@
       $("console").hidden = false;
       $("logout").hidden = false;
       if (reply.status === 200) show(reply.body.rooms); else status(errorOf(reply), "error");
-      schedule(TICK_MS);
+      schedule(0); // the histories at once, then every tick
     }, function () {
       $("login-button").disabled = false;
       key = null;
@@ -347,7 +348,7 @@
       svg.appendChild(line);
       words.push(s.label + " " + num.format(s.points[s.points.length - 1][1]));
     });
-    c.caption.textContent = c.title + " · " + fill(t.fmt_span, { d: duration((now - from) / 1000) });
+    c.caption.textContent = c.title + " · " + fill(t.fmt_span, { d: duration(Math.round((now - from) / 60000) * 60) });
     var summary = words.length ? c.title + ": " + words.join(", ") : c.title + ": " + t.msg_no_history;
     svg.setAttribute("aria-label", summary);
     c.legend.textContent = "";

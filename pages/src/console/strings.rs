@@ -93,6 +93,8 @@ pub struct Strings {
     pub fmt_seconds: &'static str,
     /// A duration under an hour.
     pub fmt_minutes: &'static str,
+    /// Whole minutes.
+    pub fmt_whole_minutes: &'static str,
     /// A longer duration.
     pub fmt_hours: &'static str,
     /// Under a chart: how far back it reaches.
@@ -174,6 +176,7 @@ static EN: Strings = Strings {
     msg_no_admissions: "no admissions",
     fmt_seconds: "{n} s",
     fmt_minutes: "{m} min {s} s",
+    fmt_whole_minutes: "{m} min",
     fmt_hours: "{h} h {m} min",
     fmt_span: "last {d}",
     chart_waiting: "Waiting",
@@ -235,6 +238,7 @@ static KO: Strings = Strings {
     msg_no_admissions: "입장 없음",
     fmt_seconds: "{n}초",
     fmt_minutes: "{m}분 {s}초",
+    fmt_whole_minutes: "{m}분",
     fmt_hours: "{h}시간 {m}분",
     fmt_span: "최근 {d}",
     chart_waiting: "대기",
