@@ -15,7 +15,7 @@
 //! history. Each origin instance keeps its own (the figures are the
 //! store's, so instances agree on them).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Mutex;
 
 use crate::booking::RoomSeats;
@@ -180,8 +180,9 @@ impl History {
     /// Forgets every room not in `rooms` (the store's list): a deleted
     /// room's history goes with it.
     pub fn retain(&self, rooms: &[RoomId]) {
+        let listed: HashSet<&RoomId> = rooms.iter().collect();
         if let Ok(mut kept) = self.rooms.lock() {
-            kept.retain(|room, _| rooms.contains(room));
+            kept.retain(|room, _| listed.contains(room));
         }
     }
 
@@ -302,6 +303,12 @@ mod tests {
         h.retain(std::slice::from_ref(&b));
         assert_eq!(h.samples(&a, 0, now), None);
         assert_eq!(h.rooms(), 1);
+    }
+
+    #[test]
+    fn a_ring_is_small() {
+        let bytes = SAMPLES * std::mem::size_of::<Sample>();
+        assert!(bytes <= 32 * 1024, "{bytes} bytes a room");
     }
 
     #[test]
