@@ -5,7 +5,10 @@
 # the seat page, a hold, a declined card, a booking (English and Korean) on
 # the real booking API, each origin on a SQLite file in its own temp folder;
 # and the seat page's script against a stand-in booking API
-# (tests/origin/seats.test.mjs). Screenshots land in target/e2e-artifacts/.
+# (tests/origin/seats.test.mjs); and the operator's console at /admin/
+# (tests/origin/console.test.mjs): the key, a filling line, pause, a refused
+# and an accepted rate, resume, close. Screenshots land in
+# target/e2e-artifacts/.
 #
 # Installs what it needs and is missing: chromium and fonts-noto-cjk (Korean
 # glyphs) with apt-get, and the pinned JavaScript tools (npm ci, through
@@ -46,7 +49,7 @@ trap cleanup EXIT INT TERM
 log "chromium against the origin alone (node --test tests/origin/)"
 mkdir -p target/e2e-artifacts
 timeout --signal=TERM 300 node --test --test-concurrency=1 --test-reporter=spec \
-  tests/origin/flow.test.mjs tests/origin/seats.test.mjs &
+  tests/origin/flow.test.mjs tests/origin/seats.test.mjs tests/origin/console.test.mjs &
 test_pid=$!
 wait "$test_pid"
 test_pid=""

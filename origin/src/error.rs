@@ -78,6 +78,8 @@ pub enum ApiError {
     IdempotencyKeyRequired,
     /// An `Idempotency-Key` that is not 1 to 255 visible ASCII characters.
     InvalidIdempotencyKey,
+    /// A query parameter that is not what the route takes.
+    InvalidQuery(String),
     /// The booking store's answer (its own codes; statuses below).
     Booking(BookingError),
     /// A bug; details are in the log.
@@ -113,6 +115,7 @@ impl ApiError {
             ApiError::CrossSite => (S::FORBIDDEN, "cross_site", "a state-changing request from another site's page is refused".into()),
             ApiError::IdempotencyKeyRequired => (S::BAD_REQUEST, "idempotency_key_required", "a confirm needs an Idempotency-Key header".into()),
             ApiError::InvalidIdempotencyKey => (S::BAD_REQUEST, "invalid_idempotency_key", "Idempotency-Key must be 1 to 255 visible ASCII characters".into()),
+            ApiError::InvalidQuery(detail) => (S::BAD_REQUEST, "invalid_query", format!("invalid query: {detail}").into()),
             ApiError::Booking(e) => (booking_status(e), e.code(), e.to_string().into()),
             ApiError::Internal => (S::INTERNAL_SERVER_ERROR, "internal", "internal error".into()),
         }

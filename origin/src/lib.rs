@@ -14,6 +14,8 @@
 //!   protected routes ask for in their signature (`entry`).
 //! - [`telemetry`]: the Prometheus recorder, metric names, and the loop that
 //!   refreshes the per-room gauges.
+//! - [`history`]: every room's last 30 minutes of figures, in memory, for
+//!   the operator's console (fed by the telemetry and sale loops).
 //! - [`error`]: the one error type and its JSON shape.
 //! - [`state`]: what handlers share (the queue, the clock, keys, admin key,
 //!   abuse limits).
@@ -25,6 +27,7 @@ pub mod booking;
 pub mod clock;
 pub mod config;
 pub mod error;
+pub mod history;
 pub mod http;
 pub mod queue;
 pub mod room;
@@ -277,6 +280,8 @@ pub async fn run_with(
     tasks.spawn(telemetry::run(
         state.queue.clone(),
         state.sessions.clone(),
+        state.history.clone(),
+        state.clock.clone(),
         METRICS_REFRESH,
         cancel.clone(),
     ));
@@ -288,6 +293,7 @@ pub async fn run_with(
             state.queue.clone(),
             booking.clone(),
             state.latency.clone(),
+            state.history.clone(),
             state.clock.clone(),
             cancel.clone(),
         ));

@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::booking::{BookingStore, RoomSeats};
 use crate::clock::Clock;
+use crate::history::History;
 use crate::queue::{QueueStore, SaleSignal, SeatsLeft, StoreError};
 use crate::room::RoomId;
 
@@ -113,13 +114,22 @@ pub async fn run(
     queue: Arc<dyn QueueStore>,
     booking: Arc<BookingStore>,
     latency: Arc<Latency>,
+    history: Arc<History>,
     clock: Clock,
     cancel: CancellationToken,
 ) {
     let mut followed: HashMap<RoomId, Followed> = HashMap::new();
     let mut failing = false;
     loop {
-        let result = pass(queue.as_ref(), &booking, &latency, &clock, &mut followed).await;
+        let result = pass(
+            queue.as_ref(),
+            &booking,
+            &latency,
+            &history,
+            &clock,
+            &mut followed,
+        )
+        .await;
         match result {
             Ok(()) if failing => {
                 tracing::info!("sale signal: stores reachable again");
@@ -144,6 +154,7 @@ async fn pass(
     queue: &dyn QueueStore,
     booking: &BookingStore,
     latency: &Latency,
+    history: &History,
     clock: &Clock,
     followed: &mut HashMap<RoomId, Followed>,
 ) -> Result<(), String> {
@@ -161,6 +172,8 @@ async fn pass(
             .room_seats(room.as_str(), now)
             .await
             .map_err(|e| e.to_string())?;
+        // The console's seat figures: what was read here anyway.
+        history.note_seats(&room, seats);
         let state = followed.entry(room.clone()).or_insert(Followed {
             factor: figures.sale.rate_factor,
             adjusted: Instant::now(),

@@ -7,6 +7,7 @@ use token::{Keyring, Secret};
 
 use crate::booking::BookingStore;
 use crate::clock::Clock;
+use crate::history::History;
 use crate::http::client::ClientPolicy;
 use crate::http::strikes::Strikes;
 use crate::queue::QueueStore;
@@ -44,6 +45,8 @@ pub struct AppState {
     pub secure_cookies: bool,
     /// The bearer key `/metrics` asks for; `None`: open.
     pub metrics_key: Option<Arc<Secret>>,
+    /// Every room's recent figures, for the operator's console.
+    pub history: Arc<History>,
 }
 
 impl AppState {
@@ -63,6 +66,7 @@ impl AppState {
             admin_strikes: Arc::new(Strikes::default()),
             secure_cookies: false,
             metrics_key: None,
+            history: Arc::new(History::default()),
         }
     }
 

@@ -11,6 +11,8 @@ use metrics::{Unit, counter, describe_counter, describe_gauge, describe_histogra
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::Clock;
+use crate::history::History;
 use crate::queue::{QueueStore, StoreError};
 use crate::sessions::Sessions;
 
@@ -113,15 +115,25 @@ fn describe() {
     );
 }
 
-/// Reads every room's figures into the per-room gauges.
-async fn refresh(store: &dyn QueueStore, sessions: &Sessions) -> Result<(), StoreError> {
-    for room in store.rooms().await? {
+/// Reads every room's figures into the per-room gauges and the rooms'
+/// history (the same read: the history costs no store call), and drops the
+/// history of rooms that are gone.
+pub async fn refresh(
+    store: &dyn QueueStore,
+    sessions: &Sessions,
+    history: &History,
+    now_ms: u64,
+) -> Result<(), StoreError> {
+    let rooms = store.rooms().await?;
+    history.retain(&rooms);
+    for room in rooms {
         let f = match store.figures(&room).await {
             Ok(f) => f,
             Err(StoreError::UnknownRoom) => continue,
             Err(e) => return Err(e),
         };
         sessions.learn(&room, &f.settings);
+        history.record(&room, now_ms, &f);
         let id = room.to_string();
         gauge!(ROOM_WAITING, "room" => id.clone()).set(f.waiting as f64);
         gauge!(ROOM_ACTIVE, "room" => id.clone()).set(f.active as f64);
@@ -154,13 +166,15 @@ async fn refresh(store: &dyn QueueStore, sessions: &Sessions) -> Result<(), Stor
 pub async fn run(
     store: Arc<dyn QueueStore>,
     sessions: Arc<Sessions>,
+    history: Arc<History>,
+    clock: Clock,
     interval: Duration,
     cancel: CancellationToken,
 ) {
     let handle = handle();
     let mut failing = false;
     loop {
-        match refresh(store.as_ref(), &sessions).await {
+        match refresh(store.as_ref(), &sessions, &history, clock.now_ms()).await {
             Ok(()) => {
                 if failing {
                     tracing::info!("metrics: store reachable again");

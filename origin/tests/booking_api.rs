@@ -196,6 +196,7 @@ impl Sale {
             self.queue.clone(),
             self.state.booking.clone().unwrap(),
             self.state.latency.clone(),
+            self.state.history.clone(),
             self.state.clock.clone(),
             cancel.clone(),
         ));

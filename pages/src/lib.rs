@@ -8,6 +8,8 @@
 //! - [`waiting`]: the waiting page, polling the queue API until admitted.
 //! - [`seats`]: the seat page at `/book/{room}/`: performances, the seat map,
 //!   hold, countdown, confirm, the booking.
+//! - [`console`]: the operator's console at `/admin/`: every room live, its
+//!   history and its controls, over the admin API.
 //! - [`lobby`]: the origin's front door (the room list) and short notices
 //!   (unknown room, unavailable) for browsers.
 //! - [`Lang`]: the pages' languages and how a request picks one.
@@ -31,12 +33,14 @@
     )
 )]
 
+pub mod console;
 mod html;
 mod lang;
 pub mod lobby;
 pub mod seats;
 pub mod waiting;
 
+pub use console::ConsolePage;
 pub use lang::{Lang, weighted};
 pub use lobby::{Notice, RoomLink, RoomState};
 pub use seats::SeatPage;

@@ -13,6 +13,7 @@ pub mod conn;
 pub mod entry;
 pub mod extract;
 mod health;
+mod history;
 mod metrics;
 mod pages;
 mod performances;
@@ -48,6 +49,7 @@ fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(api_doc::ApiDoc::openapi())
         .merge(queue::router())
         .merge(admin::router())
+        .merge(history::router())
         .merge(performances::router())
         .merge(booking::router())
         .merge(health::router())

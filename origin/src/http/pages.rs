@@ -2,7 +2,8 @@
 //! machine without the edge: `/` lists the rooms, `/waiting-room/{room}` is
 //! the same waiting page the edge shows (polling this origin's own
 //! `/queue/{room}/*`, then going on to the seat page), and `/book/{room}/`
-//! is the seat page, which talks to the booking API under `/api/{room}/`.
+//! is the seat page, which talks to the booking API under `/api/{room}/`;
+//! `/admin/` is the operator's console, which talks to the admin API.
 //!
 //! The pages themselves are the shared `pages` crate's; this module only
 //! looks the room up, picks the language (`?lang=`, else
@@ -22,7 +23,7 @@ use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use pages::{Lang, Notice, RoomLink, SeatPage, WaitingPage};
+use pages::{ConsolePage, Lang, Notice, RoomLink, SeatPage, WaitingPage};
 use tracing::instrument;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
@@ -43,6 +44,7 @@ const CURRENCY: &str = "KRW";
 static WAITING: LazyLock<WaitingPage> = LazyLock::new(|| WaitingPage::new(None, None));
 static SEATS: LazyLock<SeatPage> = LazyLock::new(|| SeatPage::new(None, None));
 static LOBBY_CSP: LazyLock<String> = LazyLock::new(pages::lobby::csp_header);
+static CONSOLE: LazyLock<ConsolePage> = LazyLock::new(|| ConsolePage::new(None));
 
 /// The page routes.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -50,6 +52,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(room_list))
         .routes(routes!(waiting_room))
         .routes(routes!(seat_page))
+        .routes(routes!(console))
 }
 
 /// The language a page may be asked for.
@@ -206,6 +209,30 @@ async fn seat_page(
         currency: CURRENCY,
     });
     page(SEATS.csp(), body)
+}
+
+/// The operator's console (HTML): asks for the admin key, then shows every
+/// room live with its last 30 minutes and its controls, all through the
+/// admin API (which checks the key on every call; the page holds nothing).
+/// Behind the edge, `/admin` is not reachable without the bypass header.
+#[utoipa::path(
+    get,
+    path = "/admin/",
+    tag = "pages",
+    params(LangQuery),
+    responses(
+        (status = 200, description = "The console", content_type = "text/html", body = String),
+    ),
+)]
+#[instrument(skip_all)]
+async fn console(RawQuery(query): RawQuery, headers: HeaderMap) -> Response {
+    let lang = lang(query.as_deref(), &headers);
+    let body = CONSOLE.render(&pages::console::Visit {
+        lang,
+        api: "/admin",
+        path: "/admin/",
+    });
+    page(CONSOLE.csp(), body)
 }
 
 /// The room the path names, if it is well formed and exists.

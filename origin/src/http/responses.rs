@@ -176,3 +176,10 @@ error_set!(
         "422" => "`invalid_body`: not `{\"payment_token\": \"...\"}`", [];
     }
 );
+
+error_set!(
+    /// 400 for a query parameter the route cannot read.
+    BadQuery {
+        "400" => "`invalid_query`: a query parameter is not what the route takes", [];
+    }
+);

@@ -1,0 +1,220 @@
+// The operator's console in a real browser (Debian's chromium, driven by
+// playwright-core) against the origin binary alone, on its embedded store:
+// a wrong key shows nothing but the refusal; the right key shows every room
+// live; the test fills a room's line (joins of its own) and the operator
+// pauses it (admissions stop), tries a rate the API refuses (its message
+// shows by the field), raises the rate and resumes (admissions run faster),
+// switches to Korean (the key stays for the tab) and closes the room after
+// confirming. Screenshots (English and Korean) go to target/e2e-artifacts/.
+// Run by scripts/flow-test.sh.
+
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import { after, before, test } from "node:test";
+
+import { chromium } from "playwright-core";
+
+import { ARTIFACTS, Visitor, cleanup, scratch, sleep, startOrigin, stopAll } from "../edge/harness.mjs";
+
+const ROOM = "onsale";
+const ADMIN_KEY = "e2e-console-key-0123456789abcdef";
+const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+const CHROMIUM_ARGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+];
+
+const SHOW = {
+  title: "Opening night",
+  starts_at: new Date(Date.now() + 30 * 86400e3).toISOString().replace(/\.\d+Z$/, "Z"),
+  hold_seconds: 420,
+  max_seats_per_hold: 4,
+  sections: [{ name: "A", rows: 4, seats_per_row: 10, price: 110000 }],
+};
+
+let dir, origin, browser;
+
+before(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  dir = scratch("console");
+  origin = await startOrigin({
+    dir,
+    adminKey: ADMIN_KEY,
+    rooms: [
+      {
+        id: ROOM, capacity: 10000, admit_per_second: 1.0, session_seconds: 3600, abandon_seconds: 600,
+        performances: [{ id: "opening", ...SHOW }],
+      },
+      { id: "matinee", capacity: 50, admit_per_second: 2.0 },
+    ],
+  });
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+});
+
+after(async () => {
+  if (browser) await browser.close().catch(() => {});
+  await stopAll();
+  if (dir) cleanup(dir);
+});
+
+/** The room as the admin API gives it. */
+async function room() {
+  const res = await fetch(`${origin.url}/admin/rooms/${ROOM}`, { headers: { Authorization: `Bearer ${ADMIN_KEY}` } });
+  assert.equal(res.status, 200);
+  return res.json();
+}
+
+/** Visitors joining the room's line, `perBatch` every `everyMs`, until stopped. */
+function joiner(perBatch = 6, everyMs = 250) {
+  let running = true;
+  const done = (async () => {
+    while (running) {
+      await Promise.all(Array.from({ length: perBatch }, () => new Visitor(origin.url).json("POST", `/queue/${ROOM}/join`)));
+      await sleep(everyMs);
+    }
+  })();
+  return { stop: async () => { running = false; await done; } };
+}
+
+/** The number a figure shows, as the page wrote it (digits only). */
+async function shown(page, field) {
+  const text = await page.textContent(`section[data-room="${ROOM}"] [data-field="${field}"]`);
+  return Number(text.split("/")[0].replace(/[^\d.]/g, ""));
+}
+
+/** Waits until the page's figure `field` satisfies `ok`. */
+async function until(page, field, ok, what, timeoutMs = 20000) {
+  const deadline = Date.now() + timeoutMs;
+  let value;
+  while (Date.now() < deadline) {
+    value = await shown(page, field);
+    if (ok(value)) return value;
+    await sleep(250);
+  }
+  throw new Error(`${what}: ${field} shows ${value}`);
+}
+
+test("the console: key, live figures, pause, rate, resume, close", { timeout: 120000 }, async () => {
+  const ctx = await browser.newContext({ locale: "en-US", viewport: { width: 1280, height: 1100 } });
+  const page = await ctx.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  // Refused calls (the wrong key's 401, the bad rate's 422) are logged by
+  // the browser as failed loads; those are expected, script errors are not.
+  page.on("console", (m) => { if (m.type() === "error" && !/Failed to load resource/.test(m.text())) errors.push(m.text()); });
+
+  const response = await page.goto(`${origin.url}/admin/`);
+  assert.equal(response.status(), 200);
+  assert.equal(response.headers()["cache-control"], "no-store");
+  assert.match(response.headers()["content-security-policy"], /^default-src 'none';.*script-src 'sha256-/);
+
+  // A wrong key: the refusal and nothing else.
+  await page.fill("#admin-key", "not-the-admin-key-0123456789");
+  await page.press("#admin-key", "Enter");
+  await page.waitForSelector("#login-error:not([hidden])");
+  assert.match(await page.textContent("#login-error"), /not valid/);
+  assert.equal(await page.isVisible("#console"), false);
+  assert.equal(await page.locator("section[data-room]").count(), 0);
+  assert.equal(await page.evaluate(() => sessionStorage.getItem("wr-admin-key")), null);
+
+  // The right key, by keyboard: every room, live.
+  const line = joiner();
+  try {
+    await page.fill("#admin-key", ADMIN_KEY);
+    await page.press("#admin-key", "Enter");
+    await page.waitForSelector(`section[data-room="${ROOM}"]`);
+    assert.equal(await page.isVisible("#login"), false);
+    assert.equal(await page.locator('section[data-room="matinee"]').count(), 1, "every room is shown");
+    assert.ok(!page.url().includes(ADMIN_KEY), "the key is never in the URL");
+    assert.deepEqual(await ctx.cookies(), [], "nor in a cookie");
+    const roomEl = page.locator(`section[data-room="${ROOM}"]`);
+    assert.equal(await roomEl.getAttribute("data-state"), "open");
+
+    // The line fills: more join than the rate lets in.
+    const first = await until(page, "waiting", (w) => w > 0, "the line fills");
+    await until(page, "waiting", (w) => w > first + 5, "the line keeps filling");
+    await until(page, "inside", (n) => n >= 2, "admissions run at 1/s");
+    // The history arrives: charts have lines, the sale's seats show.
+    await page.waitForSelector(`section[data-room="${ROOM}"] [data-chart="waiting"] polyline`, { timeout: 15000 });
+    await page.waitForSelector(`section[data-room="${ROOM}"] [data-figure="seats"]:not([hidden])`, { timeout: 15000 });
+    assert.match(await page.textContent(`section[data-room="${ROOM}"] [data-field="seats"]`), /^40 \/ 0 \/ 0$/);
+
+    // Pause: admissions stop while the line keeps filling.
+    await roomEl.locator('button[data-action="pause"]').click();
+    await page.waitForSelector(`section[data-room="${ROOM}"][data-state="paused"]`);
+    await sleep(500); // a tick already under way may still admit
+    const pausedAt = (await room()).live.admitted_total;
+    const insidePaused = await shown(page, "inside");
+    const waitingPaused = await shown(page, "waiting");
+    await sleep(3500);
+    assert.equal((await room()).live.admitted_total, pausedAt, "nobody is admitted while paused");
+    await until(page, "waiting", (w) => w > waitingPaused, "the line still fills while paused");
+    assert.equal(await shown(page, "inside"), insidePaused, "the console shows nobody more inside");
+
+    // A rate the API refuses: its own message, by the field, nothing changed.
+    const rate = roomEl.locator('input[name="admit_per_second"]');
+    await rate.fill("-5");
+    await rate.press("Enter");
+    const rateError = roomEl.locator('[data-error-for="admit_per_second"]');
+    await rateError.waitFor({ state: "visible" });
+    assert.match(await rateError.textContent(), /admit_per_second: must be above 0/);
+    assert.equal(await rate.getAttribute("aria-invalid"), "true");
+    assert.equal((await room()).settings.admit_per_second, 1.0);
+
+    // Raise the rate, then resume: admissions run again, faster.
+    await rate.fill("20");
+    await rate.press("Enter");
+    await page.waitForFunction((r) => /settings saved/.test(document.querySelector(`section[data-room="${r}"] [data-field="message"]`).textContent), ROOM);
+    assert.equal(await rateError.isVisible(), false);
+    assert.equal((await room()).settings.admit_per_second, 20);
+    await roomEl.locator('button[data-action="resume"]').click();
+    await page.waitForSelector(`section[data-room="${ROOM}"][data-state="open"]`);
+    const resumedAt = (await room()).live.admitted_total;
+    await sleep(3000);
+    const gained = (await room()).live.admitted_total - resumedAt;
+    assert.ok(gained >= 15, `20/s admits well over the old 1/s: ${gained} in 3 s`);
+    await until(page, "inside", (n) => n >= insidePaused + 15, "the console shows them inside");
+    await page.waitForSelector(`section[data-room="${ROOM}"] [data-chart="rate"] polyline`);
+    await sleep(5500); // one more history sample, so the charts show the change
+    await page.screenshot({ path: path.join(ARTIFACTS, "console-en.png"), fullPage: true });
+
+    // Korean: the key is kept for the tab, so no second prompt.
+    await page.click('a[hreflang="ko"]');
+    await page.waitForSelector(`section[data-room="${ROOM}"]`);
+    assert.equal(await page.getAttribute("html", "lang"), "ko");
+    assert.equal(await page.isVisible("#login"), false);
+    await page.waitForFunction((r) => document.querySelector(`section[data-room="${r}"] [data-chart="waiting"] polyline`), ROOM);
+    assert.match(await page.textContent(`section[data-room="${ROOM}"] [data-field="state"]`), /열림/);
+    await page.screenshot({ path: path.join(ARTIFACTS, "console-ko.png"), fullPage: true });
+
+    // Close, after a confirmation that Cancel backs out of.
+    const koRoom = page.locator(`section[data-room="${ROOM}"]`);
+    await koRoom.locator('button[data-action="close"]').click();
+    await koRoom.locator('button[data-action="close-cancel"]').click();
+    assert.equal(await koRoom.getAttribute("data-state"), "open");
+    await koRoom.locator('button[data-action="close"]').click();
+    assert.equal(await page.evaluate(() => document.activeElement.getAttribute("data-action")), "close-confirm");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector(`section[data-room="${ROOM}"][data-state="closed"]`);
+    assert.equal((await room()).state, "closed");
+  } finally {
+    await line.stop();
+  }
+  const late = await new Visitor(origin.url).json("POST", `/queue/${ROOM}/join`);
+  assert.equal(late.json.state, "closed", "a closed room takes no place");
+
+  // Forgetting the key hides everything again.
+  await page.click("#logout");
+  await page.waitForSelector("#login:not([hidden])");
+  assert.equal(await page.locator("section[data-room]").count(), 0);
+  assert.equal(await page.evaluate(() => sessionStorage.getItem("wr-admin-key")), null);
+  assert.deepEqual(errors, [], "no script errors");
+  await ctx.close();
+});
