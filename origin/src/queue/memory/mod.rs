@@ -25,8 +25,8 @@ use rand::RngExt;
 use ranked::{Entry, RankedSet};
 
 use super::{
-    END_BUCKETS, Joined, LineView, MAX_ADMITS_PER_TICK, MAX_DROPS_PER_TICK, PREQUEUE_SPAN,
-    PlaceLimit, QueueStore, RoomFigures, SaleSignal, Schedule, SeatsLeft, Snapshot, Standing,
+    END_BUCKETS, JoinRequest, Joined, LineView, MAX_ADMITS_PER_TICK, MAX_DROPS_PER_TICK,
+    PREQUEUE_SPAN, QueueStore, RoomFigures, SaleSignal, Schedule, SeatsLeft, Snapshot, Standing,
     StoreError, TickReport,
 };
 use crate::clock::Clock;
@@ -255,6 +255,96 @@ impl Room {
         }
     }
 
+    /// One join, as `join.lua`'s `join_one`.
+    fn join(&mut self, now: u64, req: &JoinRequest) -> Joined {
+        let r = self;
+        let e = r.effective(now);
+        if let Some(mine) = req.existing.and_then(|seq| r.member_of(seq)) {
+            if let Some(until) = r.session_end(mine, now) {
+                return Joined::Answer(r.view(
+                    &e,
+                    now,
+                    Some(mine),
+                    Standing::Admitted { until_ms: until },
+                ));
+            }
+            if r.waiters.contains_key(&mine) {
+                if Room::refusing(&e) {
+                    return Joined::Answer(r.view(&e, now, Some(mine), Standing::Closed));
+                }
+                r.touch(mine, now);
+                if e.seats == SeatsLeft::SoldOut {
+                    return Joined::Answer(r.view(&e, now, Some(mine), Standing::SoldOut));
+                }
+                let position = r.position(&e, now, mine);
+                return Joined::Answer(r.view(&e, now, Some(mine), Standing::Waiting { position }));
+            }
+        }
+        if Room::refusing(&e) {
+            return Joined::Answer(r.view(&e, now, None, Standing::Closed));
+        }
+        if e.seats == SeatsLeft::SoldOut || (e.max_line > 0 && r.last_member >= e.max_line) {
+            return Joined::Answer(r.view(&e, now, None, Standing::SoldOut));
+        }
+        let limit = req.limit.as_ref().filter(|l| l.max > 0);
+        if let Some(l) = limit
+            && r.held(&l.holder) >= l.max
+        {
+            // A session whose time is up holds nothing, even before a
+            // tick ends it.
+            r.expire(now);
+            if r.held(&l.holder) >= l.max {
+                return Joined::TooManyPlaces;
+            }
+        }
+
+        // The order of the line is this counter: one step, never a clock.
+        r.last_member += 1;
+        let member = Member(r.last_member);
+        if let Some(l) = limit {
+            r.hold(member, &l.holder);
+        }
+        r.mark(now, member);
+        let is_open = Room::opened(&e, now);
+        if Room::admitting(&e, now) {
+            if e.method == QueueingMethod::Passthrough {
+                let until = r.admit_one(&e, now, member);
+                return Joined::Answer(r.view(
+                    &e,
+                    now,
+                    Some(member),
+                    Standing::Admitted { until_ms: until },
+                ));
+            }
+            if r.waiting.is_empty() {
+                r.expire(now);
+                if (r.active.len() as u64) < e.capacity {
+                    r.refill(&e, now);
+                    if r.allow.unwrap_or(0.0) >= 1.0 {
+                        r.allow = r.allow.map(|a| a - 1.0);
+                        let until = r.admit_one(&e, now, member);
+                        return Joined::Answer(r.view(
+                            &e,
+                            now,
+                            Some(member),
+                            Standing::Admitted { until_ms: until },
+                        ));
+                    }
+                }
+            }
+        }
+        let score = if is_open {
+            PREQUEUE_SPAN + member.0
+        } else {
+            req.draw % PREQUEUE_SPAN
+        };
+        r.waiting.insert(Entry { score, member });
+        r.waiters.insert(member, (score, now));
+        r.seen.insert((now, member));
+        let position = r.position(&e, now, member);
+        Joined::Answer(r.view(&e, now, Some(member), Standing::Waiting { position }))
+    }
+
     fn position(&self, e: &Effective, now: u64, member: Member) -> Option<u64> {
         if !Self::opened(e, now) || e.method == QueueingMethod::Random {
             return None;
@@ -457,104 +547,14 @@ impl QueueStore for MemoryStore {
         })
     }
 
-    async fn join(
+    async fn join_many(
         &self,
         id: &RoomId,
-        existing: Option<u64>,
-        draw: u64,
-        limit: Option<&PlaceLimit>,
-    ) -> Result<Joined, StoreError> {
+        joins: &[JoinRequest],
+    ) -> Result<Vec<Joined>, StoreError> {
+        // One lock for the whole batch, as one script call on Redis.
         self.with_room(id, |r, now| {
-            let e = r.effective(now);
-            if let Some(mine) = existing.and_then(|seq| r.member_of(seq)) {
-                if let Some(until) = r.session_end(mine, now) {
-                    return Joined::Answer(r.view(
-                        &e,
-                        now,
-                        Some(mine),
-                        Standing::Admitted { until_ms: until },
-                    ));
-                }
-                if r.waiters.contains_key(&mine) {
-                    if Room::refusing(&e) {
-                        return Joined::Answer(r.view(&e, now, Some(mine), Standing::Closed));
-                    }
-                    r.touch(mine, now);
-                    if e.seats == SeatsLeft::SoldOut {
-                        return Joined::Answer(r.view(&e, now, Some(mine), Standing::SoldOut));
-                    }
-                    let position = r.position(&e, now, mine);
-                    return Joined::Answer(r.view(
-                        &e,
-                        now,
-                        Some(mine),
-                        Standing::Waiting { position },
-                    ));
-                }
-            }
-            if Room::refusing(&e) {
-                return Joined::Answer(r.view(&e, now, None, Standing::Closed));
-            }
-            if e.seats == SeatsLeft::SoldOut || (e.max_line > 0 && r.last_member >= e.max_line) {
-                return Joined::Answer(r.view(&e, now, None, Standing::SoldOut));
-            }
-            let limit = limit.filter(|l| l.max > 0);
-            if let Some(l) = limit
-                && r.held(&l.holder) >= l.max
-            {
-                // A session whose time is up holds nothing, even before a
-                // tick ends it.
-                r.expire(now);
-                if r.held(&l.holder) >= l.max {
-                    return Joined::TooManyPlaces;
-                }
-            }
-
-            // The order of the line is this counter: one step, never a clock.
-            r.last_member += 1;
-            let member = Member(r.last_member);
-            if let Some(l) = limit {
-                r.hold(member, &l.holder);
-            }
-            r.mark(now, member);
-            let is_open = Room::opened(&e, now);
-            if Room::admitting(&e, now) {
-                if e.method == QueueingMethod::Passthrough {
-                    let until = r.admit_one(&e, now, member);
-                    return Joined::Answer(r.view(
-                        &e,
-                        now,
-                        Some(member),
-                        Standing::Admitted { until_ms: until },
-                    ));
-                }
-                if r.waiting.is_empty() {
-                    r.expire(now);
-                    if (r.active.len() as u64) < e.capacity {
-                        r.refill(&e, now);
-                        if r.allow.unwrap_or(0.0) >= 1.0 {
-                            r.allow = r.allow.map(|a| a - 1.0);
-                            let until = r.admit_one(&e, now, member);
-                            return Joined::Answer(r.view(
-                                &e,
-                                now,
-                                Some(member),
-                                Standing::Admitted { until_ms: until },
-                            ));
-                        }
-                    }
-                }
-            }
-            let score = if is_open {
-                PREQUEUE_SPAN + member.0
-            } else {
-                draw % PREQUEUE_SPAN
-            };
-            r.waiting.insert(Entry { score, member });
-            r.waiters.insert(member, (score, now));
-            r.seen.insert((now, member));
-            let position = r.position(&e, now, member);
-            Joined::Answer(r.view(&e, now, Some(member), Standing::Waiting { position }))
+            joins.iter().map(|req| r.join(now, req)).collect()
         })
     }
 

@@ -232,5 +232,6 @@ local function mark(room, now, member)
   if now - room.mark_at >= 1000 then
     redis.call('ZADD', MARKS, int(member), int(now))
     redis.call('HSET', ROOM, 'mark_at', int(now))
+    room.mark_at = now -- the next join of the same batch reads it
   end
 end
