@@ -15,7 +15,7 @@
 
 mod ranked;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, hash_map};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, btree_map, hash_map};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -58,10 +58,11 @@ struct Room {
     mark_at: u64,
     /// The line, ordered as Redis orders the waiting sorted set.
     waiting: RankedSet,
-    /// member -> (order score, last poll ms) of everyone in line.
+    /// member -> (order score, generation of its last poll) of everyone in
+    /// line.
     waiters: HashMap<Member, (u64, u64)>,
-    /// (last poll ms, member), to drop those who stopped polling.
-    seen: BTreeSet<(u64, Member)>,
+    /// Who polled when, to drop those who stopped polling.
+    polls: Polls,
     /// member -> end of session ms.
     active: HashMap<Member, u64>,
     /// (end of session ms, member), to end sessions in order.
@@ -78,6 +79,27 @@ struct Room {
     turnover: Turnover,
     /// The last tick's summary (`eta` in the room hash).
     schedule: Option<Schedule>,
+}
+
+/// "Still polling" marks, as coarse as the Redis store's ring of bitmaps
+/// (`touch` in the scripts' prelude): time in generations of abandon / 6,
+/// each waiter filed under the generation of its last poll; the tick drops
+/// those whose generation is dead, once per generation, lowest member first.
+#[derive(Default)]
+struct Polls {
+    /// The generation length (ms) the generations are numbered by.
+    g: Option<u64>,
+    /// The newest generation any poll or tick has seen.
+    newest: u64,
+    /// The newest dead generation the tick has swept.
+    swept: u64,
+    /// The last sweep stopped at its bound: sweep again next tick.
+    more: bool,
+    /// Whether Redis would hold a `present` bitmap: from the first place in
+    /// line until a tick finds the line empty.
+    present: bool,
+    /// generation -> the waiters whose last poll fell in it.
+    by_gen: BTreeMap<u64, HashSet<Member>>,
 }
 
 /// Counters the tick keeps to tell sessions that ended early (left, booked)
@@ -238,21 +260,96 @@ impl Room {
 
     fn remove_waiter(&mut self, member: Member) -> bool {
         match self.waiters.remove(&member) {
-            Some((score, seen)) => {
+            Some((score, generation)) => {
                 self.waiting.remove(&Entry { score, member });
-                self.seen.remove(&(seen, member));
+                self.unfile(member, generation);
                 true
             }
             None => false,
         }
     }
 
-    fn touch(&mut self, member: Member, now: u64) {
-        if let Some((_, seen)) = self.waiters.get_mut(&member) {
-            self.seen.remove(&(*seen, member));
-            *seen = now;
-            self.seen.insert((now, member));
+    /// The generation `now` falls in, after moving the polls to it, as
+    /// `generation` in the prelude: a new generation length (the abandon
+    /// time changed) renumbers them, and every waiter counts as polling now.
+    fn generation(&mut self, now: u64) -> u64 {
+        let abandon_ms = u64::from(self.settings.abandon_seconds) * 1000;
+        let g = abandon_ms.div_ceil(6).max(1);
+        let k = now / g;
+        if self.polls.g != Some(g) {
+            self.polls.g = Some(g);
+            self.polls.newest = k;
+            let everyone: HashSet<Member> = self.waiters.keys().copied().collect();
+            self.polls.by_gen.clear();
+            if !everyone.is_empty() {
+                self.polls.by_gen.insert(k, everyone);
+            }
+            for (_, generation) in self.waiters.values_mut() {
+                *generation = k;
+            }
+        } else if k > self.polls.newest {
+            self.polls.newest = k;
         }
+        self.polls.newest
+    }
+
+    /// Takes `member` out of the generation it is filed under.
+    fn unfile(&mut self, member: Member, generation: u64) {
+        if let btree_map::Entry::Occupied(mut set) = self.polls.by_gen.entry(generation) {
+            set.get_mut().remove(&member);
+            if set.get().is_empty() {
+                set.remove();
+            }
+        }
+    }
+
+    /// Records that a waiter still polls at `now`, as `touch` in the prelude.
+    fn touch(&mut self, member: Member, now: u64) {
+        if !self.waiters.contains_key(&member) {
+            return;
+        }
+        let k = self.generation(now);
+        let Some((_, generation)) = self.waiters.get_mut(&member) else {
+            return;
+        };
+        let old = std::mem::replace(generation, k);
+        if old != k {
+            self.unfile(member, old);
+            self.polls.by_gen.entry(k).or_default().insert(member);
+        }
+    }
+
+    /// Puts a new waiter in line, polling now.
+    fn enter(&mut self, member: Member, score: u64, now: u64) {
+        self.waiting.insert(Entry { score, member });
+        self.polls.present = true;
+        let k = self.generation(now);
+        self.waiters.insert(member, (score, k));
+        self.polls.by_gen.entry(k).or_default().insert(member);
+    }
+
+    /// The waiters to drop for not polling, as the tick's sweep in
+    /// `tick.lua`: only when a generation died since the last sweep (or it
+    /// stopped at its bound), lowest member first, at most `bound`.
+    fn stale(&mut self, now: u64, bound: usize) -> Vec<Member> {
+        self.generation(now);
+        let g = self.polls.g.unwrap_or(1);
+        let abandon_ms = u64::from(self.settings.abandon_seconds) * 1000;
+        let dead = now.saturating_sub(abandon_ms) / g;
+        if !((dead > self.polls.swept || self.polls.more) && self.polls.present) {
+            return Vec::new();
+        }
+        let mut stale: Vec<Member> = self
+            .polls
+            .by_gen
+            .range(..=dead)
+            .flat_map(|(_, members)| members.iter().copied())
+            .collect();
+        stale.sort_unstable();
+        self.polls.more = stale.len() > bound;
+        stale.truncate(bound);
+        self.polls.swept = self.polls.swept.max(dead);
+        stale
     }
 
     /// One join, as `join.lua`'s `join_one`.
@@ -338,9 +435,7 @@ impl Room {
         } else {
             req.draw % PREQUEUE_SPAN
         };
-        r.waiting.insert(Entry { score, member });
-        r.waiters.insert(member, (score, now));
-        r.seen.insert((now, member));
+        r.enter(member, score, now);
         let position = r.position(&e, now, member);
         Joined::Answer(r.view(&e, now, Some(member), Standing::Waiting { position }))
     }
@@ -608,14 +703,7 @@ impl QueueStore for MemoryStore {
             let e = r.effective(now);
             let expired = r.expire(now);
 
-            let cutoff = now.saturating_sub(e.abandon_ms);
-            let stale: Vec<Member> = r
-                .seen
-                .iter()
-                .take_while(|(seen, _)| *seen <= cutoff)
-                .take(MAX_DROPS_PER_TICK as usize)
-                .map(|&(_, member)| member)
-                .collect();
+            let stale = r.stale(now, MAX_DROPS_PER_TICK as usize);
             for &member in &stale {
                 r.remove_waiter(member);
                 r.release(member);
@@ -674,6 +762,7 @@ impl QueueStore for MemoryStore {
 
             if waiting == 0 {
                 r.marks.clear();
+                r.polls.present = false;
             } else if let Some(front) = r.waiting.first()
                 && front.score >= PREQUEUE_SPAN
                 && let Some((&keep, _)) = r.marks.range(..=front.member).next_back()

@@ -87,6 +87,7 @@ local function join_one(room, now, span, existing, draw, holder, max_places)
     score = draw
   end
   redis.call('ZADD', WAITING, int(score), int(member))
+  redis.call('SETBIT', PRESENT, member, 1)
   touch(room, now, int(member))
   return view(room, now, 'waiting', member, position(room, now, int(member)))
 end
