@@ -140,6 +140,13 @@ pub struct Config {
     #[arg(long, env = "WR_IPV6_PREFIX", default_value_t = crate::http::client::DEFAULT_IPV6_PREFIX,
         value_parser = clap::value_parser!(u8).range(32..=128))]
     pub ipv6_prefix: u8,
+
+    /// Joins to one room arriving at this instance while another batch of
+    /// the room is at the store go together in one store call; none waits
+    /// longer than this, in microseconds (0: every join goes alone).
+    #[arg(long, env = "WR_JOIN_WINDOW_US", default_value_t = 1000,
+        value_parser = clap::value_parser!(u64).range(0..=100_000))]
+    pub join_window_us: u64,
 }
 
 impl std::fmt::Debug for Config {
@@ -170,6 +177,7 @@ impl std::fmt::Debug for Config {
             body_timeout_ms,
             max_connections,
             ipv6_prefix,
+            join_window_us,
         } = self;
         f.debug_struct("Config")
             .field("listen", listen)
@@ -196,6 +204,7 @@ impl std::fmt::Debug for Config {
             .field("body_timeout_ms", body_timeout_ms)
             .field("max_connections", max_connections)
             .field("ipv6_prefix", ipv6_prefix)
+            .field("join_window_us", join_window_us)
             .finish()
     }
 }

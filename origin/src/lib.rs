@@ -122,7 +122,8 @@ pub fn app_state(config: &Config, store: Arc<dyn QueueStore>, keys: Keyring) -> 
             .with_ipv6_prefix(config.ipv6_prefix),
         )
         .with_allowed_origins(config.allowed_origins.clone())
-        .with_secure_cookies(config.secure_cookies());
+        .with_secure_cookies(config.secure_cookies())
+        .with_join_window(std::time::Duration::from_micros(config.join_window_us));
     if !state.secure_cookies {
         tracing::info!("cookies without Secure (plain-http loopback; see --cookie-secure)");
     }

@@ -11,6 +11,7 @@ use crate::history::History;
 use crate::http::client::ClientPolicy;
 use crate::http::strikes::Strikes;
 use crate::queue::QueueStore;
+use crate::queue::joins::{DEFAULT_JOIN_WINDOW, Joins};
 use crate::sale::Latency;
 use crate::sessions::Sessions;
 
@@ -47,6 +48,8 @@ pub struct AppState {
     pub metrics_key: Option<Arc<Secret>>,
     /// Every room's recent figures, for the operator's console.
     pub history: Arc<History>,
+    /// Joins, gathered into batches per room on their way to `queue`.
+    pub joins: Joins,
 }
 
 impl AppState {
@@ -54,6 +57,7 @@ impl AppState {
     /// an open `/metrics`, and cookies without `Secure` (plain-http loopback).
     pub fn new(queue: Arc<dyn QueueStore>, keys: Keyring) -> AppState {
         AppState {
+            joins: Joins::new(queue.clone(), DEFAULT_JOIN_WINDOW),
             queue,
             clock: Clock::System,
             booking: None,
@@ -103,6 +107,12 @@ impl AppState {
     /// Asks `/metrics` callers for this bearer key.
     pub fn with_metrics_key(mut self, key: &str) -> AppState {
         self.metrics_key = Some(Arc::new(Secret::new(key)));
+        self
+    }
+
+    /// Batches joins within `window` (zero: every join goes alone).
+    pub fn with_join_window(mut self, window: std::time::Duration) -> AppState {
+        self.joins = Joins::new(self.queue.clone(), window);
         self
     }
 

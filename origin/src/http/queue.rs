@@ -321,7 +321,7 @@ async fn join(
     let draw = rand::random::<u64>() % PREQUEUE_SPAN;
     let limit = state.clients.place_limit(&client);
     let joined = state
-        .queue
+        .joins
         .join(&room, claims.as_ref().map(|c| c.seq), draw, limit.as_ref())
         .await?;
     let Joined::Answer(snap) = joined else {

@@ -13,10 +13,12 @@
 //! nothing of HTTP or tokens; Redis is named only in `queue::redis`.
 //!
 //! - [`promoter`]: the background loop that admits visitors every tick.
+//! - [`joins`]: gathers an instance's joins to a room into batches.
 //! - [`pacing`]: how often clients poll and what the ETA is (pure functions).
 //! - [`redis`]: the Redis store, one Lua script per multi-key change.
 //! - [`memory`]: the embedded store (no Redis), the same behaviour in-process.
 
+pub mod joins;
 pub mod memory;
 pub mod pacing;
 pub mod promoter;
@@ -269,8 +271,21 @@ pub struct PlaceLimit {
     pub max: u32,
 }
 
+/// One join of a batch ([`QueueStore::join_many`]): the arguments of
+/// [`QueueStore::join`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JoinRequest {
+    /// The sequence number of the visitor's valid ticket, if any.
+    pub existing: Option<u64>,
+    /// The pre-queue draw, in `0..2^40`.
+    pub draw: u64,
+    /// The per-address cap, if on.
+    pub limit: Option<PlaceLimit>,
+}
+
 /// Why a store call failed; each variant says whether trying again can help.
-#[derive(Debug, thiserror::Error)]
+/// `Clone`, so one failed batch of joins fails each caller alike.
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum StoreError {
     /// The room does not exist. The same call fails the same way until the
     /// room is created.
@@ -325,7 +340,29 @@ pub trait QueueStore: Send + Sync + 'static {
         existing: Option<u64>,
         draw: u64,
         limit: Option<&PlaceLimit>,
-    ) -> Result<Joined, StoreError>;
+    ) -> Result<Joined, StoreError> {
+        let one = JoinRequest {
+            existing,
+            draw,
+            limit: limit.cloned(),
+        };
+        let mut answers = self.join_many(room, std::slice::from_ref(&one)).await?;
+        answers
+            .pop()
+            .ok_or_else(|| StoreError::Protocol("a batch of one join gave no answer".into()))
+    }
+
+    // -- Joins in groups (issue 13, "lean"): see [`joins`].
+
+    /// Runs [`QueueStore::join`] for each of `joins` in turn, in one atomic
+    /// step: each gets its own member from the one counter, in the order
+    /// given, and exactly the answer it would have got alone at that point.
+    /// One answer per join, in order; an error fails them all alike.
+    async fn join_many(
+        &self,
+        room: &RoomId,
+        joins: &[JoinRequest],
+    ) -> Result<Vec<Joined>, StoreError>;
 
     /// Where a visitor stands; also records that it is still polling.
     async fn status(&self, room: &RoomId, seq: u64) -> Result<Snapshot, StoreError>;

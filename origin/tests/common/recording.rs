@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use origin::queue::{
-    Joined, PlaceLimit, QueueStore, RoomFigures, SaleSignal, Snapshot, StoreError, TickReport,
+    JoinRequest, Joined, PlaceLimit, QueueStore, RoomFigures, SaleSignal, Snapshot, StoreError,
+    TickReport,
 };
 use origin::room::{RoomId, RoomSettings, RoomState};
 
@@ -60,15 +61,16 @@ impl QueueStore for Recording {
     async fn figures(&self, room: &RoomId) -> Result<RoomFigures, StoreError> {
         self.inner.figures(room).await
     }
-    async fn join(
+    async fn join_many(
         &self,
         room: &RoomId,
-        existing: Option<u64>,
-        draw: u64,
-        limit: Option<&PlaceLimit>,
-    ) -> Result<Joined, StoreError> {
-        self.join_limits.lock().unwrap().push(limit.cloned());
-        self.inner.join(room, existing, draw, limit).await
+        joins: &[JoinRequest],
+    ) -> Result<Vec<Joined>, StoreError> {
+        self.join_limits
+            .lock()
+            .unwrap()
+            .extend(joins.iter().map(|j| j.limit.clone()));
+        self.inner.join_many(room, joins).await
     }
     async fn status(&self, room: &RoomId, seq: u64) -> Result<Snapshot, StoreError> {
         self.inner.status(room, seq).await

@@ -15,7 +15,7 @@
 
 mod ranked;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, hash_map};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, btree_map, hash_map};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -25,8 +25,8 @@ use rand::RngExt;
 use ranked::{Entry, RankedSet};
 
 use super::{
-    END_BUCKETS, Joined, LineView, MAX_ADMITS_PER_TICK, MAX_DROPS_PER_TICK, PREQUEUE_SPAN,
-    PlaceLimit, QueueStore, RoomFigures, SaleSignal, Schedule, SeatsLeft, Snapshot, Standing,
+    END_BUCKETS, JoinRequest, Joined, LineView, MAX_ADMITS_PER_TICK, MAX_DROPS_PER_TICK,
+    PREQUEUE_SPAN, QueueStore, RoomFigures, SaleSignal, Schedule, SeatsLeft, Snapshot, Standing,
     StoreError, TickReport,
 };
 use crate::clock::Clock;
@@ -58,10 +58,11 @@ struct Room {
     mark_at: u64,
     /// The line, ordered as Redis orders the waiting sorted set.
     waiting: RankedSet,
-    /// member -> (order score, last poll ms) of everyone in line.
+    /// member -> (order score, generation of its last poll) of everyone in
+    /// line.
     waiters: HashMap<Member, (u64, u64)>,
-    /// (last poll ms, member), to drop those who stopped polling.
-    seen: BTreeSet<(u64, Member)>,
+    /// Who polled when, to drop those who stopped polling.
+    polls: Polls,
     /// member -> end of session ms.
     active: HashMap<Member, u64>,
     /// (end of session ms, member), to end sessions in order.
@@ -78,6 +79,27 @@ struct Room {
     turnover: Turnover,
     /// The last tick's summary (`eta` in the room hash).
     schedule: Option<Schedule>,
+}
+
+/// "Still polling" marks, as coarse as the Redis store's ring of bitmaps
+/// (`touch` in the scripts' prelude): time in generations of abandon / 6,
+/// each waiter filed under the generation of its last poll; the tick drops
+/// those whose generation is dead, once per generation, lowest member first.
+#[derive(Default)]
+struct Polls {
+    /// The generation length (ms) the generations are numbered by.
+    g: Option<u64>,
+    /// The newest generation any poll or tick has seen.
+    newest: u64,
+    /// The newest dead generation the tick has swept.
+    swept: u64,
+    /// The last sweep stopped at its bound: sweep again next tick.
+    more: bool,
+    /// Whether Redis would hold a `present` bitmap: from the first place in
+    /// line until a tick finds the line empty.
+    present: bool,
+    /// generation -> the waiters whose last poll fell in it.
+    by_gen: BTreeMap<u64, HashSet<Member>>,
 }
 
 /// Counters the tick keeps to tell sessions that ended early (left, booked)
@@ -238,21 +260,184 @@ impl Room {
 
     fn remove_waiter(&mut self, member: Member) -> bool {
         match self.waiters.remove(&member) {
-            Some((score, seen)) => {
+            Some((score, generation)) => {
                 self.waiting.remove(&Entry { score, member });
-                self.seen.remove(&(seen, member));
+                self.unfile(member, generation);
                 true
             }
             None => false,
         }
     }
 
-    fn touch(&mut self, member: Member, now: u64) {
-        if let Some((_, seen)) = self.waiters.get_mut(&member) {
-            self.seen.remove(&(*seen, member));
-            *seen = now;
-            self.seen.insert((now, member));
+    /// The generation `now` falls in, after moving the polls to it, as
+    /// `generation` in the prelude: a new generation length (the abandon
+    /// time changed) renumbers them, and every waiter counts as polling now.
+    fn generation(&mut self, now: u64) -> u64 {
+        let abandon_ms = u64::from(self.settings.abandon_seconds) * 1000;
+        let g = abandon_ms.div_ceil(6).max(1);
+        let k = now / g;
+        if self.polls.g != Some(g) {
+            self.polls.g = Some(g);
+            self.polls.newest = k;
+            let everyone: HashSet<Member> = self.waiters.keys().copied().collect();
+            self.polls.by_gen.clear();
+            if !everyone.is_empty() {
+                self.polls.by_gen.insert(k, everyone);
+            }
+            for (_, generation) in self.waiters.values_mut() {
+                *generation = k;
+            }
+        } else if k > self.polls.newest {
+            self.polls.newest = k;
         }
+        self.polls.newest
+    }
+
+    /// Takes `member` out of the generation it is filed under.
+    fn unfile(&mut self, member: Member, generation: u64) {
+        if let btree_map::Entry::Occupied(mut set) = self.polls.by_gen.entry(generation) {
+            set.get_mut().remove(&member);
+            if set.get().is_empty() {
+                set.remove();
+            }
+        }
+    }
+
+    /// Records that a waiter still polls at `now`, as `touch` in the prelude.
+    fn touch(&mut self, member: Member, now: u64) {
+        if !self.waiters.contains_key(&member) {
+            return;
+        }
+        let k = self.generation(now);
+        let Some((_, generation)) = self.waiters.get_mut(&member) else {
+            return;
+        };
+        let old = std::mem::replace(generation, k);
+        if old != k {
+            self.unfile(member, old);
+            self.polls.by_gen.entry(k).or_default().insert(member);
+        }
+    }
+
+    /// Puts a new waiter in line, polling now.
+    fn enter(&mut self, member: Member, score: u64, now: u64) {
+        self.waiting.insert(Entry { score, member });
+        self.polls.present = true;
+        let k = self.generation(now);
+        self.waiters.insert(member, (score, k));
+        self.polls.by_gen.entry(k).or_default().insert(member);
+    }
+
+    /// The waiters to drop for not polling, as the tick's sweep in
+    /// `tick.lua`: only when a generation died since the last sweep (or it
+    /// stopped at its bound), lowest member first, at most `bound`.
+    fn stale(&mut self, now: u64, bound: usize) -> Vec<Member> {
+        self.generation(now);
+        let g = self.polls.g.unwrap_or(1);
+        let abandon_ms = u64::from(self.settings.abandon_seconds) * 1000;
+        let dead = now.saturating_sub(abandon_ms) / g;
+        if !((dead > self.polls.swept || self.polls.more) && self.polls.present) {
+            return Vec::new();
+        }
+        let mut stale: Vec<Member> = self
+            .polls
+            .by_gen
+            .range(..=dead)
+            .flat_map(|(_, members)| members.iter().copied())
+            .collect();
+        stale.sort_unstable();
+        self.polls.more = stale.len() > bound;
+        stale.truncate(bound);
+        self.polls.swept = self.polls.swept.max(dead);
+        stale
+    }
+
+    /// One join, as `join.lua`'s `join_one`.
+    fn join(&mut self, now: u64, req: &JoinRequest) -> Joined {
+        let r = self;
+        let e = r.effective(now);
+        if let Some(mine) = req.existing.and_then(|seq| r.member_of(seq)) {
+            if let Some(until) = r.session_end(mine, now) {
+                return Joined::Answer(r.view(
+                    &e,
+                    now,
+                    Some(mine),
+                    Standing::Admitted { until_ms: until },
+                ));
+            }
+            if r.waiters.contains_key(&mine) {
+                if Room::refusing(&e) {
+                    return Joined::Answer(r.view(&e, now, Some(mine), Standing::Closed));
+                }
+                r.touch(mine, now);
+                if e.seats == SeatsLeft::SoldOut {
+                    return Joined::Answer(r.view(&e, now, Some(mine), Standing::SoldOut));
+                }
+                let position = r.position(&e, now, mine);
+                return Joined::Answer(r.view(&e, now, Some(mine), Standing::Waiting { position }));
+            }
+        }
+        if Room::refusing(&e) {
+            return Joined::Answer(r.view(&e, now, None, Standing::Closed));
+        }
+        if e.seats == SeatsLeft::SoldOut || (e.max_line > 0 && r.last_member >= e.max_line) {
+            return Joined::Answer(r.view(&e, now, None, Standing::SoldOut));
+        }
+        let limit = req.limit.as_ref().filter(|l| l.max > 0);
+        if let Some(l) = limit
+            && r.held(&l.holder) >= l.max
+        {
+            // A session whose time is up holds nothing, even before a
+            // tick ends it.
+            r.expire(now);
+            if r.held(&l.holder) >= l.max {
+                return Joined::TooManyPlaces;
+            }
+        }
+
+        // The order of the line is this counter: one step, never a clock.
+        r.last_member += 1;
+        let member = Member(r.last_member);
+        if let Some(l) = limit {
+            r.hold(member, &l.holder);
+        }
+        r.mark(now, member);
+        let is_open = Room::opened(&e, now);
+        if Room::admitting(&e, now) {
+            if e.method == QueueingMethod::Passthrough {
+                let until = r.admit_one(&e, now, member);
+                return Joined::Answer(r.view(
+                    &e,
+                    now,
+                    Some(member),
+                    Standing::Admitted { until_ms: until },
+                ));
+            }
+            if r.waiting.is_empty() {
+                r.expire(now);
+                if (r.active.len() as u64) < e.capacity {
+                    r.refill(&e, now);
+                    if r.allow.unwrap_or(0.0) >= 1.0 {
+                        r.allow = r.allow.map(|a| a - 1.0);
+                        let until = r.admit_one(&e, now, member);
+                        return Joined::Answer(r.view(
+                            &e,
+                            now,
+                            Some(member),
+                            Standing::Admitted { until_ms: until },
+                        ));
+                    }
+                }
+            }
+        }
+        let score = if is_open {
+            PREQUEUE_SPAN + member.0
+        } else {
+            req.draw % PREQUEUE_SPAN
+        };
+        r.enter(member, score, now);
+        let position = r.position(&e, now, member);
+        Joined::Answer(r.view(&e, now, Some(member), Standing::Waiting { position }))
     }
 
     fn position(&self, e: &Effective, now: u64, member: Member) -> Option<u64> {
@@ -457,104 +642,14 @@ impl QueueStore for MemoryStore {
         })
     }
 
-    async fn join(
+    async fn join_many(
         &self,
         id: &RoomId,
-        existing: Option<u64>,
-        draw: u64,
-        limit: Option<&PlaceLimit>,
-    ) -> Result<Joined, StoreError> {
+        joins: &[JoinRequest],
+    ) -> Result<Vec<Joined>, StoreError> {
+        // One lock for the whole batch, as one script call on Redis.
         self.with_room(id, |r, now| {
-            let e = r.effective(now);
-            if let Some(mine) = existing.and_then(|seq| r.member_of(seq)) {
-                if let Some(until) = r.session_end(mine, now) {
-                    return Joined::Answer(r.view(
-                        &e,
-                        now,
-                        Some(mine),
-                        Standing::Admitted { until_ms: until },
-                    ));
-                }
-                if r.waiters.contains_key(&mine) {
-                    if Room::refusing(&e) {
-                        return Joined::Answer(r.view(&e, now, Some(mine), Standing::Closed));
-                    }
-                    r.touch(mine, now);
-                    if e.seats == SeatsLeft::SoldOut {
-                        return Joined::Answer(r.view(&e, now, Some(mine), Standing::SoldOut));
-                    }
-                    let position = r.position(&e, now, mine);
-                    return Joined::Answer(r.view(
-                        &e,
-                        now,
-                        Some(mine),
-                        Standing::Waiting { position },
-                    ));
-                }
-            }
-            if Room::refusing(&e) {
-                return Joined::Answer(r.view(&e, now, None, Standing::Closed));
-            }
-            if e.seats == SeatsLeft::SoldOut || (e.max_line > 0 && r.last_member >= e.max_line) {
-                return Joined::Answer(r.view(&e, now, None, Standing::SoldOut));
-            }
-            let limit = limit.filter(|l| l.max > 0);
-            if let Some(l) = limit
-                && r.held(&l.holder) >= l.max
-            {
-                // A session whose time is up holds nothing, even before a
-                // tick ends it.
-                r.expire(now);
-                if r.held(&l.holder) >= l.max {
-                    return Joined::TooManyPlaces;
-                }
-            }
-
-            // The order of the line is this counter: one step, never a clock.
-            r.last_member += 1;
-            let member = Member(r.last_member);
-            if let Some(l) = limit {
-                r.hold(member, &l.holder);
-            }
-            r.mark(now, member);
-            let is_open = Room::opened(&e, now);
-            if Room::admitting(&e, now) {
-                if e.method == QueueingMethod::Passthrough {
-                    let until = r.admit_one(&e, now, member);
-                    return Joined::Answer(r.view(
-                        &e,
-                        now,
-                        Some(member),
-                        Standing::Admitted { until_ms: until },
-                    ));
-                }
-                if r.waiting.is_empty() {
-                    r.expire(now);
-                    if (r.active.len() as u64) < e.capacity {
-                        r.refill(&e, now);
-                        if r.allow.unwrap_or(0.0) >= 1.0 {
-                            r.allow = r.allow.map(|a| a - 1.0);
-                            let until = r.admit_one(&e, now, member);
-                            return Joined::Answer(r.view(
-                                &e,
-                                now,
-                                Some(member),
-                                Standing::Admitted { until_ms: until },
-                            ));
-                        }
-                    }
-                }
-            }
-            let score = if is_open {
-                PREQUEUE_SPAN + member.0
-            } else {
-                draw % PREQUEUE_SPAN
-            };
-            r.waiting.insert(Entry { score, member });
-            r.waiters.insert(member, (score, now));
-            r.seen.insert((now, member));
-            let position = r.position(&e, now, member);
-            Joined::Answer(r.view(&e, now, Some(member), Standing::Waiting { position }))
+            joins.iter().map(|req| r.join(now, req)).collect()
         })
     }
 
@@ -608,14 +703,7 @@ impl QueueStore for MemoryStore {
             let e = r.effective(now);
             let expired = r.expire(now);
 
-            let cutoff = now.saturating_sub(e.abandon_ms);
-            let stale: Vec<Member> = r
-                .seen
-                .iter()
-                .take_while(|(seen, _)| *seen <= cutoff)
-                .take(MAX_DROPS_PER_TICK as usize)
-                .map(|&(_, member)| member)
-                .collect();
+            let stale = r.stale(now, MAX_DROPS_PER_TICK as usize);
             for &member in &stale {
                 r.remove_waiter(member);
                 r.release(member);
@@ -674,6 +762,7 @@ impl QueueStore for MemoryStore {
 
             if waiting == 0 {
                 r.marks.clear();
+                r.polls.present = false;
             } else if let Some(front) = r.waiting.first()
                 && front.score >= PREQUEUE_SPAN
                 && let Some((&keep, _)) = r.marks.range(..=front.member).next_back()

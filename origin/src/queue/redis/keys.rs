@@ -10,7 +10,12 @@
 
 use crate::room::RoomId;
 
-/// The seven keys every queue script takes, in `KEYS[1..7]` order.
+/// How many "still polling" bitmaps a room keeps, one per generation of
+/// abandon time / 6, reused in turn (`KEYS[10..17]`); more than the
+/// generations an abandon time spans, so a reused one is always dead.
+pub const POLL_RING: usize = 8;
+
+/// The keys every queue script takes, in `KEYS[1..]` order.
 #[derive(Debug, Clone)]
 pub struct RoomKeys {
     /// Hash: settings, counters (field `seq`: the last member given),
@@ -18,7 +23,9 @@ pub struct RoomKeys {
     pub room: String,
     /// Sorted set: a visitor's member, scored by its order in line.
     pub waiting: String,
-    /// Sorted set: a waiter's member, scored by its last poll (ms).
+    /// Sorted set of a waiter's last poll (ms), as earlier versions kept
+    /// it: only the tick reads it, to move what it holds into the bitmaps
+    /// below and delete it.
     pub seen: String,
     /// Sorted set: an admitted visitor's member, scored by its session's end (ms).
     pub active: String,
@@ -31,6 +38,13 @@ pub struct RoomKeys {
     /// Hash: member -> client, for each place given under the cap, so the
     /// step that ends a place gives it back to its client.
     pub held_by: String,
+    /// Bitmap: bit `member` is set while the member waits in line.
+    pub present: String,
+    /// Bitmap the tick computes (waiting, not polling lately) and deletes.
+    pub stale: String,
+    /// Bitmaps: bit `member` set when the member polled during a generation
+    /// (the ring's slot `k mod POLL_RING` holds generation `k`).
+    pub polled: [String; POLL_RING],
 }
 
 impl RoomKeys {
@@ -47,20 +61,27 @@ impl RoomKeys {
             holders: key("holding"),
             marks: key("marks"),
             held_by: key("held-by"),
+            present: key("present"),
+            stale: key("stale"),
+            polled: std::array::from_fn(|i| key(&format!("polled:{i}"))),
         }
     }
 
     /// The keys in the order the scripts expect them.
-    pub fn all(&self) -> [&str; 7] {
-        [
-            &self.room,
+    pub fn all(&self) -> Vec<&str> {
+        let mut keys = vec![
+            self.room.as_str(),
             &self.waiting,
             &self.seen,
             &self.active,
             &self.holders,
             &self.marks,
             &self.held_by,
-        ]
+            &self.present,
+            &self.stale,
+        ];
+        keys.extend(self.polled.iter().map(String::as_str));
+        keys
     }
 }
 
@@ -78,6 +99,7 @@ mod tests {
     fn keys_share_the_room_hash_tag() {
         let room = RoomId::parse("concert").unwrap();
         let keys = RoomKeys::new("t1:", &room);
+        assert_eq!(keys.all().len(), 9 + POLL_RING);
         for key in keys.all() {
             assert!(key.starts_with("t1:wr:{concert}:"), "{key}");
         }

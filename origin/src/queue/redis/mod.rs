@@ -25,7 +25,7 @@ pub use keys::RoomKeys;
 use scripts::Scripts;
 
 use crate::queue::{
-    Joined, MAX_ADMITS_PER_TICK, MAX_DROPS_PER_TICK, PREQUEUE_SPAN, PlaceLimit, QueueStore,
+    JoinRequest, Joined, MAX_ADMITS_PER_TICK, MAX_DROPS_PER_TICK, PREQUEUE_SPAN, QueueStore,
     RoomFigures, SaleSignal, Snapshot, StoreError, TickReport,
 };
 use crate::room::{RoomId, RoomSettings, RoomState, unix_ms};
@@ -255,26 +255,33 @@ impl QueueStore for RedisStore {
         reply::figures(self.run(&self.scripts.figures, room, &[]).await?)
     }
 
-    async fn join(
+    async fn join_many(
         &self,
         room: &RoomId,
-        existing: Option<u64>,
-        draw: u64,
-        limit: Option<&PlaceLimit>,
-    ) -> Result<Joined, StoreError> {
-        let existing = existing.map(|s| s.to_string()).unwrap_or_default();
-        let draw = (draw % PREQUEUE_SPAN).to_string();
-        let span = PREQUEUE_SPAN.to_string();
-        let (holder, max) = limit.map_or(("", 0), |l| (l.holder.as_str(), l.max));
-        let max = max.to_string();
-        reply::joined(
-            self.run(
-                &self.scripts.join,
-                room,
-                &[&existing, &draw, &span, holder, &max],
-            )
-            .await?,
-        )
+        joins: &[JoinRequest],
+    ) -> Result<Vec<Joined>, StoreError> {
+        let mut args = Vec::with_capacity(1 + 4 * joins.len());
+        args.push(PREQUEUE_SPAN.to_string());
+        for join in joins {
+            let (holder, max) = join
+                .limit
+                .as_ref()
+                .map_or(("", 0), |l| (l.holder.as_str(), l.max));
+            args.push(join.existing.map(|s| s.to_string()).unwrap_or_default());
+            args.push((join.draw % PREQUEUE_SPAN).to_string());
+            args.push(holder.to_owned());
+            args.push(max.to_string());
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let answers = reply::joined_many(self.run(&self.scripts.join, room, &args).await?)?;
+        if answers.len() != joins.len() {
+            return Err(StoreError::Protocol(format!(
+                "{} joins gave {} answers",
+                joins.len(),
+                answers.len()
+            )));
+        }
+        Ok(answers)
     }
 
     async fn status(&self, room: &RoomId, seq: u64) -> Result<Snapshot, StoreError> {

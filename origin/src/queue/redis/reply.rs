@@ -192,6 +192,11 @@ pub fn joined(value: Value) -> Result<Joined, StoreError> {
     snapshot(value).map(Joined::Answer)
 }
 
+/// Parses `join.lua`'s reply: one `view()` per join of the batch.
+pub fn joined_many(value: Value) -> Result<Vec<Joined>, StoreError> {
+    items(value)?.into_iter().map(joined).collect()
+}
+
 /// Parses `tick.lua`'s reply.
 pub fn tick(value: Value) -> Result<TickReport, StoreError> {
     let v = items(value)?;

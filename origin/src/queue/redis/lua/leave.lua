@@ -11,7 +11,10 @@ local mine = member_of(room, ARGV[2])
 if not mine then
   return 0
 end
-local n = redis.call('ZREM', WAITING, mine) + redis.call('ZREM', ACTIVE, mine)
-redis.call('ZREM', SEEN, mine)
+local waited = redis.call('ZREM', WAITING, mine)
+if waited == 1 then
+  redis.call('SETBIT', PRESENT, mine, 0)
+end
+local n = waited + redis.call('ZREM', ACTIVE, mine)
 release({ mine })
 return n

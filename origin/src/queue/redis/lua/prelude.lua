@@ -14,7 +14,9 @@
 --           its field 'seq' holds the last member given (the name is kept
 --           so rooms stored before stay readable)
 --   KEYS[2] waiting zset: member = member, score = order in line
---   KEYS[3] seen zset: member = member, score = last poll (ms)
+--   KEYS[3] seen zset: member = member, score = last poll (ms), as earlier
+--           versions kept it; only the tick reads it (moving it into the
+--           bitmaps below) and deletes it
 --   KEYS[4] active zset: member = member, score = end of session (ms)
 --   KEYS[5] holders hash: client -> places it holds now (the per-address
 --           cap); a client at zero is deleted
@@ -23,11 +25,16 @@
 --   KEYS[7] held-by hash: member -> client, for each place (in line or
 --           inside) given under the cap, so whatever ends a place gives it
 --           back to its client; empty while the cap is off
+--   KEYS[8] present bitmap: bit member set while the member waits in line
+--   KEYS[9] stale bitmap: the tick's scratch (waiting, not polling lately)
+--   KEYS[10..17] polled bitmaps, a ring: bit member set when the member
+--           polled during generation k (slot k mod 8); see touch()
 -- Time always comes from Redis (TIME), so origin instances with skewed clocks
 -- agree on openings, expiry and the budget.
 
-local ROOM, WAITING, SEEN, ACTIVE, HOLDERS, MARKS, HELD_BY =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local ROOM, WAITING, SEEN, ACTIVE, HOLDERS, MARKS, HELD_BY, PRESENT, STALE =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local RING = 8 -- polled bitmaps, KEYS[10 .. 9 + RING] (keys.rs: POLL_RING)
 
 local CHUNK = 500 -- arguments per command, well under Lua's stack limit
 
@@ -62,7 +69,8 @@ end
 local function load_room(now)
   local v = redis.call('HMGET', ROOM, 'state', 'capacity', 'rate', 'session_ms',
     'abandon_ms', 'opens_at', 'max_line', 'seq', 'allow', 'refill_at', 'rate_est', 'rate_at',
-    'method', 'windows', 'mark_at', 'base', 'seats', 'rate_factor')
+    'method', 'windows', 'mark_at', 'base', 'seats', 'rate_factor', 'poll_g', 'poll_gen',
+    'swept', 'sweep_more')
   if not v[1] then
     return nil
   end
@@ -85,6 +93,13 @@ local function load_room(now)
     -- available | none_available | sold_out (set_sale.lua)
     seats = v[17] or 'available',
     rate_factor = tonumber(v[18]) or 1,
+    -- the polled ring (touch): generation length and newest generation
+    poll_g = tonumber(v[19]),
+    poll_gen = tonumber(v[20]) or 0,
+    -- the tick's sweep: newest dead generation swept, and whether the last
+    -- sweep stopped at its bound
+    swept = tonumber(v[21]) or 0,
+    sweep_more = v[22] == '1',
   }
   if v[14] and v[14] ~= '' and v[14] ~= '[]' then
     for _, w in ipairs(cjson.decode(v[14])) do
@@ -175,10 +190,55 @@ local function release(members)
   end
 end
 
+-- "Still polling" marks are coarse: time is cut in generations of g =
+-- abandon / 6 (rounded up), and a poll sets the member's bit in its
+-- generation's bitmap, one of a ring of RING reused in turn. Generation k
+-- stays live while now < k*g + abandon, so a waiter whose last poll was at
+-- t is dropped by the first tick after some instant in (t + abandon - g,
+-- t + abandon]: never one that polls every abandon / 3 as told (pacing.rs),
+-- always one that stopped, within the abandon time plus a tick. One bit per
+-- waiter and generation, where a sorted set of poll times cost ~100 bytes.
+
+local function poll_g(room)
+  return math.max(1, math.ceil(room.abandon_ms / 6))
+end
+
+local function polled_key(k)
+  return KEYS[10 + k % RING]
+end
+
+-- The generation `now` falls in, after moving the ring to it: the slots of
+-- generations skipped since the last move are emptied (they held the
+-- generations RING before, long dead). A new generation length (the
+-- abandon time changed) renumbers the generations: every waiter then
+-- counts as polling now. Never goes back (a clock stepping back reuses the
+-- newest generation).
+local function generation(room, now)
+  local g = poll_g(room)
+  local k = math.floor(now / g)
+  if room.poll_g ~= g then
+    for i = 0, RING - 1 do
+      redis.call('DEL', polled_key(i))
+    end
+    if redis.call('EXISTS', PRESENT) == 1 then
+      redis.call('BITOP', 'OR', polled_key(k), PRESENT)
+    end
+    room.poll_g, room.poll_gen = g, k
+    redis.call('HSET', ROOM, 'poll_g', int(g), 'poll_gen', int(k))
+  elseif k > room.poll_gen then
+    for j = math.max(room.poll_gen + 1, k - RING + 1), k do
+      redis.call('DEL', polled_key(j))
+    end
+    room.poll_gen = k
+    redis.call('HSET', ROOM, 'poll_gen', int(k))
+  end
+  return room.poll_gen
+end
+
 -- Records that a waiter (its member) still polls at `now`: what the tick's
 -- abandonment rule reads. The one place a poll is written.
 local function touch(room, now, member)
-  redis.call('ZADD', SEEN, int(now), member)
+  redis.call('SETBIT', polled_key(generation(room, now)), member, 1)
 end
 
 -- Ends the sessions whose time is up; returns how many.
@@ -232,5 +292,6 @@ local function mark(room, now, member)
   if now - room.mark_at >= 1000 then
     redis.call('ZADD', MARKS, int(member), int(now))
     redis.call('HSET', ROOM, 'mark_at', int(now))
+    room.mark_at = now -- the next join of the same batch reads it
   end
 end

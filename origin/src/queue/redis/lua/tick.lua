@@ -14,13 +14,88 @@ end
 
 local expired = expire(now)
 
--- Waiters who stopped polling lose their place (paused rooms too).
-local stale = redis.call('ZRANGEBYSCORE', SEEN, '-inf', int(now - room.abandon_ms),
-  'LIMIT', 0, tonumber(ARGV[2]))
+-- Waiters who stopped polling lose their place (paused rooms too): those
+-- present in line whose bit is in no live generation of the polled ring
+-- (touch() in the prelude), lowest member first, at most ARGV[2] a tick.
+-- The ring is read only when a generation has died since the last sweep
+-- (once per generation), or when the last sweep stopped at its bound.
+local budget = tonumber(ARGV[2])
+local g = poll_g(room)
+local gen_now = generation(room, now)
+
+-- Poll times an earlier version kept in a sorted set move into the
+-- bitmaps, oldest first, as many a tick as may be dropped.
+if redis.call('EXISTS', SEEN) == 1 then
+  local old = redis.call('ZPOPMIN', SEEN, budget)
+  for i = 1, #old, 2 do
+    if redis.call('ZSCORE', WAITING, old[i]) then
+      redis.call('SETBIT', PRESENT, old[i], 1)
+      local at = math.min(gen_now, math.floor(tonumber(old[i + 1]) / g))
+      if at > gen_now - RING then
+        redis.call('SETBIT', polled_key(at), old[i], 1)
+      end
+    end
+  end
+  room.sweep_more = true
+end
+
+local stale = {}
+-- The newest generation no longer live (k*g + abandon <= now).
+local dead = math.floor((now - room.abandon_ms) / g)
+if (dead > room.swept or room.sweep_more) and redis.call('EXISTS', PRESENT) == 1 then
+  local live = {}
+  for j = math.max(dead + 1, gen_now - RING + 1), gen_now do
+    live[#live + 1] = polled_key(j)
+  end
+  -- stale = present minus live, as (present AND live) XOR present: a NOT
+  -- would stop at the live bitmaps' length.
+  if #live > 0 then
+    redis.call('BITOP', 'OR', STALE, unpack(live))
+    redis.call('BITOP', 'AND', STALE, STALE, PRESENT)
+    redis.call('BITOP', 'XOR', STALE, STALE, PRESENT)
+  else
+    redis.call('BITOP', 'OR', STALE, PRESENT)
+  end
+  -- BITPOS skips to the next stale member; 64 bytes from there are read
+  -- at once (a burst of abandons is dense).
+  local from, more = 0, false
+  while not more do
+    local first = redis.call('BITPOS', STALE, 1, from)
+    if first < 0 then
+      break
+    end
+    local at = math.floor(first / 8)
+    local bytes = redis.call('GETRANGE', STALE, at, at + 63)
+    for i = 1, #bytes do
+      local b = string.byte(bytes, i)
+      local j = 0
+      while b > 0 do
+        if b >= 128 then
+          if #stale == budget then
+            more = true
+            break
+          end
+          stale[#stale + 1] = int((at + i - 1) * 8 + j)
+        end
+        b = (b * 2) % 256
+        j = j + 1
+      end
+      if more then
+        break
+      end
+    end
+    from = at + #bytes
+  end
+  redis.call('DEL', STALE)
+  room.swept, room.sweep_more = math.max(dead, room.swept), more
+  redis.call('HSET', ROOM, 'swept', int(room.swept), 'sweep_more', more and '1' or '0')
+end
 for i = 1, #stale, CHUNK do
   local part = { unpack(stale, i, math.min(i + CHUNK - 1, #stale)) }
   redis.call('ZREM', WAITING, unpack(part))
-  redis.call('ZREM', SEEN, unpack(part))
+  for _, m in ipairs(part) do
+    redis.call('SETBIT', PRESENT, m, 0)
+  end
 end
 release(stale)
 if #stale > 0 then
@@ -36,6 +111,9 @@ local out = { 0, 0, expired, #stale }
 local function pick(k)
   if room.method == 'random' then
     local drawn = redis.call('ZRANDMEMBER', WAITING, k)
+    for _, m in ipairs(drawn) do
+      redis.call('SETBIT', PRESENT, m, 0)
+    end
     for i = 1, #drawn, CHUNK do
       redis.call('ZREM', WAITING, unpack(drawn, i, math.min(i + CHUNK - 1, #drawn)))
     end
@@ -45,6 +123,7 @@ local function pick(k)
   local members = {}
   for i = 1, #popped, 2 do
     members[#members + 1] = popped[i]
+    redis.call('SETBIT', PRESENT, popped[i], 0)
   end
   return members
 end
@@ -71,7 +150,6 @@ if admitting(room, now) and room.method ~= 'reject' then
         out[#out + 1] = room.base + tonumber(members[j])
       end
       redis.call('ZADD', ACTIVE, unpack(adds))
-      redis.call('ZREM', SEEN, unpack(members, i, math.min(i + CHUNK - 1, #members)))
     end
     if room.method ~= 'passthrough' then
       room.allow = room.allow - k
@@ -134,7 +212,9 @@ redis.call('HSET', ROOM, 'turn_at', int(now), 'turn_active', int(active),
 -- Join-time marks older than the one the front of the line needs can go.
 -- Only once the pre-queue is gone: until then the front is a random draw.
 if waiting == 0 then
-  redis.call('DEL', MARKS)
+  -- Nobody waits: the marks, the present bitmap and the polled ring go
+  -- (bitmaps are sized by the highest member, not by the line).
+  redis.call('DEL', MARKS, PRESENT, unpack(KEYS, 10, 9 + RING))
 else
   local front = redis.call('ZRANGE', WAITING, 0, 0, 'WITHSCORES')
   if tonumber(front[2]) >= tonumber(ARGV[4]) then

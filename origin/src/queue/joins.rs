@@ -1,0 +1,308 @@
+//! Joins in groups: the joins one origin instance receives for one room are
+//! sent to the store together, as one [`QueueStore::join_many`] (one script
+//! call on Redis, one lock on the embedded store), rather than one round
+//! trip each.
+//!
+//! A group commit: a join that finds nothing of its room at the store goes
+//! at once, alone (no wait when traffic is light). Joins that arrive while a
+//! batch is at the store wait for it to come back and then go together, in
+//! the order they arrived; none waits longer than the window (then its batch
+//! goes even though another is still out), and a batch that reaches
+//! [`MAX_JOIN_BATCH`] goes at once. The store gives each join its own member
+//! from the one counter, in the batch's order, and exactly the answer it
+//! would have got alone; a batch that fails fails each of its joins with the
+//! same error. A window of zero turns batching off.
+//!
+//! No queue rule lives here (the stores hold them), and nothing of HTTP.
+
+use std::collections::HashMap;
+use std::mem;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use super::{JoinRequest, Joined, PlaceLimit, QueueStore, StoreError};
+use crate::room::RoomId;
+
+/// Most joins in one batch: bounds how long one script holds Redis.
+pub const MAX_JOIN_BATCH: usize = 128;
+
+/// The window used unless configured (`--join-window-us`).
+pub const DEFAULT_JOIN_WINDOW: Duration = Duration::from_millis(1);
+
+type Reply = oneshot::Sender<Result<Joined, StoreError>>;
+
+/// Gathers joins per room and sends them to the store in batches. Cheap to
+/// clone; clones share the batches.
+#[derive(Clone)]
+pub struct Joins {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    store: Arc<dyn QueueStore>,
+    window: Duration,
+    lanes: Mutex<Lanes>,
+    batches: AtomicU64,
+    joins: AtomicU64,
+}
+
+/// How many store calls carried how many joins, since start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JoinStats {
+    /// Store calls (batches, a lone join counting as one).
+    pub batches: u64,
+    /// Joins they carried.
+    pub joins: u64,
+}
+
+#[derive(Default)]
+struct Lanes {
+    by_room: HashMap<RoomId, Lane>,
+    /// Names each batch as it starts gathering, so a window timer that
+    /// fires after its batch went does nothing.
+    next_batch: u64,
+}
+
+/// One room's joins: the batches at the store and the one gathering.
+#[derive(Default)]
+struct Lane {
+    in_flight: usize,
+    batch: u64,
+    requests: Vec<JoinRequest>,
+    replies: Vec<Reply>,
+}
+
+impl Lane {
+    fn take(&mut self) -> (Vec<JoinRequest>, Vec<Reply>) {
+        self.in_flight += 1;
+        (mem::take(&mut self.requests), mem::take(&mut self.replies))
+    }
+}
+
+/// What a join does once its room's lane is updated.
+enum Step {
+    /// Nothing of the room is at the store: go now, alone.
+    Alone,
+    /// The batch is full: send it from here, then read the answer.
+    Send(
+        Vec<JoinRequest>,
+        Vec<Reply>,
+        oneshot::Receiver<Result<Joined, StoreError>>,
+    ),
+    /// Wait for the batch to be sent by whoever sends it.
+    Wait(oneshot::Receiver<Result<Joined, StoreError>>),
+}
+
+impl Joins {
+    /// Batches joins to `store` within `window` (zero: every join goes alone).
+    pub fn new(store: Arc<dyn QueueStore>, window: Duration) -> Joins {
+        Joins {
+            shared: Arc::new(Shared {
+                store,
+                window,
+                lanes: Mutex::new(Lanes::default()),
+                batches: AtomicU64::new(0),
+                joins: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// Store calls and the joins they carried, since start.
+    pub fn stats(&self) -> JoinStats {
+        JoinStats {
+            batches: self.shared.batches.load(Ordering::Relaxed),
+            joins: self.shared.joins.load(Ordering::Relaxed),
+        }
+    }
+
+    /// [`QueueStore::join`], in a batch with the room's other joins.
+    pub async fn join(
+        &self,
+        room: &RoomId,
+        existing: Option<u64>,
+        draw: u64,
+        limit: Option<&PlaceLimit>,
+    ) -> Result<Joined, StoreError> {
+        let shared = &self.shared;
+        if shared.window.is_zero() {
+            shared.count(1);
+            return shared.store.join(room, existing, draw, limit).await;
+        }
+        let request = JoinRequest {
+            existing,
+            draw,
+            limit: limit.cloned(),
+        };
+        let step = {
+            let mut lanes = shared.lock();
+            let Lanes {
+                by_room,
+                next_batch,
+            } = &mut *lanes;
+            let lane = by_room.entry(room.clone()).or_default();
+            if lane.in_flight == 0 && lane.requests.is_empty() {
+                lane.in_flight = 1;
+                Step::Alone
+            } else {
+                let (tx, rx) = oneshot::channel();
+                if lane.requests.is_empty() {
+                    *next_batch += 1;
+                    lane.batch = *next_batch;
+                    self.start_timer(room.clone(), lane.batch);
+                }
+                lane.requests.push(request.clone());
+                lane.replies.push(tx);
+                if lane.requests.len() >= MAX_JOIN_BATCH {
+                    let (requests, replies) = lane.take();
+                    Step::Send(requests, replies, rx)
+                } else {
+                    Step::Wait(rx)
+                }
+            }
+        };
+        match step {
+            Step::Alone => {
+                // Hands the joins gathered meanwhile on even if this request
+                // is dropped mid-call.
+                let _done = Done {
+                    shared: shared.clone(),
+                    room: room.clone(),
+                };
+                shared.count(1);
+                let mut answers = shared
+                    .store
+                    .join_many(room, std::slice::from_ref(&request))
+                    .await?;
+                answers
+                    .pop()
+                    .ok_or_else(|| StoreError::Protocol("a join gave no answer".into()))
+            }
+            Step::Send(requests, replies, rx) => {
+                tokio::spawn(run(shared.clone(), room.clone(), requests, replies));
+                answer(rx).await
+            }
+            Step::Wait(rx) => answer(rx).await,
+        }
+    }
+
+    /// Sends the batch `batch` of `room` once the window has passed, if it
+    /// has not gone by then.
+    fn start_timer(&self, room: RoomId, batch: u64) {
+        let shared = self.shared.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(shared.window).await;
+            let taken = {
+                let mut lanes = shared.lock();
+                match lanes.by_room.get_mut(&room) {
+                    Some(lane) if lane.batch == batch && !lane.requests.is_empty() => {
+                        Some(lane.take())
+                    }
+                    _ => None,
+                }
+            };
+            if let Some((requests, replies)) = taken {
+                run(shared, room, requests, replies).await;
+            }
+        });
+    }
+}
+
+async fn answer(rx: oneshot::Receiver<Result<Joined, StoreError>>) -> Result<Joined, StoreError> {
+    rx.await.unwrap_or_else(|_| {
+        Err(StoreError::Protocol(
+            "a batch of joins ended without an answer".into(),
+        ))
+    })
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Lanes> {
+        // Nothing panics while the lock is held; a poisoned one still holds
+        // consistent lanes.
+        self.lanes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn count(&self, joins: usize) {
+        self.batches.fetch_add(1, Ordering::Relaxed);
+        self.joins.fetch_add(joins as u64, Ordering::Relaxed);
+    }
+
+    /// One batch of `room` came back: the joins gathered meanwhile go next,
+    /// or the lane is forgotten when nothing is left.
+    fn finish(&self, room: &RoomId) -> Option<(Vec<JoinRequest>, Vec<Reply>)> {
+        let mut lanes = self.lock();
+        let lane = lanes.by_room.get_mut(room)?;
+        lane.in_flight = lane.in_flight.saturating_sub(1);
+        if !lane.requests.is_empty() {
+            return Some(lane.take());
+        }
+        if lane.in_flight == 0 {
+            lanes.by_room.remove(room);
+        }
+        None
+    }
+}
+
+/// Sends batches of `room` until nothing is gathered: each answer to its
+/// caller, an error to each alike.
+async fn run(
+    shared: Arc<Shared>,
+    room: RoomId,
+    mut requests: Vec<JoinRequest>,
+    mut replies: Vec<Reply>,
+) {
+    loop {
+        shared.count(requests.len());
+        let result = shared.store.join_many(&room, &requests).await;
+        match result {
+            Ok(answers) => {
+                let mut answers = answers.into_iter();
+                for reply in replies {
+                    let answer = answers.next().ok_or_else(|| {
+                        StoreError::Protocol("a batch of joins gave too few answers".into())
+                    });
+                    // A caller that went away (its request cancelled) has
+                    // its place all the same, as a lone join would.
+                    let _ = reply.send(answer);
+                }
+            }
+            Err(e) => {
+                for reply in replies {
+                    let _ = reply.send(Err(e.clone()));
+                }
+            }
+        }
+        match shared.finish(&room) {
+            Some((next_requests, next_replies)) => {
+                requests = next_requests;
+                replies = next_replies;
+            }
+            None => return,
+        }
+    }
+}
+
+/// Marks a lone join's call done when dropped (answered or cancelled), and
+/// sends on what gathered behind it.
+struct Done {
+    shared: Arc<Shared>,
+    room: RoomId,
+}
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        if let Some((requests, replies)) = self.shared.finish(&self.room)
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(run(
+                self.shared.clone(),
+                self.room.clone(),
+                requests,
+                replies,
+            ));
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! The abandonment rule with coarse "still polling" marks: a waiter that
+//! polls exactly as `poll_after_ms` says is never dropped, however long it
+//! waits, and one that stops polling is dropped within the abandon time
+//! plus a tick (and not much before it: the marks' generations are a sixth
+//! of the abandon time). On a pinned clock, stepped tick by tick.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use common::*;
+use origin::clock::Clock;
+use origin::room::RoomSettings;
+
+/// The promoter's tick in this test (ms).
+const TICK: u64 = 100;
+
+async fn polling_waiter_stays_and_silent_one_goes(abandon_seconds: u32) {
+    let start = unix_now() * 1000;
+    let clock = Arc::new(AtomicU64::new(start));
+    let t = pinned_store(clock.clone());
+    let store = t.store.clone();
+    let room = make_paused_room(
+        store.as_ref(),
+        &format!("paced{abandon_seconds}"),
+        RoomSettings {
+            abandon_seconds,
+            ..settings(1)
+        },
+    )
+    .await;
+    let api = Api::new(state(store.clone()).with_clock(Clock::Manual(clock.clone())));
+    let abandon = u64::from(abandon_seconds) * 1000;
+
+    let silent = api.join(&room, None).await;
+    let polling = api.join(&room, None).await;
+    assert_eq!(polling.json["state"], "waiting");
+    let ticket = polling.ticket();
+    let mut next_poll = start + polling.json["poll_after_ms"].as_u64().unwrap();
+    let mut next_tick = start + TICK;
+    let mut dropped_at = None;
+    let mut polls = 0;
+    let end = start + 5 * abandon;
+    while next_tick <= end {
+        // Whatever comes first: the client's next poll as told, or a tick.
+        let now = next_poll.min(next_tick);
+        clock.store(now, Ordering::SeqCst);
+        if now == next_poll {
+            let reply = api.status(&room, &ticket).await;
+            assert_eq!(
+                reply.json["state"],
+                "waiting",
+                "polled as told, dropped at +{} ms",
+                now - start
+            );
+            let after = reply.json["poll_after_ms"].as_u64().unwrap();
+            assert!(after <= abandon / 3, "{after}");
+            next_poll = now + after;
+            polls += 1;
+        }
+        if now == next_tick {
+            let report = store.tick(&room).await.unwrap();
+            if report.abandoned > 0 {
+                assert_eq!(report.abandoned, 1, "only the silent one");
+                assert!(dropped_at.is_none());
+                dropped_at = Some(now - start);
+            }
+            next_tick += TICK;
+        }
+    }
+    assert!(polls >= 15, "{polls} polls over five abandon times");
+    let dropped_at = dropped_at.expect("the silent waiter was dropped");
+    assert!(
+        dropped_at <= abandon + TICK,
+        "dropped {dropped_at} ms after its last poll, abandon {abandon}"
+    );
+    assert!(
+        dropped_at + abandon.div_ceil(6) > abandon,
+        "dropped {dropped_at} ms after its last poll: before abandon - abandon/6"
+    );
+    assert_eq!(
+        api.status(&room, &silent.ticket()).await.json["state"],
+        "expired"
+    );
+    let figures = store.figures(&room).await.unwrap();
+    assert_eq!((figures.waiting, figures.abandoned_total), (1, 1));
+}
+
+#[tokio::test]
+async fn a_waiter_polling_as_told_is_never_dropped_and_a_silent_one_is_within_abandon_plus_a_tick()
+{
+    for abandon_seconds in [3, 7, 60] {
+        polling_waiter_stays_and_silent_one_goes(abandon_seconds).await;
+    }
+}
