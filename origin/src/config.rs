@@ -140,6 +140,22 @@ pub struct Config {
     #[arg(long, env = "WR_IPV6_PREFIX", default_value_t = crate::http::client::DEFAULT_IPV6_PREFIX,
         value_parser = clap::value_parser!(u8).range(32..=128))]
     pub ipv6_prefix: u8,
+
+    /// Answer status polls from far back in a fifo line from a per-room
+    /// snapshot refreshed every tick, with no store round trip, and write
+    /// "still polling" marks once a tick per room in one call. `off`: every
+    /// status asks the store (the design before snapshots; for comparison).
+    #[arg(long, env = "WR_STATUS_SNAPSHOT", value_enum, default_value_t = OnOff::On)]
+    pub status_snapshot: OnOff,
+}
+
+/// A switch.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnOff {
+    /// Turned on.
+    On,
+    /// Turned off.
+    Off,
 }
 
 impl std::fmt::Debug for Config {
@@ -170,6 +186,7 @@ impl std::fmt::Debug for Config {
             body_timeout_ms,
             max_connections,
             ipv6_prefix,
+            status_snapshot,
         } = self;
         f.debug_struct("Config")
             .field("listen", listen)
@@ -196,6 +213,7 @@ impl std::fmt::Debug for Config {
             .field("body_timeout_ms", body_timeout_ms)
             .field("max_connections", max_connections)
             .field("ipv6_prefix", ipv6_prefix)
+            .field("status_snapshot", status_snapshot)
             .finish()
     }
 }

@@ -10,6 +10,7 @@ use crate::clock::Clock;
 use crate::http::client::ClientPolicy;
 use crate::http::strikes::Strikes;
 use crate::queue::QueueStore;
+use crate::queue::snapshot::Snapshots;
 use crate::sale::Latency;
 use crate::sessions::Sessions;
 
@@ -44,6 +45,8 @@ pub struct AppState {
     pub secure_cookies: bool,
     /// The bearer key `/metrics` asks for; `None`: open.
     pub metrics_key: Option<Arc<Secret>>,
+    /// Per-room status snapshots (`--status-snapshot`); off unless turned on.
+    pub snapshots: Arc<Snapshots>,
 }
 
 impl AppState {
@@ -63,6 +66,7 @@ impl AppState {
             admin_strikes: Arc::new(Strikes::default()),
             secure_cookies: false,
             metrics_key: None,
+            snapshots: Arc::new(Snapshots::off()),
         }
     }
 
@@ -99,6 +103,13 @@ impl AppState {
     /// Asks `/metrics` callers for this bearer key.
     pub fn with_metrics_key(mut self, key: &str) -> AppState {
         self.metrics_key = Some(Arc::new(Secret::new(key)));
+        self
+    }
+
+    /// Answers far-back status polls from per-room snapshots refreshed every
+    /// `tick` (the promoter's interval).
+    pub fn with_status_snapshots(mut self, tick: std::time::Duration) -> AppState {
+        self.snapshots = Arc::new(Snapshots::new(tick));
         self
     }
 

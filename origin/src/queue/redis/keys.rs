@@ -10,7 +10,7 @@
 
 use crate::room::RoomId;
 
-/// The seven keys every queue script takes, in `KEYS[1..7]` order.
+/// The keys every queue script takes, in `KEYS[1..8]` order.
 #[derive(Debug, Clone)]
 pub struct RoomKeys {
     /// Hash: settings, counters (field `seq`: the last member given),
@@ -31,6 +31,9 @@ pub struct RoomKeys {
     /// Hash: member -> client, for each place given under the cap, so the
     /// step that ends a place gives it back to its client.
     pub held_by: String,
+    /// Sorted set: a member that left the line, scored by when (ms); kept
+    /// a minute, so every instance's snapshot hears of it.
+    pub departed: String,
 }
 
 impl RoomKeys {
@@ -47,11 +50,12 @@ impl RoomKeys {
             holders: key("holding"),
             marks: key("marks"),
             held_by: key("held-by"),
+            departed: key("departed"),
         }
     }
 
     /// The keys in the order the scripts expect them.
-    pub fn all(&self) -> [&str; 7] {
+    pub fn all(&self) -> [&str; 8] {
         [
             &self.room,
             &self.waiting,
@@ -60,6 +64,7 @@ impl RoomKeys {
             &self.holders,
             &self.marks,
             &self.held_by,
+            &self.departed,
         ]
     }
 }

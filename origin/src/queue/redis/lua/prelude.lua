@@ -7,7 +7,7 @@
 --           its member. Only member_of and view() cross between the two.
 -- What else a visitor is lives in its ticket, not here.
 --
--- Every script gets the same seven keys, all under the room's hash tag, so a
+-- Every script gets the same eight keys, all under the room's hash tag, so a
 -- script touches one slot and runs unchanged on Redis Cluster:
 --   KEYS[1] room hash: settings, counters, admission budget, rate estimate,
 --           the sale signal ('seats', 'rate_factor'; absent = available, 1);
@@ -23,11 +23,15 @@
 --   KEYS[7] held-by hash: member -> client, for each place (in line or
 --           inside) given under the cap, so whatever ends a place gives it
 --           back to its client; empty while the cap is off
+--   KEYS[8] departed zset: member = a member that left the line (leave.lua),
+--           score = when (ms); kept a minute for the snapshots (observe.lua)
 -- Time always comes from Redis (TIME), so origin instances with skewed clocks
 -- agree on openings, expiry and the budget.
 
 local ROOM, WAITING, SEEN, ACTIVE, HOLDERS, MARKS, HELD_BY =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+
+local DEPARTED = KEYS[8]
 
 local CHUNK = 500 -- arguments per command, well under Lua's stack limit
 
