@@ -231,11 +231,15 @@ pub struct Watch {
     /// call would).
     pub polled: Vec<u64>,
     /// The store time (unix ms) of this instance's last observation:
-    /// departures after it are reported. 0: none before.
+    /// departures from it on are reported (one in that very ms may have come
+    /// after it). 0: none before.
     pub since_ms: u64,
     /// How old (ms) samples another instance took may be and still be
     /// handed out instead of taken again.
     pub reuse_ms: u64,
+    /// Whether samples are wanted at all (an instance nobody polls far back
+    /// in this room needs none, and spares the store taking them).
+    pub samples: bool,
 }
 
 /// A room as one observation saw it: what a per-instance snapshot needs to
@@ -255,7 +259,7 @@ pub struct Observation {
     pub front: Option<Sample>,
     /// Points of the line in order of position, spaced by at most
     /// max(10, 1% of the position), the last waiter included; empty unless
-    /// the room is `fifo` and open for places. Taken at `samples_at_ms`
+    /// asked for and the room is `fifo`, past its opening and not closed. Taken at `samples_at_ms`
     /// (they may be shared between instances for up to `Watch::reuse_ms`).
     pub samples: Vec<Sample>,
     /// When `samples` were taken (store clock, unix ms).
@@ -267,8 +271,8 @@ pub struct Observation {
     /// Seqs of `Watch::polled` waiting on a pre-queue draw (recorded as
     /// polling; `samples` cannot place them).
     pub drawn: Vec<u64>,
-    /// Seqs that left the line (not admitted: gave up their place) after
-    /// `Watch::since_ms`, in ascending order; the store keeps them for
+    /// Seqs that left the line (not admitted: gave up their place) at or
+    /// after `Watch::since_ms`, in ascending order; the store keeps them for
     /// [`DEPARTURES_KEPT_MS`].
     pub departed: Vec<u64>,
 }

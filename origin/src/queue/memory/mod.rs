@@ -762,7 +762,7 @@ impl QueueStore for MemoryStore {
             let mut departed: Vec<u64> = r
                 .departed
                 .iter()
-                .filter(|&&(at, _)| at > watch.since_ms)
+                .filter(|&&(at, _)| at >= watch.since_ms)
                 .map(|&(_, m)| r.seq_of(m))
                 .collect();
             departed.sort_unstable();

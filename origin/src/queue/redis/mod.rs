@@ -316,6 +316,7 @@ impl QueueStore for RedisStore {
             watch.reuse_ms.to_string(),
             PREQUEUE_SPAN.to_string(),
             DEPARTURES_KEPT_MS.to_string(),
+            if watch.samples { "1" } else { "0" }.to_owned(),
         ];
         args.extend(watch.polled.iter().map(u64::to_string));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();

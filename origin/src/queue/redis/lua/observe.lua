@@ -1,9 +1,11 @@
 -- observe.lua: what one instance's snapshot of a room needs, once a tick.
--- ARGV[2] since (ms): departures after it are reported
+-- ARGV[2] since (ms): departures from it on are reported (one in the same ms
+--         as the last observation may have come after it)
 -- ARGV[3] how old (ms) cached samples may be and still be handed out
 -- ARGV[4] the pre-queue span (scores below it are pre-queue draws)
 -- ARGV[5] how long (ms) a departure is remembered
--- ARGV[6..] seqs that polled the instance since its last observation
+-- ARGV[6] '1': samples wanted
+-- ARGV[7..] seqs that polled the instance since its last observation
 -- Returns {view() (outcome 'waiting', no member), method, front rank-1 score
 -- (-1: nobody waits), base, samples_at, samples ('rank score' pairs, space
 -- separated), {gone seqs}, {drawn seqs}, {departed seqs}}, or UNKNOWN_ROOM.
@@ -18,7 +20,7 @@ local span = tonumber(ARGV[4])
 -- The polls: each waiter still in line is recorded as polling, as its
 -- status calls would have been, one by one.
 local gone, drawn = {}, {}
-for i = 6, #ARGV do
+for i = 7, #ARGV do
   local mine = member_of(room, ARGV[i])
   local score = mine and redis.call('ZSCORE', WAITING, mine)
   if not score or refusing(room) then
@@ -34,7 +36,7 @@ end
 -- Samples place a seq in a fifo line; taking them costs O(samples log n),
 -- so they are kept in the room hash and shared while fresh enough.
 local samples_at, samples = now, ''
-if room.method == 'fifo' and not refusing(room) and opened(room, now) then
+if ARGV[6] == '1' and room.method == 'fifo' and not refusing(room) and opened(room, now) then
   local cached = redis.call('HMGET', ROOM, 'samples_at', 'samples')
   local at = tonumber(cached[1])
   if at and at <= now and now - at <= tonumber(ARGV[3]) and at >= room.opens_at then
@@ -59,7 +61,7 @@ end
 
 redis.call('ZREMRANGEBYSCORE', DEPARTED, '-inf', int(now - tonumber(ARGV[5])))
 local departed = {}
-for _, m in ipairs(redis.call('ZRANGEBYSCORE', DEPARTED, '(' .. ARGV[2], '+inf')) do
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', DEPARTED, ARGV[2], '+inf')) do
   departed[#departed + 1] = room.base + tonumber(m)
 end
 
