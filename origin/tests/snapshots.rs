@@ -310,3 +310,96 @@ async fn random_rooms_and_the_front_of_the_line_always_ask_the_store() {
         }
     }
 }
+
+/// Two real origins (servers and promoters, ticking every 50 ms) on one
+/// store, under concurrent joins (64 at once, on both), leaves and polls on
+/// both: every position either shows is at least the true one, measured
+/// right after (a waiter's true position only falls), and a ticket left on
+/// one reads expired on the other after a few ticks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_running_instances_stay_exact_under_concurrent_load() {
+    let t = common::test_store();
+    let tick = Duration::from_millis(50);
+    let stores = [t.store.clone(), common::connect(&t.prefix)];
+    let states: Vec<AppState> = stores
+        .iter()
+        .map(|s| AppState::new(s.clone(), keys()).with_status_snapshots(tick))
+        .collect();
+    let settings = RoomSettings {
+        capacity: 20,
+        admit_per_second: 20.0,
+        session_seconds: 600,
+        abandon_seconds: 60,
+        ..RoomSettings::default()
+    };
+    let room = common::make_room(t.store.as_ref(), "busy", settings).await;
+    let waiters = join_many(t.store.as_ref(), &room, 600).await;
+    let servers = [
+        common::spawn(states[0].clone(), Some(tick)).await,
+        common::spawn(states[1].clone(), Some(tick)).await,
+    ];
+    let apis: Arc<Vec<Api>> = Arc::new(states.iter().cloned().map(Api::new).collect());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+
+    let mut tasks = tokio::task::JoinSet::new();
+    // 64 joiners, on both instances.
+    for j in 0..64 {
+        let (apis, room) = (apis.clone(), room.clone());
+        tasks.spawn(async move {
+            while tokio::time::Instant::now() < deadline {
+                let reply = apis[j % 2].join(&room, None).await;
+                assert_eq!(reply.status, 200, "{}", reply.json);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            0u64
+        });
+    }
+    // Leaves on one instance, then polls of the same ticket on the other.
+    {
+        let (apis, room, leavers) = (apis.clone(), room.clone(), waiters[300..340].to_vec());
+        tasks.spawn(async move {
+            for (i, seq) in leavers.into_iter().enumerate() {
+                let ticket = ticket(&room, seq);
+                assert_eq!(apis[i % 2].leave(&room, &ticket).await.status, 204);
+                tokio::time::sleep(Duration::from_millis(160)).await;
+                let reply = apis[(i + 1) % 2].status(&room, &ticket).await;
+                assert_eq!(reply.json["state"], "expired", "left {seq}: {}", reply.json);
+            }
+            0
+        });
+    }
+    // Pollers: each poll's position, then the truth from the store.
+    for p in 0..4 {
+        let (apis, room, store) = (apis.clone(), room.clone(), stores[p % 2].clone());
+        let mine: Vec<u64> = waiters[340..].iter().copied().skip(p).step_by(4).collect();
+        tasks.spawn(async move {
+            let mut from_view = 0;
+            while tokio::time::Instant::now() < deadline {
+                for &seq in &mine {
+                    let reply = apis[(seq % 2) as usize]
+                        .status(&room, &ticket(&room, seq))
+                        .await;
+                    assert_eq!(reply.json["state"], "waiting", "{}", reply.json);
+                    let shown = reply.json["position"].as_u64().unwrap();
+                    let Standing::Waiting {
+                        position: Some(true_pos),
+                    } = truth(store.as_ref(), &room, seq).await
+                    else {
+                        panic!("{seq} is not waiting");
+                    };
+                    assert!(shown >= true_pos, "{seq}: shown {shown} < true {true_pos}");
+                    if shown != true_pos {
+                        from_view += 1;
+                    }
+                }
+            }
+            from_view
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.unwrap();
+    }
+    for s in servers {
+        s.stop().await;
+    }
+}

@@ -741,8 +741,10 @@ impl QueueStore for MemoryStore {
                     _ => gone.push(seq),
                 }
             }
-            let placing =
-                e.method == QueueingMethod::Fifo && !Room::refusing(&e) && Room::opened(&e, now);
+            let placing = watch.samples
+                && e.method == QueueingMethod::Fifo
+                && !Room::refusing(&e)
+                && Room::opened(&e, now);
             let (samples_at_ms, samples) = if placing {
                 let reusable = r.samples.as_ref().filter(|(at, _)| {
                     *at <= now && now - *at <= watch.reuse_ms && e.opens_at.is_none_or(|o| *at >= o)
