@@ -283,3 +283,71 @@ pub fn front_zone(line: &LineView, max_age: Duration) -> u64 {
     let seconds = max_age.as_secs_f64() + 1.0;
     (2.0 * rate * (1.0 + seconds)).ceil() as u64 + FRONT_MARGIN
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::{Sample, sample_ranks};
+
+    /// A line of waiters `seqs` (in order) as an observation samples it.
+    fn observed(seqs: &[u64]) -> Observation {
+        let samples = sample_ranks(seqs.len() as u64)
+            .map(|r| Sample {
+                position: r + 1,
+                seq: Some(seqs[r as usize]),
+            })
+            .collect();
+        Observation {
+            line: LineView {
+                state: RoomState::Open,
+                opens_at_ms: None,
+                waiting: seqs.len() as u64,
+                admit_rate: 1.0,
+                abandon_ms: 60_000,
+                sale: crate::queue::SaleSignal::AVAILABLE,
+                now_ms: 0,
+                schedule: None,
+            },
+            method: QueueingMethod::Fifo,
+            front: None,
+            samples,
+            samples_at_ms: 0,
+            gone: Vec::new(),
+            drawn: Vec::new(),
+            departed: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn samples_are_every_ten_then_every_percent_and_the_last() {
+        let ranks: Vec<u64> = sample_ranks(25).collect();
+        assert_eq!(ranks, [0, 10, 20, 24]);
+        assert_eq!(sample_ranks(0).count(), 0);
+        assert_eq!(sample_ranks(1).collect::<Vec<_>>(), [0]);
+        let n = sample_ranks(1_000_000).count();
+        assert!((700..900).contains(&n), "{n} samples at a million");
+    }
+
+    #[test]
+    fn the_bound_is_never_below_and_within_one_percent_or_ten() {
+        // Seqs with gaps (left or dropped waiters), as a line has them.
+        let seqs: Vec<u64> = (0..50_000u64).map(|i| 1_000 + i * 3 + i % 2).collect();
+        let obs = observed(&seqs);
+        for (i, &seq) in seqs.iter().enumerate() {
+            let truth = i as u64 + 1;
+            let bound = obs.bound(seq).unwrap();
+            assert!(bound >= truth, "{seq}: {bound} < {truth}");
+            assert!(
+                bound - truth <= (truth / 100).max(10),
+                "{seq}: {bound} vs {truth}"
+            );
+        }
+        // Ahead of the first sample: not in this line.
+        assert_eq!(obs.bound(999), None);
+        // Later, some ahead have gone: the old bound still holds above.
+        let later: Vec<u64> = seqs.iter().copied().filter(|s| s % 5 != 0).collect();
+        for (i, &seq) in later.iter().enumerate() {
+            assert!(obs.bound(seq).unwrap() > i as u64);
+        }
+    }
+}
