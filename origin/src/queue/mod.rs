@@ -265,11 +265,11 @@ pub struct Observation {
     /// When `samples` were taken (store clock, unix ms).
     pub samples_at_ms: u64,
     /// Seqs of `Watch::polled` that are not waiting (admitted, left,
-    /// dropped, never given) or that the room refuses (closed); not
-    /// recorded as polling.
+    /// dropped, never given) or that the room refuses (closed), in
+    /// ascending order; not recorded as polling.
     pub gone: Vec<u64>,
-    /// Seqs of `Watch::polled` waiting on a pre-queue draw (recorded as
-    /// polling; `samples` cannot place them).
+    /// Seqs of `Watch::polled` waiting on a pre-queue draw, in ascending
+    /// order (recorded as polling; `samples` cannot place them).
     pub drawn: Vec<u64>,
     /// Seqs that left the line (not admitted: gave up their place) at or
     /// after `Watch::since_ms`, in ascending order; the store keeps them for

@@ -768,6 +768,8 @@ impl QueueStore for MemoryStore {
                 .map(|&(_, m)| r.seq_of(m))
                 .collect();
             departed.sort_unstable();
+            gone.sort_unstable();
+            drawn.sort_unstable();
             let front = r.waiting.first().map(|f| r.sample(0, f));
             let line = r.view(&e, now, None, Standing::Gone).line;
             Observation {

@@ -300,17 +300,21 @@ pub fn observation(value: Value) -> Result<Observation, StoreError> {
             .map(|x| int(x).and_then(|n| u64::try_from(n).map_err(|_| bad("negative seq"))))
             .collect()
     };
-    let mut departed = seqs(departed)?;
-    departed.sort_unstable();
+    let sorted = |v: Value| {
+        seqs(v).map(|mut s| {
+            s.sort_unstable();
+            s
+        })
+    };
     Ok(Observation {
         line,
         method,
         front,
         samples,
         samples_at_ms: u64::try_from(int(&samples_at)?).map_err(|_| bad("negative time"))?,
-        gone: seqs(gone)?,
-        drawn: seqs(drawn)?,
-        departed,
+        gone: sorted(gone)?,
+        drawn: sorted(drawn)?,
+        departed: sorted(departed)?,
     })
 }
 

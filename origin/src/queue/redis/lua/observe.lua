@@ -18,17 +18,31 @@ end
 local span = tonumber(ARGV[4])
 
 -- The polls: each waiter still in line is recorded as polling, as its
--- status calls would have been, one by one.
+-- status calls would have been, one by one; their places are looked up
+-- CHUNK at a time.
 local gone, drawn = {}, {}
-for i = 7, #ARGV do
-  local mine = member_of(room, ARGV[i])
-  local score = mine and redis.call('ZSCORE', WAITING, mine)
-  if not score or refusing(room) then
-    gone[#gone + 1] = ARGV[i]
-  else
-    touch(room, now, mine)
-    if tonumber(score) < span then
-      drawn[#drawn + 1] = ARGV[i]
+local refuses = refusing(room)
+for i = 7, #ARGV, CHUNK do
+  local seqs, members = {}, {}
+  for j = i, math.min(i + CHUNK - 1, #ARGV) do
+    local mine = member_of(room, ARGV[j])
+    if mine and not refuses then
+      seqs[#seqs + 1] = ARGV[j]
+      members[#members + 1] = mine
+    else
+      gone[#gone + 1] = ARGV[j]
+    end
+  end
+  local scores = #members > 0 and redis.call('ZMSCORE', WAITING, unpack(members)) or {}
+  for k = 1, #members do
+    local score = scores[k]
+    if not score then
+      gone[#gone + 1] = seqs[k]
+    else
+      touch(room, now, members[k])
+      if tonumber(score) < span then
+        drawn[#drawn + 1] = seqs[k]
+      end
     end
   end
 end
