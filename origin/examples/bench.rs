@@ -12,6 +12,11 @@
 //! 3. The time of one promoter tick that admits 1,000 visitors from the
 //!    front of that line (`--ticks` of them, through the store API, as the
 //!    promoter calls it).
+//! 4. On a Redis this program started: Redis commands per second (`INFO
+//!    commandstats`) while `--pollers` waiters (10,000 and 100,000 by
+//!    default) each poll status as often as `poll_after_ms` tells them, on
+//!    an origin with status snapshots off (every status a store call, the
+//!    design before) and then on.
 //!
 //! The origin runs in this process on its own two-thread runtime (as the
 //! binary does on a two-core machine), serving the real router and
@@ -80,6 +85,17 @@ struct Args {
     /// Tiny counts, for CI: proves the benchmark runs, measures nothing.
     #[arg(long)]
     smoke: bool,
+    /// Status snapshots on the origin of the HTTP phases (`--status-snapshot`).
+    #[arg(long, value_enum, default_value_t = origin::config::OnOff::On)]
+    status_snapshot: origin::config::OnOff,
+    /// Waiters polling as told in the commands-per-second phase, one run
+    /// per count (comma-separated; empty: skip the phase).
+    #[arg(long, value_delimiter = ',', default_values_t = [10_000u64, 100_000])]
+    pollers: Vec<u64>,
+    /// How long each polling run is measured, after one poll interval of
+    /// warm-up (every waiter has polled once), in seconds.
+    #[arg(long, default_value_t = 20)]
+    poll_seconds: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -100,6 +116,8 @@ fn main() -> ExitCode {
         args.ticks = args.ticks.min(3);
         args.seconds = args.seconds.min(10);
         args.rounds = 1;
+        args.pollers = args.pollers.iter().map(|&n| n.min(500)).collect();
+        args.poll_seconds = args.poll_seconds.min(3);
     }
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
@@ -165,15 +183,13 @@ fn run(args: &Args) -> Result<(), Error> {
     let addr: SocketAddr = server_rt.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
-        let state = AppState::new(origin_store, keys.clone());
-        tokio::spawn(origin::run(
-            state,
-            listener,
-            Duration::from_millis(100),
-            async move {
-                let _ = stopped.await;
-            },
-        ));
+        let mut state = AppState::new(origin_store.clone(), keys.clone());
+        if args.status_snapshot == origin::config::OnOff::On {
+            state = state.with_status_snapshots(TICK);
+        }
+        tokio::spawn(origin::run(state, listener, TICK, async move {
+            let _ = stopped.await;
+        }));
         Ok::<_, Error>(addr)
     })?;
 
@@ -187,13 +203,42 @@ fn run(args: &Args) -> Result<(), Error> {
     // Stop the origin, promoter included, before timing ticks by hand: its
     // own ticks would admit the batches first.
     let _ = stop.send(());
-    server_rt.shutdown_timeout(Duration::from_secs(5));
     let mut report = report?;
+    if let Some(redis) = &own_redis {
+        std::thread::sleep(Duration::from_millis(500)); // the origin stops
+        for &n in &args.pollers {
+            for snapshot in [false, true] {
+                let run = polling(
+                    &server_rt,
+                    &load_rt,
+                    (&origin_store, &store),
+                    &keys,
+                    redis,
+                    (n, snapshot),
+                    args,
+                )?;
+                eprintln!(
+                    "{n} waiters polling, snapshots {}: {:.0} polls/s, {:.0} Redis commands/s \
+                     ({:.0} sent by the origin), {:.0} µs/s of scripts",
+                    if snapshot { "on" } else { "off" },
+                    run.polls_per_second,
+                    run.commands_per_second,
+                    run.client_commands_per_second,
+                    run.script_us_per_second
+                );
+                report.polling.push(run);
+            }
+        }
+    }
+    server_rt.shutdown_timeout(Duration::from_secs(5));
     let line = RoomId::parse(LINE_ROOM).ok_or("room id")?;
     report.tick_ms = load_rt.block_on(time_ticks(store.as_ref(), &line, args.ticks))?;
     print_report(args, &report);
     Ok(())
 }
+
+/// The origin's promoter interval in every phase (the binary's default).
+const TICK: Duration = Duration::from_millis(100);
 
 /// Everything one run measured.
 struct Report {
@@ -201,6 +246,230 @@ struct Report {
     fill_seconds: f64,
     memory_per_waiter: Option<f64>,
     tick_ms: Vec<f64>,
+    polling: Vec<Polling>,
+}
+
+/// One run of waiters polling as told.
+struct Polling {
+    waiters: u64,
+    snapshot: bool,
+    polls_per_second: f64,
+    errors: u64,
+    /// Every command Redis ran, those inside scripts included.
+    commands_per_second: f64,
+    /// Commands the origin sent (scripts and the rest): its round trips.
+    client_commands_per_second: f64,
+    /// Redis time spent in scripts, per second.
+    script_us_per_second: f64,
+    p99_ms: f64,
+}
+
+/// Commands a client sends itself (the rest run inside scripts).
+const CLIENT_COMMANDS: [&str; 6] = ["evalsha", "eval", "script", "smembers", "sadd", "ping"];
+
+/// `waiters` visitors join a fresh fifo room, then each polls status on a
+/// fresh origin (snapshots on or off) as `poll_after_ms` says; after one
+/// poll interval of warm-up, Redis's command counters are read over
+/// `--poll-seconds`.
+fn polling(
+    server_rt: &tokio::runtime::Runtime,
+    load_rt: &tokio::runtime::Runtime,
+    (origin_store, store): (&Arc<dyn QueueStore>, &Arc<dyn QueueStore>),
+    keys: &Keyring,
+    redis: &RedisProcess,
+    (waiters, snapshot): (u64, bool),
+    args: &Args,
+) -> Result<Polling, Error> {
+    let room = RoomId::parse(&format!(
+        "bench-poll-{}-{waiters}",
+        if snapshot { "on" } else { "off" }
+    ))
+    .ok_or("room id")?;
+    // Open, a small room already full (one slot, an hour's session): the
+    // line does not move, so every waiter polls at the abandon time's
+    // ceiling (a third of it), as far-back waiters do.
+    let settings = RoomSettings {
+        capacity: 1,
+        admit_per_second: 1.0,
+        session_seconds: 3_600,
+        abandon_seconds: if args.smoke { 6 } else { 60 },
+        ..RoomSettings::default()
+    };
+    let (first, last) = load_rt.block_on(async {
+        store.put_room(&room, &settings).await?;
+        fill(store.clone(), &room, waiters + 1).await
+    })?;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let addr: SocketAddr = server_rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let mut state = AppState::new(origin_store.clone(), keys.clone());
+        if snapshot {
+            state = state.with_status_snapshots(TICK);
+        }
+        tokio::spawn(origin::run(state, listener, TICK, async move {
+            let _ = stopped.await;
+        }));
+        Ok::<_, Error>(addr)
+    })?;
+    let now = unix_now();
+    let tickets: Vec<String> = (first + 1..=last)
+        .map(|seq| {
+            keys.sign(&Claims {
+                kind: Kind::Ticket,
+                room: room.to_string(),
+                visitor: u128::from(seq),
+                seq,
+                issued_at: now,
+                expires_at: now + 3_600,
+            })
+        })
+        .collect();
+    let interval = Duration::from_millis(u64::from(settings.abandon_seconds) * 1000 / 3);
+    let measured = Duration::from_secs(args.poll_seconds);
+    let result = load_rt.block_on(poll_as_told(
+        addr,
+        &room,
+        tickets,
+        interval,
+        measured,
+        redis,
+        args.connections,
+    ));
+    let _ = stop.send(());
+    std::thread::sleep(Duration::from_millis(300));
+    // Nobody polls this room any more: keep its waiters (a day's abandon
+    // time), so dropping them does not weigh on the next run.
+    load_rt.block_on(store.put_room(
+        &room,
+        &RoomSettings {
+            abandon_seconds: 86_400,
+            ..settings
+        },
+    ))?;
+    let mut run = result?;
+    run.waiters = waiters;
+    run.snapshot = snapshot;
+    Ok(run)
+}
+
+/// Every ticket polls `room`'s status, first at a random instant within
+/// `interval`, then as each answer's `poll_after_ms` says, over
+/// `connections` keep-alive connections; Redis is measured over `measured`
+/// once `interval` (plus a second) has passed.
+async fn poll_as_told(
+    addr: SocketAddr,
+    room: &RoomId,
+    tickets: Vec<String>,
+    interval: Duration,
+    measured: Duration,
+    redis: &RedisProcess,
+    connections: usize,
+) -> Result<Polling, Error> {
+    let mut pool = Vec::with_capacity(connections);
+    for _ in 0..connections {
+        pool.push(connect(addr).await?);
+    }
+    let pool = Arc::new(std::sync::Mutex::new(pool));
+    let permits = Arc::new(tokio::sync::Semaphore::new(connections));
+    let start = Instant::now();
+    let warm = interval + Duration::from_secs(1);
+    let end = start + warm + measured;
+    let polls = Arc::new(AtomicU64::new(0));
+    let errors = Arc::new(AtomicU64::new(0));
+    let latencies = Arc::new(std::sync::Mutex::new(Vec::<u32>::new()));
+    let path = format!("/queue/{room}/status");
+    let mut tasks = tokio::task::JoinSet::new();
+    for ticket in tickets {
+        let (pool, permits, polls, errors, latencies) = (
+            pool.clone(),
+            permits.clone(),
+            polls.clone(),
+            errors.clone(),
+            latencies.clone(),
+        );
+        let target = Target::get(&path, Some(&ticket));
+        let first = interval.mul_f64(rand::random::<f64>());
+        tasks.spawn(async move {
+            tokio::time::sleep(first).await;
+            while Instant::now() < end {
+                let permit = permits.acquire().await?;
+                let mut sender = pool
+                    .lock()
+                    .map_err(|_| "poisoned")?
+                    .pop()
+                    .ok_or("no connection")?;
+                let sent = Instant::now();
+                let outcome = async {
+                    let response = sender.send_request(target.request(addr)?).await?;
+                    let ok = response.status().is_success();
+                    let body = response.into_body().collect().await?.to_bytes();
+                    let json: serde_json::Value = serde_json::from_slice(&body)?;
+                    Ok::<_, Error>((
+                        ok && json["state"] == "waiting",
+                        json["poll_after_ms"].as_u64(),
+                    ))
+                }
+                .await;
+                pool.lock().map_err(|_| "poisoned")?.push(sender);
+                drop(permit);
+                let in_window = sent >= start + warm;
+                let after = match outcome {
+                    Ok((true, Some(ms))) => {
+                        if in_window {
+                            polls.fetch_add(1, Ordering::Relaxed);
+                            let us = u32::try_from(sent.elapsed().as_micros()).unwrap_or(u32::MAX);
+                            latencies.lock().map_err(|_| "poisoned")?.push(us);
+                        }
+                        ms
+                    }
+                    _ => {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                        1_000
+                    }
+                };
+                tokio::time::sleep(Duration::from_millis(after)).await;
+            }
+            Ok::<_, Error>(())
+        });
+    }
+    tokio::time::sleep_until((start + warm).into()).await;
+    let before = redis.command_stats()?;
+    let measure_start = Instant::now();
+    tokio::time::sleep_until(end.into()).await;
+    let after = redis.command_stats()?;
+    let seconds = measure_start.elapsed().as_secs_f64();
+    tasks.abort_all();
+    while tasks.join_next().await.is_some() {}
+    let delta = |name: Option<&str>| -> (u64, u64) {
+        let sum = |stats: &[(String, u64, u64)]| {
+            stats
+                .iter()
+                .filter(|(n, _, _)| name.is_none_or(|want| n == want) && n != "info")
+                .fold((0, 0), |(c, u), (_, calls, usec)| (c + calls, u + usec))
+        };
+        let (c0, u0) = sum(&before);
+        let (c1, u1) = sum(&after);
+        (c1.saturating_sub(c0), u1.saturating_sub(u0))
+    };
+    let (all, _) = delta(None);
+    let client: u64 = CLIENT_COMMANDS.iter().map(|c| delta(Some(c)).0).sum();
+    let (_, script_us) = delta(Some("evalsha"));
+    let mut latencies = std::mem::take(&mut *latencies.lock().map_err(|_| "poisoned")?);
+    latencies.sort_unstable();
+    let p99_ms = latencies
+        .get(((latencies.len() as f64 - 1.0) * 0.99).round().max(0.0) as usize)
+        .map_or(f64::NAN, |&us| f64::from(us) / 1000.0);
+    Ok(Polling {
+        waiters: 0,
+        snapshot: false,
+        polls_per_second: polls.load(Ordering::Relaxed) as f64 / seconds,
+        errors: errors.load(Ordering::Relaxed),
+        commands_per_second: all as f64 / seconds,
+        client_commands_per_second: client as f64 / seconds,
+        script_us_per_second: script_us as f64 / seconds,
+        p99_ms,
+    })
 }
 
 /// One HTTP phase's outcome.
@@ -401,6 +670,7 @@ async fn measure(
         fill_seconds,
         memory_per_waiter,
         tick_ms: Vec::new(),
+        polling: Vec::new(),
     })
 }
 
@@ -630,6 +900,30 @@ fn print_report(args: &Args, r: &Report) {
         }
         (None, _) => println!("Redis memory per waiting visitor: not measured (--redis-url given)"),
     }
+    if !r.polling.is_empty() {
+        println!(
+            "\nRedis commands per second while waiters poll as `poll_after_ms` says \
+             (INFO commandstats over {} s, after one poll interval):",
+            args.poll_seconds
+        );
+        println!(
+            "\n| waiters | status snapshots | polls/s | errors | poll p99 ms | Redis commands/s (all) | sent by the origin/s | script µs/s |"
+        );
+        println!("|---:|---|---:|---:|---:|---:|---:|---:|");
+        for p in &r.polling {
+            println!(
+                "| {} | {} | {:.0} | {} | {:.2} | {:.0} | {:.0} | {:.0} |",
+                p.waiters,
+                if p.snapshot { "on" } else { "off (before)" },
+                p.polls_per_second,
+                p.errors,
+                p.p99_ms,
+                p.commands_per_second,
+                p.client_commands_per_second,
+                p.script_us_per_second
+            );
+        }
+    }
     let mut ticks = r.tick_ms.clone();
     ticks.sort_by(f64::total_cmp);
     if let (Some(min), Some(max)) = (ticks.first(), ticks.last()) {
@@ -765,6 +1059,31 @@ impl RedisProcess {
             }
         }
         Ok(total)
+    }
+
+    /// Every command's name, calls and Redis time (µs), from INFO
+    /// commandstats (inside scripts included).
+    fn command_stats(&self) -> Result<Vec<(String, u64, u64)>, Error> {
+        let info = self.info("commandstats")?;
+        let mut stats = Vec::new();
+        for line in info.lines() {
+            let Some((name, rest)) = line
+                .strip_prefix("cmdstat_")
+                .and_then(|l| l.split_once(':'))
+            else {
+                continue;
+            };
+            let (mut calls, mut usec) = (0, 0);
+            for field in rest.split(',') {
+                match field.split_once('=') {
+                    Some(("calls", v)) => calls = v.parse::<u64>().unwrap_or(0),
+                    Some(("usec", v)) => usec = v.parse::<u64>().unwrap_or(0),
+                    _ => {}
+                }
+            }
+            stats.push((name.to_owned(), calls, usec));
+        }
+        Ok(stats)
     }
 
     /// `used_memory` from INFO memory, in bytes.

@@ -147,6 +147,21 @@ pub struct Config {
     #[arg(long, env = "WR_JOIN_WINDOW_US", default_value_t = 1000,
         value_parser = clap::value_parser!(u64).range(0..=100_000))]
     pub join_window_us: u64,
+    /// Answer status polls from far back in a fifo line from a per-room
+    /// snapshot refreshed every tick, with no store round trip, and write
+    /// "still polling" marks once a tick per room in one call. `off`: every
+    /// status asks the store (the design before snapshots; for comparison).
+    #[arg(long, env = "WR_STATUS_SNAPSHOT", value_enum, default_value_t = OnOff::On)]
+    pub status_snapshot: OnOff,
+}
+
+/// A switch.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnOff {
+    /// Turned on.
+    On,
+    /// Turned off.
+    Off,
 }
 
 impl std::fmt::Debug for Config {
@@ -178,6 +193,7 @@ impl std::fmt::Debug for Config {
             max_connections,
             ipv6_prefix,
             join_window_us,
+            status_snapshot,
         } = self;
         f.debug_struct("Config")
             .field("listen", listen)
@@ -205,6 +221,7 @@ impl std::fmt::Debug for Config {
             .field("max_connections", max_connections)
             .field("ipv6_prefix", ipv6_prefix)
             .field("join_window_us", join_window_us)
+            .field("status_snapshot", status_snapshot)
             .finish()
     }
 }

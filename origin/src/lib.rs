@@ -124,6 +124,9 @@ pub fn app_state(config: &Config, store: Arc<dyn QueueStore>, keys: Keyring) -> 
         .with_allowed_origins(config.allowed_origins.clone())
         .with_secure_cookies(config.secure_cookies())
         .with_join_window(std::time::Duration::from_micros(config.join_window_us));
+    if config.status_snapshot == config::OnOff::On {
+        state = state.with_status_snapshots(config.tick());
+    }
     if !state.secure_cookies {
         tracing::info!("cookies without Secure (plain-http loopback; see --cookie-secure)");
     }
@@ -275,6 +278,7 @@ pub async fn run_with(
     let tasks = TaskTracker::new();
     tasks.spawn(queue::promoter::run(
         state.queue.clone(),
+        state.snapshots.clone(),
         tick,
         cancel.clone(),
     ));

@@ -12,6 +12,7 @@ use crate::http::client::ClientPolicy;
 use crate::http::strikes::Strikes;
 use crate::queue::QueueStore;
 use crate::queue::joins::{DEFAULT_JOIN_WINDOW, Joins};
+use crate::queue::snapshot::Snapshots;
 use crate::sale::Latency;
 use crate::sessions::Sessions;
 
@@ -50,6 +51,8 @@ pub struct AppState {
     pub history: Arc<History>,
     /// Joins, gathered into batches per room on their way to `queue`.
     pub joins: Joins,
+    /// Per-room status snapshots (`--status-snapshot`); off unless turned on.
+    pub snapshots: Arc<Snapshots>,
 }
 
 impl AppState {
@@ -71,6 +74,7 @@ impl AppState {
             secure_cookies: false,
             metrics_key: None,
             history: Arc::new(History::default()),
+            snapshots: Arc::new(Snapshots::off()),
         }
     }
 
@@ -113,6 +117,13 @@ impl AppState {
     /// Batches joins within `window` (zero: every join goes alone).
     pub fn with_join_window(mut self, window: std::time::Duration) -> AppState {
         self.joins = Joins::new(self.queue.clone(), window);
+        self
+    }
+
+    /// Answers far-back status polls from per-room snapshots refreshed every
+    /// `tick` (the promoter's interval).
+    pub fn with_status_snapshots(mut self, tick: std::time::Duration) -> AppState {
+        self.snapshots = Arc::new(Snapshots::new(tick));
         self
     }
 

@@ -2,7 +2,8 @@
 //! drives both with the same sequence of operations and clock steps (join,
 //! status, leave, tick, expiry and abandonment by stepping the clock,
 //! settings changes, pause, resume, close, the sale signal, joins under a
-//! per-address cap) and compares every answer; at the end everyone leaves,
+//! per-address cap, the snapshots' observation with its polls, samples and
+//! departures) and compares every answer; at the end everyone leaves,
 //! and the cap must hold nothing for anyone.
 //!
 //! Both stores run on a pinned clock (Redis scripts take it as their first
@@ -20,7 +21,7 @@ use std::time::Duration;
 use common::{redis_url, unique_prefix};
 use origin::queue::memory::MemoryStore;
 use origin::queue::redis::{RedisConfig, RedisStore};
-use origin::queue::{PlaceLimit, QueueStore, SaleSignal, SeatsLeft, StoreError};
+use origin::queue::{PlaceLimit, QueueStore, SaleSignal, SeatsLeft, StoreError, Watch};
 use origin::room::{QueueingMethod, RoomId, RoomSettings, RoomState};
 use proptest::prelude::*;
 
@@ -46,6 +47,14 @@ enum Op {
     /// refused by both.
     Sale(SaleSignal),
     Figures,
+    /// An instance's once-a-tick observation: these visitors polled; it
+    /// last observed `since_back` ms ago; samples `reuse` ms old are shared.
+    Observe {
+        polled: Vec<usize>,
+        since_back: u64,
+        reuse: u64,
+        samples: bool,
+    },
 }
 
 fn any_sale() -> impl Strategy<Value = SaleSignal> {
@@ -117,6 +126,18 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(Op::State),
         2 => any_sale().prop_map(Op::Sale),
         1 => Just(Op::Figures),
+        2 => (
+            prop::collection::vec(0usize..40, 0..6),
+            prop_oneof![Just(0u64), 0u64..5_000, Just(u64::MAX)],
+            prop_oneof![Just(0u64), 0u64..3_000],
+            prop_oneof![3 => Just(true), 1 => Just(false)],
+        )
+            .prop_map(|(polled, since_back, reuse, samples)| Op::Observe {
+                polled,
+                since_back,
+                reuse,
+                samples,
+            }),
     ]
 }
 
@@ -233,6 +254,23 @@ async fn same_answers(initial: RoomSettings, ops: Vec<Op>) -> Result<(), TestCas
             Op::Figures => {
                 let a = redis.figures(&room).await.unwrap();
                 let b = memory.figures(&room).await.unwrap();
+                prop_assert_eq!(a, b, "{}", ctx);
+            }
+            Op::Observe {
+                polled,
+                since_back,
+                reuse,
+                samples,
+            } => {
+                let now = clock.load(Ordering::SeqCst);
+                let watch = Watch {
+                    polled: polled.iter().map(|&i| pick(&seqs, i)).collect(),
+                    since_ms: now.saturating_sub(*since_back),
+                    reuse_ms: *reuse,
+                    samples: *samples,
+                };
+                let a = redis.observe(&room, &watch).await.unwrap();
+                let b = memory.observe(&room, &watch).await.unwrap();
                 prop_assert_eq!(a, b, "{}", ctx);
             }
         }

@@ -373,7 +373,13 @@ async fn status(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let claims = required_claims(&state, &headers, &room, state.clock.now_secs()).await?;
+    // Far back in line: the instance's snapshot answers, no store round trip.
+    if let Some(snap) = state.snapshots.answer(&room, claims.seq) {
+        let rules = state.sessions.rules_for(&room, state.queue.as_ref()).await;
+        return Ok(respond(&state, &room, &snap, claims.visitor, None, rules));
+    }
     let mut snap = state.queue.status(&room, claims.seq).await?;
+    state.snapshots.saw(&room, claims.seq, snap.standing);
     let rules = state.sessions.rules_for(&room, state.queue.as_ref()).await;
     if let Standing::Admitted { until_ms } = snap.standing {
         let now = state.clock.now_ms();
@@ -416,6 +422,7 @@ async fn leave(
     let EmptyBody {} = optional_json(body)?;
     let claims = required_claims(&state, &headers, &room, state.clock.now_secs()).await?;
     end_session(&state, &room, claims.seq, claims.visitor).await?;
+    state.snapshots.forget(&room, claims.seq);
     let mut response = StatusCode::NO_CONTENT.into_response();
     let h = response.headers_mut();
     h.append(

@@ -17,16 +17,19 @@
 //! - [`pacing`]: how often clients poll and what the ETA is (pure functions).
 //! - [`redis`]: the Redis store, one Lua script per multi-key change.
 //! - [`memory`]: the embedded store (no Redis), the same behaviour in-process.
+//! - [`snapshot`]: each instance's per-room view, refreshed every tick by
+//!   [`QueueStore::observe`], that answers far-back status polls.
 
 pub mod joins;
 pub mod memory;
 pub mod pacing;
 pub mod promoter;
 pub mod redis;
+pub mod snapshot;
 
 use async_trait::async_trait;
 
-use crate::room::{RoomId, RoomSettings, RoomState};
+use crate::room::{QueueingMethod, RoomId, RoomSettings, RoomState};
 
 /// Where a visitor stands, as the store sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -211,6 +214,123 @@ impl Joined {
     }
 }
 
+/// One point of the line: the waiter at `position` (1 = next) and its
+/// sequence number; `None` for a waiter placed by a pre-queue draw (its
+/// order says nothing about its seq).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sample {
+    /// 1-based place in line when the samples were taken.
+    pub position: u64,
+    /// The waiter's sequence number; `None` for a pre-queue draw.
+    pub seq: Option<u64>,
+}
+
+/// What an instance asks of [`QueueStore::observe`] once per tick.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Watch {
+    /// Sequence numbers that polled this instance since its last
+    /// observation: each still waiting is recorded as polling (as a status
+    /// call would).
+    pub polled: Vec<u64>,
+    /// The store time (unix ms) of this instance's last observation:
+    /// departures from it on are reported (one in that very ms may have come
+    /// after it). 0: none before.
+    pub since_ms: u64,
+    /// How old (ms) samples another instance took may be and still be
+    /// handed out instead of taken again.
+    pub reuse_ms: u64,
+    /// Whether samples are wanted at all (an instance nobody polls far back
+    /// in this room needs none, and spares the store taking them).
+    pub samples: bool,
+}
+
+/// A room as one observation saw it: what a per-instance snapshot needs to
+/// place a sequence number in the line without asking the store again.
+///
+/// In a `fifo` room, after the opening, waiters are ordered by sequence
+/// number behind any pre-queue draws, and nobody joins ahead of anyone: so
+/// a waiter's position only falls with time, and `samples` bound it from
+/// above for as long as the waiter stays in line ([`Observation::bound`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Observation {
+    /// The room's figures (`now_ms`: the store's clock at the observation).
+    pub line: LineView,
+    /// The queueing method in force.
+    pub method: QueueingMethod,
+    /// The waiter at the front; `None` when nobody waits.
+    pub front: Option<Sample>,
+    /// Points of the line in order of position, spaced by at most
+    /// max(10, 1% of the position), the last waiter included; empty unless
+    /// asked for and the room is `fifo`, past its opening and not closed. Taken at `samples_at_ms`
+    /// (they may be shared between instances for up to `Watch::reuse_ms`).
+    pub samples: Vec<Sample>,
+    /// When `samples` were taken (store clock, unix ms).
+    pub samples_at_ms: u64,
+    /// Seqs of `Watch::polled` that are not waiting (admitted, left,
+    /// dropped, never given) or that the room refuses (closed), in
+    /// ascending order; not recorded as polling.
+    pub gone: Vec<u64>,
+    /// Seqs of `Watch::polled` waiting on a pre-queue draw, in ascending
+    /// order (recorded as polling; `samples` cannot place them).
+    pub drawn: Vec<u64>,
+    /// Seqs that left the line (not admitted: gave up their place) at or
+    /// after `Watch::since_ms`, in ascending order; the store keeps them for
+    /// [`DEPARTURES_KEPT_MS`].
+    pub departed: Vec<u64>,
+}
+
+impl Observation {
+    /// A position never smaller than `seq`'s true one while `seq` waits in
+    /// this `fifo` line behind the front (the caller knows it does), and at
+    /// most max(10, 1%) above it when the samples were taken; `None` when
+    /// the samples cannot say (no samples, or a pre-queue draw around it).
+    pub fn bound(&self, seq: u64) -> Option<u64> {
+        // The last sample at or ahead of seq: draws come first, then seqs
+        // in ascending order.
+        let i = self
+            .samples
+            .partition_point(|s| s.seq.is_none_or(|x| x <= seq))
+            .checked_sub(1)?;
+        let at = self.samples[i];
+        if at.seq == Some(seq) {
+            return Some(at.position);
+        }
+        // Every waiter between the sample and seq holds a seq between them.
+        let by_seq = at.seq.map(|x| at.position + (seq - x));
+        // And seq stands ahead of the next sample.
+        let by_next = self.samples.get(i + 1).map(|n| n.position - 1);
+        match (by_seq, by_next) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+/// The 0-based ranks at which [`Observation::samples`] are taken in a line
+/// of `n`: every 10 places, then every 1% (about 800 at a million), and the
+/// last one. Both stores take the same ones.
+pub fn sample_ranks(n: u64) -> impl Iterator<Item = u64> {
+    let mut next = Some(0);
+    std::iter::from_fn(move || {
+        let r = next?;
+        if r >= n {
+            return None;
+        }
+        let step = (r / 100).max(10);
+        next = if r + 1 == n {
+            None
+        } else {
+            Some((r + step).min(n - 1))
+        };
+        Some(r)
+    })
+}
+
+/// How long the store remembers who left the line, for
+/// [`Observation::departed`]: an instance that has not observed a room for
+/// longer forgets what it knew of that room's waiters.
+pub const DEPARTURES_KEPT_MS: u64 = 60_000;
+
 /// What one promoter tick did to one room.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TickReport {
@@ -381,6 +501,11 @@ pub trait QueueStore: Send + Sync + 'static {
     /// and record the achieved rate. Safe to run from any number of
     /// instances at once.
     async fn tick(&self, room: &RoomId) -> Result<TickReport, StoreError>;
+
+    /// Once per tick per room per instance: records the waiters in
+    /// `watch.polled` still waiting as polling (as many status calls would,
+    /// in one step) and tells the room as it stands ([`Observation`]).
+    async fn observe(&self, room: &RoomId, watch: &Watch) -> Result<Observation, StoreError>;
 
     /// Whether the store answers.
     async fn ping(&self) -> Result<(), StoreError>;

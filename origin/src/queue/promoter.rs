@@ -6,12 +6,17 @@
 //! all in one atomic store step. The admission budget lives in the store, so
 //! any number of instances can promote the same room without over-admitting;
 //! more instances only make ticks more frequent.
+//!
+//! After its ticks, each instance observes every room once for its status
+//! snapshots ([`Snapshots::refresh`]), which also writes the "still
+//! polling" marks gathered since the last tick in one call per room.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::snapshot::Snapshots;
 use super::{QueueStore, StoreError, TickReport};
 use crate::room::RoomId;
 
@@ -39,7 +44,12 @@ pub async fn tick_rooms(
 /// Runs until `cancel` fires. A failing store is logged once when it starts
 /// failing and once when it recovers, not on every tick, and retried with
 /// growing pauses.
-pub async fn run(store: Arc<dyn QueueStore>, interval: Duration, cancel: CancellationToken) {
+pub async fn run(
+    store: Arc<dyn QueueStore>,
+    snapshots: Arc<Snapshots>,
+    interval: Duration,
+    cancel: CancellationToken,
+) {
     let mut rooms: Vec<RoomId> = Vec::new();
     let mut ticks: u32 = 0;
     let mut failing = false;
@@ -48,8 +58,16 @@ pub async fn run(store: Arc<dyn QueueStore>, interval: Duration, cancel: Cancell
         let step = async {
             if ticks.is_multiple_of(ROOMS_REFRESH_TICKS) || failing {
                 rooms = store.rooms().await?;
+                snapshots.retain(&rooms);
             }
-            tick_rooms(store.as_ref(), &rooms).await
+            let reports = tick_rooms(store.as_ref(), &rooms).await?;
+            for (room, _) in &reports {
+                match snapshots.refresh(store.as_ref(), room).await {
+                    Ok(()) | Err(StoreError::UnknownRoom) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(reports)
         };
         match step.await {
             Ok(reports) => {

@@ -84,6 +84,13 @@ impl QueueStore for Recording {
     async fn tick(&self, room: &RoomId) -> Result<TickReport, StoreError> {
         self.inner.tick(room).await
     }
+    async fn observe(
+        &self,
+        room: &RoomId,
+        watch: &origin::queue::Watch,
+    ) -> Result<origin::queue::Observation, StoreError> {
+        self.inner.observe(room, watch).await
+    }
     async fn ping(&self) -> Result<(), StoreError> {
         self.inner.ping().await
     }

@@ -15,7 +15,7 @@
 
 mod ranked;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, btree_map, hash_map};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque, btree_map, hash_map};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -25,9 +25,9 @@ use rand::RngExt;
 use ranked::{Entry, RankedSet};
 
 use super::{
-    END_BUCKETS, JoinRequest, Joined, LineView, MAX_ADMITS_PER_TICK, MAX_DROPS_PER_TICK,
-    PREQUEUE_SPAN, QueueStore, RoomFigures, SaleSignal, Schedule, SeatsLeft, Snapshot, Standing,
-    StoreError, TickReport,
+    DEPARTURES_KEPT_MS, END_BUCKETS, JoinRequest, Joined, LineView, MAX_ADMITS_PER_TICK,
+    MAX_DROPS_PER_TICK, Observation, PREQUEUE_SPAN, QueueStore, RoomFigures, SaleSignal, Sample,
+    Schedule, SeatsLeft, Snapshot, Standing, StoreError, TickReport, Watch, sample_ranks,
 };
 use crate::clock::Clock;
 use crate::room::{QueueingMethod, RoomId, RoomSettings, RoomState, unix_ms};
@@ -79,6 +79,12 @@ struct Room {
     turnover: Turnover,
     /// The last tick's summary (`eta` in the room hash).
     schedule: Option<Schedule>,
+    /// (time ms, member) of waiters who left the line, oldest first, for
+    /// [`DEPARTURES_KEPT_MS`] (the `departed` sorted set).
+    departed: VecDeque<(u64, Member)>,
+    /// The last samples an observation took, and when (`samples`,
+    /// `samples_at` in the room hash).
+    samples: Option<(u64, Vec<Sample>)>,
 }
 
 /// "Still polling" marks, as coarse as the Redis store's ring of bitmaps
@@ -448,6 +454,28 @@ impl Room {
         Some(self.waiting.rank(&Entry { score, member }) as u64 + 1)
     }
 
+    /// Forgets departures older than [`DEPARTURES_KEPT_MS`].
+    fn trim_departed(&mut self, now: u64) {
+        let cutoff = now.saturating_sub(DEPARTURES_KEPT_MS);
+        while self.departed.front().is_some_and(|&(at, _)| at <= cutoff) {
+            self.departed.pop_front();
+        }
+    }
+
+    /// Points of the line at [`sample_ranks`], as `observe.lua` takes them.
+    fn take_samples(&self) -> Vec<Sample> {
+        sample_ranks(self.waiting.len() as u64)
+            .filter_map(|r| self.waiting.nth(r as usize).map(|e| self.sample(r, e)))
+            .collect()
+    }
+
+    fn sample(&self, rank: u64, e: Entry) -> Sample {
+        Sample {
+            position: rank + 1,
+            seq: (e.score >= PREQUEUE_SPAN).then(|| self.seq_of(e.member)),
+        }
+    }
+
     fn mark(&mut self, now: u64, member: Member) {
         if now.saturating_sub(self.mark_at) >= 1000 {
             self.marks.insert(member, now);
@@ -676,11 +704,15 @@ impl QueueStore for MemoryStore {
     }
 
     async fn leave(&self, id: &RoomId, seq: u64) -> Result<bool, StoreError> {
-        self.with_room(id, |r, _| {
+        self.with_room(id, |r, now| {
             let Some(m) = r.member_of(seq) else {
                 return false;
             };
             let waited = r.remove_waiter(m);
+            if waited {
+                r.departed.push_back((now, m));
+                r.trim_departed(now);
+            }
             let inside = match r.active.remove(&m) {
                 Some(until) => r.ending.remove(&(until, m)),
                 None => false,
@@ -776,6 +808,68 @@ impl QueueStore for MemoryStore {
                 abandoned: stale.len() as u64,
                 active,
                 waiting,
+            }
+        })
+    }
+
+    async fn observe(&self, id: &RoomId, watch: &Watch) -> Result<Observation, StoreError> {
+        self.with_room(id, |r, now| {
+            let e = r.effective(now);
+            let (mut gone, mut drawn) = (Vec::new(), Vec::new());
+            for &seq in &watch.polled {
+                let waiter = r
+                    .member_of(seq)
+                    .and_then(|m| r.waiters.get(&m).map(|&(score, _)| (m, score)));
+                match waiter {
+                    Some((m, score)) if !Room::refusing(&e) => {
+                        r.touch(m, now);
+                        if score < PREQUEUE_SPAN {
+                            drawn.push(seq);
+                        }
+                    }
+                    _ => gone.push(seq),
+                }
+            }
+            let placing = watch.samples
+                && e.method == QueueingMethod::Fifo
+                && !Room::refusing(&e)
+                && Room::opened(&e, now);
+            let (samples_at_ms, samples) = if placing {
+                let reusable = r.samples.as_ref().filter(|(at, _)| {
+                    *at <= now && now - *at <= watch.reuse_ms && e.opens_at.is_none_or(|o| *at >= o)
+                });
+                match reusable {
+                    Some(cached) => cached.clone(),
+                    None => {
+                        let taken = (now, r.take_samples());
+                        r.samples = Some(taken.clone());
+                        taken
+                    }
+                }
+            } else {
+                (now, Vec::new())
+            };
+            r.trim_departed(now);
+            let mut departed: Vec<u64> = r
+                .departed
+                .iter()
+                .filter(|&&(at, _)| at >= watch.since_ms)
+                .map(|&(_, m)| r.seq_of(m))
+                .collect();
+            departed.sort_unstable();
+            gone.sort_unstable();
+            drawn.sort_unstable();
+            let front = r.waiting.first().map(|f| r.sample(0, f));
+            let line = r.view(&e, now, None, Standing::Gone).line;
+            Observation {
+                line,
+                method: e.method,
+                front,
+                samples,
+                samples_at_ms,
+                gone,
+                drawn,
+                departed,
             }
         })
     }

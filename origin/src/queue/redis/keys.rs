@@ -45,6 +45,9 @@ pub struct RoomKeys {
     /// Bitmaps: bit `member` set when the member polled during a generation
     /// (the ring's slot `k mod POLL_RING` holds generation `k`).
     pub polled: [String; POLL_RING],
+    /// Sorted set: a member that left the line, scored by when (ms); kept
+    /// a minute, so every instance's snapshot hears of it.
+    pub departed: String,
 }
 
 impl RoomKeys {
@@ -64,6 +67,7 @@ impl RoomKeys {
             present: key("present"),
             stale: key("stale"),
             polled: std::array::from_fn(|i| key(&format!("polled:{i}"))),
+            departed: key("departed"),
         }
     }
 
@@ -81,6 +85,7 @@ impl RoomKeys {
             &self.stale,
         ];
         keys.extend(self.polled.iter().map(String::as_str));
+        keys.push(&self.departed);
         keys
     }
 }
@@ -99,7 +104,7 @@ mod tests {
     fn keys_share_the_room_hash_tag() {
         let room = RoomId::parse("concert").unwrap();
         let keys = RoomKeys::new("t1:", &room);
-        assert_eq!(keys.all().len(), 9 + POLL_RING);
+        assert_eq!(keys.all().len(), 10 + POLL_RING);
         for key in keys.all() {
             assert!(key.starts_with("t1:wr:{concert}:"), "{key}");
         }

@@ -25,8 +25,8 @@ pub use keys::RoomKeys;
 use scripts::Scripts;
 
 use crate::queue::{
-    JoinRequest, Joined, MAX_ADMITS_PER_TICK, MAX_DROPS_PER_TICK, PREQUEUE_SPAN, QueueStore,
-    RoomFigures, SaleSignal, Snapshot, StoreError, TickReport,
+    DEPARTURES_KEPT_MS, JoinRequest, Joined, MAX_ADMITS_PER_TICK, MAX_DROPS_PER_TICK, Observation,
+    PREQUEUE_SPAN, QueueStore, RoomFigures, SaleSignal, Snapshot, StoreError, TickReport, Watch,
 };
 use crate::room::{RoomId, RoomSettings, RoomState, unix_ms};
 
@@ -292,8 +292,9 @@ impl QueueStore for RedisStore {
     }
 
     async fn leave(&self, room: &RoomId, seq: u64) -> Result<bool, StoreError> {
+        let kept = DEPARTURES_KEPT_MS.to_string();
         let reply = self
-            .run(&self.scripts.leave, room, &[&seq.to_string()])
+            .run(&self.scripts.leave, room, &[&seq.to_string(), &kept])
             .await?;
         Ok(reply::counter(reply)? > 0)
     }
@@ -313,6 +314,19 @@ impl QueueStore for RedisStore {
             .run(&self.scripts.tick, room, &[&drops, &admits, &span])
             .await?;
         reply::tick(reply)
+    }
+
+    async fn observe(&self, room: &RoomId, watch: &Watch) -> Result<Observation, StoreError> {
+        let mut args = vec![
+            watch.since_ms.to_string(),
+            watch.reuse_ms.to_string(),
+            PREQUEUE_SPAN.to_string(),
+            DEPARTURES_KEPT_MS.to_string(),
+            if watch.samples { "1" } else { "0" }.to_owned(),
+        ];
+        args.extend(watch.polled.iter().map(u64::to_string));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        reply::observation(self.run(&self.scripts.observe, room, &args).await?)
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

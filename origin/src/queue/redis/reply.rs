@@ -6,10 +6,10 @@
 use redis::Value;
 
 use crate::queue::{
-    END_BUCKETS, Joined, LineView, RoomFigures, SaleSignal, Schedule, SeatsLeft, Snapshot,
-    Standing, StoreError, TickReport,
+    END_BUCKETS, Joined, LineView, Observation, PREQUEUE_SPAN, RoomFigures, SaleSignal, Sample,
+    Schedule, SeatsLeft, Snapshot, Standing, StoreError, TickReport,
 };
-use crate::room::{RoomSettings, RoomState};
+use crate::room::{QueueingMethod, RoomSettings, RoomState};
 
 fn bad(what: &str) -> StoreError {
     StoreError::Protocol(what.to_owned())
@@ -251,6 +251,75 @@ pub fn figures(value: Value) -> Result<RoomFigures, StoreError> {
         oldest_wait_seconds: optional(int(&oldest_ms)?).map(|ms| ms / 1000),
         capped_clients: count(&capped_clients)?,
         capped_places: count(&capped_places)?,
+    })
+}
+
+/// Parses `observe.lua`'s reply.
+pub fn observation(value: Value) -> Result<Observation, StoreError> {
+    let [
+        view,
+        method,
+        front,
+        base,
+        samples_at,
+        samples,
+        gone,
+        drawn,
+        departed,
+    ] = <[Value; 9]>::try_from(items(value)?)
+        .map_err(|_| bad("observation has the wrong length"))?;
+    let line = snapshot(view)?.line;
+    let method = text(&method)
+        .and_then(QueueingMethod::parse)
+        .ok_or_else(|| bad("unknown queueing method"))?;
+    let base = u64::try_from(int(&base)?).map_err(|_| bad("negative base"))?;
+    let seq_of = |score: u64| (score >= PREQUEUE_SPAN).then(|| base + (score - PREQUEUE_SPAN));
+    let score = |s: &str| -> Result<u64, StoreError> {
+        s.parse::<u64>()
+            .map_err(|_| bad("expected an integer score"))
+    };
+    let front = match int(&front)? {
+        -1 => None,
+        f => Some(Sample {
+            position: 1,
+            seq: seq_of(u64::try_from(f).map_err(|_| bad("negative score"))?),
+        }),
+    };
+    let text_samples = text(&samples).ok_or_else(|| bad("expected samples"))?;
+    let parts: Vec<&str> = text_samples.split_ascii_whitespace().collect();
+    if !parts.len().is_multiple_of(2) {
+        return Err(bad("samples come in pairs"));
+    }
+    let samples = parts
+        .chunks(2)
+        .map(|pair| {
+            Ok(Sample {
+                position: score(pair[0])? + 1,
+                seq: seq_of(score(pair[1])?),
+            })
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    let seqs = |v: Value| -> Result<Vec<u64>, StoreError> {
+        items(v)?
+            .iter()
+            .map(|x| int(x).and_then(|n| u64::try_from(n).map_err(|_| bad("negative seq"))))
+            .collect()
+    };
+    let sorted = |v: Value| {
+        seqs(v).map(|mut s| {
+            s.sort_unstable();
+            s
+        })
+    };
+    Ok(Observation {
+        line,
+        method,
+        front,
+        samples,
+        samples_at_ms: u64::try_from(int(&samples_at)?).map_err(|_| bad("negative time"))?,
+        gone: sorted(gone)?,
+        drawn: sorted(drawn)?,
+        departed: sorted(departed)?,
     })
 }
 

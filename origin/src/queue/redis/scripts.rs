@@ -34,6 +34,8 @@ pub struct Scripts {
     pub set_sale: Script,
     /// `figures.lua`
     pub figures: Script,
+    /// `observe.lua`
+    pub observe: Script,
 }
 
 impl Scripts {
@@ -49,6 +51,7 @@ impl Scripts {
             set_state: script!("set_state.lua"),
             set_sale: script!("set_sale.lua"),
             figures: script!("figures.lua"),
+            observe: script!("observe.lua"),
         }
     }
 }

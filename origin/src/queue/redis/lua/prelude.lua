@@ -7,7 +7,7 @@
 --           its member. Only member_of and view() cross between the two.
 -- What else a visitor is lives in its ticket, not here.
 --
--- Every script gets the same seven keys, all under the room's hash tag, so a
+-- Every script gets the same eight keys, all under the room's hash tag, so a
 -- script touches one slot and runs unchanged on Redis Cluster:
 --   KEYS[1] room hash: settings, counters, admission budget, rate estimate,
 --           the sale signal ('seats', 'rate_factor'; absent = available, 1);
@@ -29,12 +29,16 @@
 --   KEYS[9] stale bitmap: the tick's scratch (waiting, not polling lately)
 --   KEYS[10..17] polled bitmaps, a ring: bit member set when the member
 --           polled during generation k (slot k mod 8); see touch()
+--   KEYS[18] departed zset: member = a member that left the line (leave.lua),
+--           score = when (ms); kept a minute for the snapshots (observe.lua)
 -- Time always comes from Redis (TIME), so origin instances with skewed clocks
 -- agree on openings, expiry and the budget.
 
 local ROOM, WAITING, SEEN, ACTIVE, HOLDERS, MARKS, HELD_BY, PRESENT, STALE =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local RING = 8 -- polled bitmaps, KEYS[10 .. 9 + RING] (keys.rs: POLL_RING)
+
+local DEPARTED = KEYS[18]
 
 local CHUNK = 500 -- arguments per command, well under Lua's stack limit
 

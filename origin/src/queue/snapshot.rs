@@ -1,0 +1,356 @@
+//! Status snapshots: each origin instance's per-room view of the line,
+//! refreshed once a tick by [`QueueStore::observe`], that answers a status
+//! poll from far back in a `fifo` line with no store round trip, and the
+//! "still polling" marks those answers owe the store, written once a tick in
+//! the same call.
+//!
+//! What makes an answer from memory safe to give (every check in
+//! [`Snapshots::answer`]; anything else asks the store exactly as before):
+//! - the view is at most two ticks old;
+//! - the room is `fifo`, open or paused, past its opening, with seats to sell;
+//! - this instance saw the waiter in line at an observation, by a mark it
+//!   sent (so it is not a pre-queue draw), recently enough that the
+//!   abandonment rule cannot have dropped it since;
+//! - no observation since reported it gone or departed (left: the store
+//!   keeps departures for [`DEPARTURES_KEPT_MS`]; a view that missed that
+//!   long forgets every waiter), and this instance did not see it leave;
+//! - it is behind the front of the line, so not admitted (a fifo line
+//!   admits from the front only);
+//! - and its position bound ([`Observation::bound`]) lies beyond what the
+//!   admission budget could let in before the next view: twice the rate over
+//!   the view's life plus a second, plus the one second the budget banks,
+//!   plus [`FRONT_MARGIN`]. A rate raised more than twofold shows from the
+//!   next tick.
+//!
+//! Such a waiter's position only falls while it waits (joins go behind it),
+//! so the bound stays an upper bound for the view's life, and is within
+//! max(10, 1%) of the true one when the samples were taken. Random rooms
+//! never answer from memory: any waiter may be admitted by the next tick.
+//! An instance started with `--status-snapshot off` keeps no view and sends
+//! no marks: every status asks the store.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant};
+
+use super::{
+    DEPARTURES_KEPT_MS, LineView, Observation, QueueStore, SeatsLeft, Snapshot, Standing,
+    StoreError, Watch,
+};
+use crate::room::{QueueingMethod, RoomId, RoomState};
+
+/// Places beyond the budget's reach that still ask the store.
+pub const FRONT_MARGIN: u64 = 100;
+/// Most marks one room gathers between two ticks; polls beyond ask the store
+/// (which records them itself).
+const MAX_MARKS: usize = 200_000;
+/// Most waiters one room's view remembers as seen in line.
+const MAX_CONFIRMED: usize = 4_000_000;
+
+/// Every room's view, in one instance.
+pub struct Snapshots {
+    enabled: bool,
+    tick: Duration,
+    rooms: RwLock<HashMap<RoomId, Arc<Mutex<RoomView>>>>,
+}
+
+/// One room's view.
+#[derive(Default)]
+struct RoomView {
+    /// The latest observation, and when this instance got it.
+    latest: Option<(Observation, Instant)>,
+    /// Seqs that polled since the last observation, owed to the store.
+    marks: HashSet<u64>,
+    /// Seq -> store time (ms) of the observation that last found it in
+    /// line (not on a pre-queue draw).
+    seen_in_line: HashMap<u64, u64>,
+    /// Store time of the latest observation (0: none yet).
+    since_ms: u64,
+    /// Store time the seen-in-line map was last pruned.
+    pruned_ms: u64,
+}
+
+impl Default for Snapshots {
+    fn default() -> Self {
+        Snapshots::off()
+    }
+}
+
+impl Snapshots {
+    /// Views refreshed every `tick` (the promoter's interval).
+    pub fn new(tick: Duration) -> Snapshots {
+        Snapshots {
+            enabled: true,
+            tick,
+            rooms: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// No views: every status asks the store (the design before snapshots).
+    pub fn off() -> Snapshots {
+        Snapshots {
+            enabled: false,
+            tick: Duration::from_millis(100),
+            rooms: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// Whether views are kept at all.
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    fn view(&self, room: &RoomId) -> Option<Arc<Mutex<RoomView>>> {
+        let rooms = self.rooms.read().unwrap_or_else(PoisonError::into_inner);
+        rooms.get(room).cloned()
+    }
+
+    fn view_or_new(&self, room: &RoomId) -> Arc<Mutex<RoomView>> {
+        if let Some(v) = self.view(room) {
+            return v;
+        }
+        let mut rooms = self.rooms.write().unwrap_or_else(PoisonError::into_inner);
+        rooms.entry(room.clone()).or_default().clone()
+    }
+
+    /// The status of `seq` from the view, when it can be given safely (see
+    /// the module doc), with the poll recorded as a mark; `None`: ask the
+    /// store.
+    pub fn answer(&self, room: &RoomId, seq: u64) -> Option<Snapshot> {
+        if !self.enabled {
+            return None;
+        }
+        let view = self.view(room)?;
+        let mut guard = view.lock().unwrap_or_else(PoisonError::into_inner);
+        let v = &mut *guard;
+        let (obs, taken) = v.latest.as_ref()?;
+        let age = taken.elapsed();
+        if age > 2 * self.tick {
+            return None;
+        }
+        let line = &obs.line;
+        let open = matches!(line.state, RoomState::Open | RoomState::Paused);
+        if obs.method != QueueingMethod::Fifo
+            || !open
+            || line.before_opening()
+            || line.sale.seats != SeatsLeft::Available
+        {
+            return None;
+        }
+        let seen = *v.seen_in_line.get(&seq)?;
+        // The stores' coarse marks may drop a waiter up to one generation
+        // (abandon time / 6) before the abandon time is up.
+        let earliest_drop = line.abandon_ms - line.abandon_ms.div_ceil(6);
+        if seen + earliest_drop < line.now_ms + self.margin_ms() {
+            return None;
+        }
+        if obs.front?.seq.is_some_and(|front| front > seq) {
+            return None;
+        }
+        let position = obs.bound(seq)?;
+        if position <= front_zone(line, 2 * self.tick) {
+            return None;
+        }
+        let line = LineView {
+            now_ms: line.now_ms + age.as_millis() as u64,
+            ..*line
+        };
+        if v.marks.len() >= MAX_MARKS && !v.marks.contains(&seq) {
+            return None;
+        }
+        v.marks.insert(seq);
+        Some(Snapshot {
+            seq: Some(seq),
+            standing: Standing::Waiting {
+                position: Some(position),
+            },
+            line,
+        })
+    }
+
+    /// Time the abandonment rule must leave a waiter after its last mark
+    /// for the view to answer for it: the view's life plus a second.
+    fn margin_ms(&self) -> u64 {
+        (2 * self.tick).as_millis() as u64 + 1000
+    }
+
+    /// Learns from the store's answer to `seq`'s status: a waiter is marked
+    /// (so the next observation sees it in line); anyone else is no longer
+    /// answered from the view.
+    pub fn saw(&self, room: &RoomId, seq: u64, standing: Standing) {
+        if !self.enabled {
+            return;
+        }
+        let view = self.view_or_new(room);
+        let mut v = view.lock().unwrap_or_else(PoisonError::into_inner);
+        match standing {
+            Standing::Waiting { .. } | Standing::SoldOut => {
+                if v.marks.len() < MAX_MARKS {
+                    v.marks.insert(seq);
+                }
+            }
+            Standing::Admitted { .. } | Standing::Gone | Standing::Closed => {
+                v.seen_in_line.remove(&seq);
+                v.marks.remove(&seq);
+            }
+        }
+    }
+
+    /// `seq` left through this instance: never answered from the view again.
+    pub fn forget(&self, room: &RoomId, seq: u64) {
+        if let Some(view) = self.view(room) {
+            let mut v = view.lock().unwrap_or_else(PoisonError::into_inner);
+            v.seen_in_line.remove(&seq);
+            v.marks.remove(&seq);
+        }
+    }
+
+    /// Drops the views of rooms not in `rooms` (deleted, or never there).
+    pub fn retain(&self, rooms: &[RoomId]) {
+        let mut all = self.rooms.write().unwrap_or_else(PoisonError::into_inner);
+        all.retain(|id, _| rooms.contains(id));
+    }
+
+    /// One observation of `room`: sends the marks gathered since the last
+    /// one and installs the new view. On failure the marks are kept for
+    /// the next try and the old view ages out.
+    pub async fn refresh(&self, store: &dyn QueueStore, room: &RoomId) -> Result<(), StoreError> {
+        if !self.enabled {
+            return Ok(());
+        }
+        let view = self.view_or_new(room);
+        let watch = {
+            let mut v = view.lock().unwrap_or_else(PoisonError::into_inner);
+            Watch {
+                samples: !v.marks.is_empty() || !v.seen_in_line.is_empty(),
+                polled: v.marks.drain().collect(),
+                since_ms: v.since_ms,
+                // Samples another instance took within half a tick serve
+                // this one too; older ones are taken again.
+                reuse_ms: self.tick.as_millis() as u64 / 2,
+            }
+        };
+        let result = store.observe(room, &watch).await;
+        let mut v = view.lock().unwrap_or_else(PoisonError::into_inner);
+        match result {
+            Ok(obs) => {
+                v.install(&watch, obs);
+                Ok(())
+            }
+            Err(e) => {
+                v.marks.extend(watch.polled);
+                Err(e)
+            }
+        }
+    }
+}
+
+impl RoomView {
+    fn install(&mut self, watch: &Watch, obs: Observation) {
+        let now = obs.line.now_ms;
+        // Departures are kept a minute: a view that missed half of that
+        // may have missed some, and forgets whom it saw.
+        if self.since_ms == 0 || now.saturating_sub(self.since_ms) > DEPARTURES_KEPT_MS / 2 {
+            self.seen_in_line.clear();
+        }
+        for seq in obs.departed.iter().chain(&obs.gone).chain(&obs.drawn) {
+            self.seen_in_line.remove(seq);
+        }
+        let not_seen: HashSet<u64> = obs.gone.iter().chain(&obs.drawn).copied().collect();
+        for &seq in &watch.polled {
+            if !not_seen.contains(&seq)
+                && (self.seen_in_line.len() < MAX_CONFIRMED || self.seen_in_line.contains_key(&seq))
+            {
+                self.seen_in_line.insert(seq, now);
+            }
+        }
+        // Waiters not seen for an abandon time cannot be answered for.
+        if now.saturating_sub(self.pruned_ms) >= 1000 {
+            let abandon = obs.line.abandon_ms;
+            self.seen_in_line.retain(|_, &mut at| at + abandon > now);
+            self.pruned_ms = now;
+        }
+        self.since_ms = now;
+        self.latest = Some((obs, Instant::now()));
+    }
+}
+
+/// Places from the front that may be admitted before a view `max_age` old
+/// is replaced: what the budget could let in over that and the next second
+/// (it banks one second of the rate), doubled, plus [`FRONT_MARGIN`].
+pub fn front_zone(line: &LineView, max_age: Duration) -> u64 {
+    let rate = line
+        .schedule
+        .map_or(line.admit_rate, |s| s.rate.max(line.admit_rate))
+        .max(1.0);
+    let seconds = max_age.as_secs_f64() + 1.0;
+    (2.0 * rate * (1.0 + seconds)).ceil() as u64 + FRONT_MARGIN
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::{Sample, sample_ranks};
+
+    /// A line of waiters `seqs` (in order) as an observation samples it.
+    fn observed(seqs: &[u64]) -> Observation {
+        let samples = sample_ranks(seqs.len() as u64)
+            .map(|r| Sample {
+                position: r + 1,
+                seq: Some(seqs[r as usize]),
+            })
+            .collect();
+        Observation {
+            line: LineView {
+                state: RoomState::Open,
+                opens_at_ms: None,
+                waiting: seqs.len() as u64,
+                admit_rate: 1.0,
+                abandon_ms: 60_000,
+                sale: crate::queue::SaleSignal::AVAILABLE,
+                now_ms: 0,
+                schedule: None,
+            },
+            method: QueueingMethod::Fifo,
+            front: None,
+            samples,
+            samples_at_ms: 0,
+            gone: Vec::new(),
+            drawn: Vec::new(),
+            departed: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn samples_are_every_ten_then_every_percent_and_the_last() {
+        let ranks: Vec<u64> = sample_ranks(25).collect();
+        assert_eq!(ranks, [0, 10, 20, 24]);
+        assert_eq!(sample_ranks(0).count(), 0);
+        assert_eq!(sample_ranks(1).collect::<Vec<_>>(), [0]);
+        let n = sample_ranks(1_000_000).count();
+        assert!((700..900).contains(&n), "{n} samples at a million");
+    }
+
+    #[test]
+    fn the_bound_is_never_below_and_within_one_percent_or_ten() {
+        // Seqs with gaps (left or dropped waiters), as a line has them.
+        let seqs: Vec<u64> = (0..50_000u64).map(|i| 1_000 + i * 3 + i % 2).collect();
+        let obs = observed(&seqs);
+        for (i, &seq) in seqs.iter().enumerate() {
+            let truth = i as u64 + 1;
+            let bound = obs.bound(seq).unwrap();
+            assert!(bound >= truth, "{seq}: {bound} < {truth}");
+            assert!(
+                bound - truth <= (truth / 100).max(10),
+                "{seq}: {bound} vs {truth}"
+            );
+        }
+        // Ahead of the first sample: not in this line.
+        assert_eq!(obs.bound(999), None);
+        // Later, some ahead have gone: the old bound still holds above.
+        let later: Vec<u64> = seqs.iter().copied().filter(|s| s % 5 != 0).collect();
+        for (i, &seq) in later.iter().enumerate() {
+            assert!(obs.bound(seq).unwrap() > i as u64);
+        }
+    }
+}

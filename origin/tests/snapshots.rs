@@ -1,0 +1,405 @@
+//! Status snapshots (`queue::snapshot`): two origin instances on one store,
+//! each answering far-back polls from its own per-room view, while the line
+//! moves under joins, leaves, abandonment and admissions. What must hold:
+//! a position from a view is never below the true one, and within max(10,
+//! 1%) of it right after a tick; a left ticket reads `expired` on either
+//! instance from the next tick on; marks flushed once a tick keep a waiter
+//! who polls as told, and one who stops is dropped within the abandon time
+//! plus a tick; an admitted visitor learns it on its next poll; random rooms
+//! never answer from a view.
+//!
+//! The store's clock is pinned and stepped (the promoter's tick is called by
+//! the test: `store.tick` then each instance's observation), so the runs
+//! are exact and fast on both stores.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use common::{Api, TestStore, keys, on_memory, pinned_store, redis_url, unix_now};
+use origin::queue::redis::{RedisConfig, RedisStore};
+use origin::queue::{QueueStore, Standing};
+use origin::room::{QueueingMethod, RoomId, RoomSettings};
+use origin::state::AppState;
+use rand::{RngExt, SeedableRng};
+use token::{Claims, Kind};
+
+/// The instances' tick: long, so a view never ages out between the test's
+/// steps (the test ticks by hand).
+const TICK: Duration = Duration::from_secs(2);
+
+/// One origin instance: its own store handle (its own Redis connection) and
+/// state with snapshots on.
+struct Instance {
+    store: Arc<dyn QueueStore>,
+    state: AppState,
+    api: Api,
+}
+
+fn instance(store: Arc<dyn QueueStore>) -> Instance {
+    let state = AppState::new(store.clone(), keys()).with_status_snapshots(TICK);
+    Instance {
+        store,
+        api: Api::new(state.clone()),
+        state,
+    }
+}
+
+/// A second handle on the pinned store `t` (another instance), on the same
+/// clock.
+fn second_handle(t: &TestStore, clock: &Arc<AtomicU64>) -> Arc<dyn QueueStore> {
+    if on_memory() {
+        return t.store.clone();
+    }
+    Arc::new(
+        RedisStore::connect(&RedisConfig {
+            url: redis_url(),
+            prefix: t.prefix.clone(),
+            timeout: Duration::from_secs(5),
+            cluster: false,
+        })
+        .unwrap()
+        .with_fixed_clock(clock.clone()),
+    )
+}
+
+fn ticket(room: &RoomId, seq: u64) -> String {
+    let now = unix_now();
+    keys().sign(&Claims {
+        kind: Kind::Ticket,
+        room: room.to_string(),
+        visitor: u128::from(seq),
+        seq,
+        issued_at: now,
+        expires_at: now + 3600,
+    })
+}
+
+/// The promoter's step on every instance: one tick of the room (as any of
+/// them may run it), then each instance's observation.
+async fn tick(instances: &[Instance], room: &RoomId) -> Vec<u64> {
+    let report = instances[0].store.tick(room).await.unwrap();
+    for i in instances {
+        i.state
+            .snapshots
+            .refresh(i.store.as_ref(), room)
+            .await
+            .unwrap();
+    }
+    report.admitted
+}
+
+/// Where `seq` truly stands, asked of the store (which also records a poll:
+/// only ever asked of visitors who are polling anyway).
+async fn truth(store: &dyn QueueStore, room: &RoomId, seq: u64) -> Standing {
+    store.status(room, seq).await.unwrap().standing
+}
+
+/// Joins `n` visitors; returns those placed in line (the first may be let
+/// in at once).
+async fn join_many(store: &dyn QueueStore, room: &RoomId, n: usize) -> Vec<u64> {
+    let mut seqs = Vec::with_capacity(n);
+    for _ in 0..n {
+        let snap = store
+            .join(room, None, 0, None)
+            .await
+            .unwrap()
+            .answer()
+            .unwrap();
+        if let Standing::Waiting { .. } = snap.standing {
+            seqs.push(snap.seq.unwrap());
+        }
+    }
+    seqs
+}
+
+#[tokio::test]
+async fn far_back_positions_hold_under_joins_leaves_abandonment_and_admissions() {
+    let clock = Arc::new(AtomicU64::new(unix_now() * 1000));
+    let t = pinned_store(clock.clone());
+    let instances = [
+        instance(t.store.clone()),
+        instance(second_handle(&t, &clock)),
+    ];
+    let settings = RoomSettings {
+        capacity: 20,
+        admit_per_second: 4.0,
+        session_seconds: 30,
+        abandon_seconds: 20,
+        ..RoomSettings::default()
+    };
+    let room = common::make_room(t.store.as_ref(), "snap", settings).await;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(13);
+
+    // seq -> polls (true) or stopped polling (false)
+    let mut waiters: BTreeMap<u64, bool> = join_many(t.store.as_ref(), &room, 1000)
+        .await
+        .into_iter()
+        .map(|s| (s, true))
+        .collect();
+    let mut left: BTreeSet<u64> = BTreeSet::new();
+    let mut admitted: BTreeSet<u64> = BTreeSet::new();
+    let mut dropped: BTreeSet<u64> = BTreeSet::new();
+    let (mut from_view, mut checked) = (0u64, 0u64);
+
+    for round in 0..30 {
+        // The line moves: joins behind, leaves anywhere (through either
+        // instance), some waiters stop polling, time passes, a tick admits.
+        for seq in join_many(t.store.as_ref(), &room, rng.random_range(0..30)).await {
+            waiters.insert(seq, true);
+        }
+        let polling: Vec<u64> = waiters
+            .iter()
+            .filter(|(_, p)| **p)
+            .map(|(s, _)| *s)
+            .collect();
+        for _ in 0..rng.random_range(0..15) {
+            let seq = polling[rng.random_range(0..polling.len())];
+            if waiters.remove(&seq).is_some() {
+                let by = &instances[rng.random_range(0..2)];
+                assert_eq!(by.api.leave(&room, &ticket(&room, seq)).await.status, 204);
+                left.insert(seq);
+            }
+        }
+        if round < 5 {
+            for _ in 0..10 {
+                let seq = polling[rng.random_range(0..polling.len())];
+                if let Some(p) = waiters.get_mut(&seq) {
+                    *p = false;
+                }
+            }
+        }
+        // Over half a tick, so each tick's samples are taken afresh.
+        clock.fetch_add(rng.random_range(1_100..2_500), Ordering::SeqCst);
+        for seq in tick(&instances, &room).await {
+            waiters.remove(&seq);
+            admitted.insert(seq);
+        }
+
+        // Right after the tick, every poller polls one instance or the other.
+        // A third of them are never asked of the store by the test: only
+        // the marks the views flush keep them in line.
+        for (&seq, &polls) in &waiters.clone() {
+            if !polls {
+                continue;
+            }
+            let inst = &instances[rng.random_range(0..2)];
+            let answered_by_view = inst.state.snapshots.answer(&room, seq);
+            let reply = inst.api.status(&room, &ticket(&room, seq)).await;
+            assert_eq!(reply.status, 200, "{}", reply.json);
+            let state = reply.json["state"].as_str().unwrap().to_owned();
+            if seq % 3 == 0 {
+                assert_eq!(state, "waiting", "round {round}: {}", reply.json);
+                continue;
+            }
+            let Standing::Waiting {
+                position: Some(true_pos),
+            } = truth(inst.store.as_ref(), &room, seq).await
+            else {
+                panic!(
+                    "round {round}: a poller {seq} is not waiting: {}",
+                    reply.json
+                );
+            };
+            assert_eq!(state, "waiting", "round {round}: {}", reply.json);
+            let shown = reply.json["position"].as_u64().unwrap();
+            assert!(
+                shown >= true_pos,
+                "round {round}: {seq} shown {shown} < true {true_pos}"
+            );
+            let slack = (true_pos / 100).max(10);
+            assert!(
+                shown <= true_pos + slack,
+                "round {round}: {seq} shown {shown} > true {true_pos} + {slack}"
+            );
+            if let Some(view) = answered_by_view {
+                from_view += 1;
+                let Standing::Waiting { position: Some(p) } = view.standing else {
+                    panic!("a view answers only waiting with a position");
+                };
+                assert_eq!(p, shown, "the handler answers as the view does");
+            }
+            checked += 1;
+        }
+
+        // A left ticket reads expired on both instances from the tick after
+        // its leave on.
+        for &seq in &left {
+            for inst in &instances {
+                let reply = inst.api.status(&room, &ticket(&room, seq)).await;
+                assert_eq!(reply.json["state"], "expired", "left {seq}: {}", reply.json);
+            }
+        }
+        // Admitted visitors learn it on their next poll, on either instance.
+        for &seq in admitted.iter().rev().take(5) {
+            let reply = instances[rng.random_range(0..2)]
+                .api
+                .status(&room, &ticket(&room, seq))
+                .await;
+            let state = reply.json["state"].as_str().unwrap();
+            assert!(
+                state == "admitted" || state == "expired",
+                "admitted {seq}: {}",
+                reply.json
+            );
+        }
+        // Those who stopped polling are gone once the abandon time (20 s; 30
+        // rounds are 33 s at least)
+        // and a tick have passed; asked only then, so asking does not
+        // count as a poll.
+        if round == 29 {
+            for (&seq, _) in waiters.iter().filter(|(_, p)| !**p) {
+                assert!(matches!(
+                    truth(t.store.as_ref(), &room, seq).await,
+                    Standing::Gone | Standing::Admitted { .. }
+                ));
+                dropped.insert(seq);
+            }
+        }
+    }
+    assert!(!dropped.is_empty());
+    // Most far-back polls were answered from a view.
+    assert!(
+        from_view * 2 > checked,
+        "only {from_view} of {checked} polls answered from a view"
+    );
+}
+
+#[tokio::test]
+async fn random_rooms_and_the_front_of_the_line_always_ask_the_store() {
+    let clock = Arc::new(AtomicU64::new(unix_now() * 1000));
+    let t = pinned_store(clock.clone());
+    let instances = [instance(t.store.clone())];
+    for (id, method) in [
+        ("lottery", QueueingMethod::Random),
+        ("line", QueueingMethod::Fifo),
+    ] {
+        let settings = RoomSettings {
+            capacity: 1,
+            admit_per_second: 1.0,
+            method,
+            ..RoomSettings::default()
+        };
+        let room = common::make_room(t.store.as_ref(), id, settings).await;
+        let seqs = join_many(t.store.as_ref(), &room, 400).await;
+        for &seq in &seqs {
+            instances[0]
+                .state
+                .snapshots
+                .saw(&room, seq, Standing::Waiting { position: None });
+        }
+        clock.fetch_add(100, Ordering::SeqCst);
+        tick(&instances, &room).await;
+        let answered: Vec<u64> = seqs
+            .iter()
+            .copied()
+            .filter(|&s| instances[0].state.snapshots.answer(&room, s).is_some())
+            .collect();
+        match method {
+            QueueingMethod::Random => assert!(answered.is_empty()),
+            _ => {
+                // The front (what the budget could admit before the next
+                // view, doubled, plus 100) asks the store; the rest need not.
+                assert!(!answered.is_empty());
+                let first = seqs.iter().position(|s| *s == answered[0]).unwrap();
+                assert!(first >= 100, "position {} answered from a view", first + 1);
+            }
+        }
+    }
+}
+
+/// Two real origins (servers and promoters, ticking every 50 ms) on one
+/// store, under concurrent joins (64 at once, on both), leaves and polls on
+/// both: every position either shows is at least the true one, measured
+/// right after (a waiter's true position only falls), and a ticket left on
+/// one reads expired on the other after a few ticks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_running_instances_stay_exact_under_concurrent_load() {
+    let t = common::test_store();
+    let tick = Duration::from_millis(50);
+    let stores = [t.store.clone(), common::connect(&t.prefix)];
+    let states: Vec<AppState> = stores
+        .iter()
+        .map(|s| AppState::new(s.clone(), keys()).with_status_snapshots(tick))
+        .collect();
+    let settings = RoomSettings {
+        capacity: 20,
+        admit_per_second: 20.0,
+        session_seconds: 600,
+        abandon_seconds: 60,
+        ..RoomSettings::default()
+    };
+    let room = common::make_room(t.store.as_ref(), "busy", settings).await;
+    let waiters = join_many(t.store.as_ref(), &room, 600).await;
+    let servers = [
+        common::spawn(states[0].clone(), Some(tick)).await,
+        common::spawn(states[1].clone(), Some(tick)).await,
+    ];
+    let apis: Arc<Vec<Api>> = Arc::new(states.iter().cloned().map(Api::new).collect());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+
+    let mut tasks = tokio::task::JoinSet::new();
+    // 64 joiners, on both instances.
+    for j in 0..64 {
+        let (apis, room) = (apis.clone(), room.clone());
+        tasks.spawn(async move {
+            while tokio::time::Instant::now() < deadline {
+                let reply = apis[j % 2].join(&room, None).await;
+                assert_eq!(reply.status, 200, "{}", reply.json);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            0u64
+        });
+    }
+    // Leaves on one instance, then polls of the same ticket on the other.
+    {
+        let (apis, room, leavers) = (apis.clone(), room.clone(), waiters[300..340].to_vec());
+        tasks.spawn(async move {
+            for (i, seq) in leavers.into_iter().enumerate() {
+                let ticket = ticket(&room, seq);
+                assert_eq!(apis[i % 2].leave(&room, &ticket).await.status, 204);
+                tokio::time::sleep(Duration::from_millis(160)).await;
+                let reply = apis[(i + 1) % 2].status(&room, &ticket).await;
+                assert_eq!(reply.json["state"], "expired", "left {seq}: {}", reply.json);
+            }
+            0
+        });
+    }
+    // Pollers: each poll's position, then the truth from the store.
+    for p in 0..4 {
+        let (apis, room, store) = (apis.clone(), room.clone(), stores[p % 2].clone());
+        let mine: Vec<u64> = waiters[340..].iter().copied().skip(p).step_by(4).collect();
+        tasks.spawn(async move {
+            let mut from_view = 0;
+            while tokio::time::Instant::now() < deadline {
+                for &seq in &mine {
+                    let reply = apis[(seq % 2) as usize]
+                        .status(&room, &ticket(&room, seq))
+                        .await;
+                    assert_eq!(reply.json["state"], "waiting", "{}", reply.json);
+                    let shown = reply.json["position"].as_u64().unwrap();
+                    let Standing::Waiting {
+                        position: Some(true_pos),
+                    } = truth(store.as_ref(), &room, seq).await
+                    else {
+                        panic!("{seq} is not waiting");
+                    };
+                    assert!(shown >= true_pos, "{seq}: shown {shown} < true {true_pos}");
+                    if shown != true_pos {
+                        from_view += 1;
+                    }
+                }
+            }
+            from_view
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.unwrap();
+    }
+    for s in servers {
+        s.stop().await;
+    }
+}
