@@ -18,8 +18,8 @@ end
 local span = tonumber(ARGV[4])
 
 -- The polls: each waiter still in line is recorded as polling, as its
--- status calls would have been, one by one; their places are looked up
--- CHUNK at a time.
+-- status calls would have been; places are looked up and marks written
+-- CHUNK at a time (two commands per CHUNK polls).
 local gone, drawn = {}, {}
 local refuses = refusing(room)
 for i = 7, #ARGV, CHUNK do
@@ -34,17 +34,19 @@ for i = 7, #ARGV, CHUNK do
     end
   end
   local scores = #members > 0 and redis.call('ZMSCORE', WAITING, unpack(members)) or {}
+  local waiting = {}
   for k = 1, #members do
     local score = scores[k]
     if not score then
       gone[#gone + 1] = seqs[k]
     else
-      touch(room, now, members[k])
+      waiting[#waiting + 1] = members[k]
       if tonumber(score) < span then
         drawn[#drawn + 1] = seqs[k]
       end
     end
   end
+  touch_all(room, now, waiting)
 end
 
 -- Samples place a seq in a fifo line; taking them costs O(samples log n),
