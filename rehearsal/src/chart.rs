@@ -44,12 +44,36 @@ fn esc(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
-/// Draws one panel at `top`; x and y start at zero.
-fn panel(svg: &mut String, top: f64, title: &str, xlabel: &str, series: &[Series]) {
+/// The smallest step between a bar series' x values (its bars' width).
+fn bar_gap(s: &Series, fallback: f64) -> f64 {
+    s.points
+        .windows(2)
+        .map(|p| p[1].0 - p[0].0)
+        .fold(fallback, f64::min)
+}
+
+/// Draws one panel at `top`; x and y start at zero; y is cut at `ycap`
+/// (taller values are drawn at the top).
+fn panel(
+    svg: &mut String,
+    top: f64,
+    title: &str,
+    xlabel: &str,
+    series: &[Series],
+    ycap: Option<f64>,
+) {
     let (x0, y0, w, h) = (LEFT, top + 30.0, W - LEFT - RIGHT, PANEL_H - 70.0);
+    // Bars take their width to the right of their x.
     let xmax = series
         .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .flat_map(|s| {
+            let extra = if matches!(s.style, Style::Bars) {
+                bar_gap(s, 1.0)
+            } else {
+                0.0
+            };
+            s.points.iter().map(move |p| p.0 + extra)
+        })
         .fold(1.0, f64::max);
     let ymax = series
         .iter()
@@ -57,6 +81,7 @@ fn panel(svg: &mut String, top: f64, title: &str, xlabel: &str, series: &[Series
         .filter(|v| v.is_finite())
         .fold(1.0, f64::max)
         * 1.08;
+    let ymax = ycap.map_or(ymax, |c| ymax.min(c));
     let sx = |x: f64| x0 + x / xmax * w;
     let sy = |y: f64| y0 + h - (y / ymax).min(1.0) * h;
     let _ = writeln!(
@@ -256,6 +281,7 @@ pub fn svg(r: &Report, title: &str) -> String {
                 ],
             },
         ],
+        None,
     );
     top += PANEL_H;
     panel(
@@ -295,6 +321,7 @@ pub fn svg(r: &Report, title: &str) -> String {
                     .collect(),
             },
         ],
+        None,
     );
     top += PANEL_H;
     panel(
@@ -323,6 +350,7 @@ pub fn svg(r: &Report, title: &str) -> String {
                 ],
             },
         ],
+        None,
     );
     top += PANEL_H;
     panel(
@@ -341,14 +369,15 @@ pub fn svg(r: &Report, title: &str) -> String {
                 .map(|(i, n)| (i as f64 * r.wait_bucket_s, *n as f64))
                 .collect(),
         }],
+        None,
     );
     top += PANEL_H;
     let label = |b: &crate::report::EtaBucket| b.wait_from_s as f64;
     panel(
         &mut s,
         top,
-        "ETA error |ETA − wait| / wait, by whole wait (bars at the range's start, seconds)",
-        "wait, seconds (ranges 0-10, 10-30, 30-60, 60-120, 120+)",
+        "ETA error, % of the real wait, by whole wait (cut at 200 %)",
+        "wait, seconds (ranges 0-10, 10-30, 30-60, 60-120, 120+; bars at the range's start)",
         &[
             Series {
                 name: "first ETA, p50".into(),
@@ -358,7 +387,7 @@ pub fn svg(r: &Report, title: &str) -> String {
                     .eta
                     .by_wait
                     .iter()
-                    .map(|b| (label(b), b.first.p50))
+                    .map(|b| (label(b), b.first.p50 * 100.0))
                     .collect(),
             },
             Series {
@@ -369,7 +398,7 @@ pub fn svg(r: &Report, title: &str) -> String {
                     .eta
                     .by_wait
                     .iter()
-                    .map(|b| (label(b), b.first.p95))
+                    .map(|b| (label(b), b.first.p95 * 100.0))
                     .collect(),
             },
             Series {
@@ -380,16 +409,17 @@ pub fn svg(r: &Report, title: &str) -> String {
                     .eta
                     .by_wait
                     .iter()
-                    .map(|b| (label(b), b.all.p50))
+                    .map(|b| (label(b), b.all.p50 * 100.0))
                     .collect(),
             },
             Series {
                 name: "20 % line".into(),
                 color: "#cf222e",
                 style: Style::Dashed,
-                points: vec![(0.0, 0.2), (130.0, 0.2)],
+                points: vec![(0.0, 20.0), (130.0, 20.0)],
             },
         ],
+        Some(200.0),
     );
     s.push_str("</svg>\n");
     s

@@ -248,15 +248,7 @@ pub fn build(inp: &Inputs, scenario: serde_json::Value, metrics: Vec<String>) ->
     // Admissions per second: the origin's counter, differenced per second.
     let secs = (inp.duration_ms / 1000 + 1) as usize;
     let mut per_second = vec![0.0; secs];
-    let at = |t: f64| -> f64 {
-        // admitted_total at time t (the last sample at or before it).
-        let i = inp.samples.partition_point(|s| s.t <= t);
-        if i == 0 {
-            0.0
-        } else {
-            inp.samples[i - 1].live.admitted_total as f64
-        }
-    };
+    let at = |t: f64| admitted_at(inp.samples, t);
     for (s, v) in per_second.iter_mut().enumerate() {
         *v = at(s as f64 + 1.0) - at(s as f64);
     }
@@ -472,6 +464,27 @@ pub fn build(inp: &Inputs, scenario: serde_json::Value, metrics: Vec<String>) ->
     report
 }
 
+/// The origin's `admitted_total` at `t` seconds, interpolated between the
+/// samples around it (a gap in the samples, when the admin API answered
+/// slowly, spreads its admissions over the gap instead of piling them
+/// into one second).
+pub fn admitted_at(samples: &[Sample], t: f64) -> f64 {
+    let i = samples.partition_point(|s| s.t <= t);
+    let v = |k: usize| samples[k].live.admitted_total as f64;
+    match (i.checked_sub(1), samples.get(i)) {
+        (None, _) => 0.0,
+        (Some(k), None) => v(k),
+        (Some(k), Some(next)) => {
+            let (t0, t1) = (samples[k].t, next.t);
+            if t1 <= t0 {
+                v(k)
+            } else {
+                v(k) + (v(k + 1) - v(k)) * (t - t0) / (t1 - t0)
+            }
+        }
+    }
+}
+
 /// A visitor's place in the order admissions are judged against.
 type OrderKey<'a> = Box<dyn Fn(&VisitorLog) -> Option<u64> + 'a>;
 
@@ -611,4 +624,31 @@ fn checks(r: &Report, sold_out: bool) -> Vec<Check> {
         unexpected == 0,
     );
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(t: f64, admitted_total: u64) -> Sample {
+        Sample {
+            t,
+            live: Live {
+                admitted_total,
+                ..Live::default()
+            },
+            seats: Seats::default(),
+        }
+    }
+
+    #[test]
+    fn admissions_are_spread_over_a_gap_in_the_samples() {
+        let s = [sample(1.0, 0), sample(1.5, 10), sample(4.5, 70)];
+        assert_eq!(admitted_at(&s, 0.5), 0.0);
+        assert_eq!(admitted_at(&s, 1.25), 5.0);
+        // 60 admissions over the 3 s gap: 20 a second, not 60 in one.
+        assert_eq!(admitted_at(&s, 2.5) - admitted_at(&s, 1.5), 20.0);
+        assert_eq!(admitted_at(&s, 9.0), 70.0);
+        assert_eq!(admitted_at(&[], 3.0), 0.0);
+    }
 }

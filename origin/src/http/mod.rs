@@ -15,6 +15,7 @@ pub mod extract;
 mod health;
 mod metrics;
 mod pages;
+mod payment;
 mod performances;
 mod queue;
 mod responses;
@@ -52,6 +53,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .merge(booking::router())
         .merge(health::router())
         .merge(metrics::router())
+        .merge(payment::router())
         .merge(api_doc::router())
         .merge(pages::router())
 }
