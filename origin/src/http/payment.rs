@@ -20,7 +20,7 @@ use utoipa_axum::routes;
 
 use super::admin::{Admin, MAX_BODY};
 use super::extract::required_json;
-use super::responses::{AdminAuth, BadBody, NotFound};
+use super::responses::{AdminAuth, BadBody, BookingDown, NotFound};
 use crate::booking::SimulatedPayment;
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -59,7 +59,7 @@ fn simulation(state: &AppState) -> Result<&SimulatedPayment, ApiError> {
     security(("admin_key" = [])),
     responses(
         (status = 200, description = "The simulated payment's settings", body = PaymentKnob),
-        AdminAuth, NotFound,
+        AdminAuth, NotFound, BookingDown,
     ),
 )]
 #[instrument(skip_all)]
@@ -84,7 +84,7 @@ async fn get_payment(
     security(("admin_key" = [])),
     responses(
         (status = 200, description = "The simulated payment's settings, as they now are", body = PaymentKnob),
-        BadBody, AdminAuth, NotFound,
+        BadBody, AdminAuth, NotFound, BookingDown,
     ),
 )]
 #[instrument(skip_all)]
