@@ -89,7 +89,7 @@ wait_port "$port" origin
 case $mode in
   smoke) preset=(--visitors 300 --arrive-within 2 --seats 200 --capacity 60 --admit-per-second 60
     --session-seconds 30 --hold-seconds 10 --abandon-seconds 4 --max-seconds 60 --no-progress --check) ;;
-  full) preset=(--visitors 20000 --arrive-within 10 --seats 2000 --abandon-seconds 5 --out docs/rehearsal/full) ;;
+  full) preset=(--visitors 20000 --arrive-within 10 --seats 2000 --abandon-seconds 15 --out docs/rehearsal/full) ;;
   *) preset=() ;;
 esac
 WR_ADMIN_KEY="$admin_key" WR_SIGNING_KEYS="$signing_keys" \
