@@ -97,6 +97,12 @@ impl Admin {
             .await
     }
 
+    /// Sets the simulated payment's latency (the origin's `--payment-knob`).
+    pub async fn set_payment_latency(&self, latency_ms: u64) -> Result<Value, Error> {
+        let body = json!({ "latency_ms": latency_ms });
+        self.call(Method::PUT, "/admin/payment", Some(&body)).await
+    }
+
     /// The room's settings and live figures.
     pub async fn room(&self, room: &str) -> Result<(Value, Live), Error> {
         let v = self

@@ -137,6 +137,17 @@ struct Args {
     #[arg(long, default_value_t = 0.05)]
     expire_share: f64,
 
+    /// Slows the simulated payment to this latency mid-sale (ms; the origin
+    /// needs `--payment-knob`), to watch adaptive admission answer.
+    #[arg(long)]
+    slow_payment_ms: Option<u64>,
+    /// When the slow payment starts, seconds after the start.
+    #[arg(long, default_value_t = 20.0)]
+    slow_payment_at: f64,
+    /// How long the payment stays slow, seconds.
+    #[arg(long, default_value_t = 20.0)]
+    slow_payment_for: f64,
+
     /// The run stops after this many seconds, whatever happens.
     #[arg(long, default_value_t = 300)]
     max_seconds: u64,
@@ -374,6 +385,25 @@ async fn run(args: Args) -> Result<bool, Error> {
             samples
         })
     };
+    if let Some(ms) = args.slow_payment_ms {
+        let admin = admin.clone();
+        let (at, len) = (
+            Duration::from_secs_f64(args.slow_payment_at.clamp(0.0, 3600.0)),
+            Duration::from_secs_f64(args.slow_payment_for.clamp(0.0, 3600.0)),
+        );
+        tokio::spawn(async move {
+            tokio::time::sleep_until((start + at).into()).await;
+            match admin.set_payment_latency(ms).await {
+                Ok(_) => tracing::info!(latency_ms = ms, "payment slowed"),
+                Err(e) => tracing::error!("cannot slow the payment: {e}"),
+            }
+            tokio::time::sleep(len).await;
+            match admin.set_payment_latency(0).await {
+                Ok(_) => tracing::info!("payment fast again"),
+                Err(e) => tracing::error!("cannot speed the payment up again: {e}"),
+            }
+        });
+    }
     let progress = progress::Progress::start(ctx.clone(), args.visitors as u64, !args.no_progress);
 
     let tasks: Vec<_> = plans
@@ -414,6 +444,10 @@ async fn run(args: Args) -> Result<bool, Error> {
         "abandon_share": args.abandon_share, "decline_share": args.decline_share,
         "expire_share": args.expire_share, "max_seats": args.max_seats, "seed": args.seed,
         "max_seconds": args.max_seconds, "started_at": rfc3339(now),
+        "slow_payment": args.slow_payment_ms.map(|ms| json!({
+            "latency_ms": ms, "from_s": args.slow_payment_at,
+            "to_s": args.slow_payment_at + args.slow_payment_for,
+        })),
     });
     let inputs = report::Inputs {
         logs: &logs,
