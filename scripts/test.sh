@@ -37,6 +37,9 @@ step "benchmark smoke run (tiny counts, debug build: it runs, it measures nothin
 cargo run -q -p origin --example bench -- --smoke
 cargo run -q -p origin --example booking_bench -- --holds 100 --concurrency 8
 cargo run -q -p origin --example eta_bench
+# The on-sale rehearsal: 300 visitors, 200 seats, origin on its own Redis and
+# MariaDB; --check fails the step unless FIFO, capacity, seats and errors hold.
+scripts/rehearsal.sh --smoke
 step "the whole flow without the edge: chromium against the origin alone"
 scripts/flow-test.sh
 step "the edge end to end: the worker in workerd before a real origin, and chromium"

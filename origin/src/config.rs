@@ -54,6 +54,12 @@ pub struct Config {
     #[arg(long, env = "WR_PAYMENT_LATENCY_MS", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     pub payment_latency_ms: u64,
 
+    /// Lets the admin API change the simulated payment's latency while the
+    /// origin runs (`PUT /admin/payment`), to rehearse a provider that slows
+    /// down mid-sale. Off: those routes are 404.
+    #[arg(long, env = "WR_PAYMENT_KNOB", value_parser = clap::builder::BoolishValueParser::new())]
+    pub payment_knob: bool,
+
     /// The share of simulated payments that fail (0.0 to 1.0), besides the
     /// token `tok_decline`, which is always declined.
     #[arg(long, env = "WR_PAYMENT_FAILURE_RATE", default_value_t = 0.0, value_parser = parse_share)]
@@ -176,6 +182,7 @@ impl std::fmt::Debug for Config {
             database_url,
             sqlite_path,
             payment_latency_ms,
+            payment_knob,
             payment_failure_rate,
             allowed_origins,
             signing_keys,
@@ -204,6 +211,7 @@ impl std::fmt::Debug for Config {
             .field("database_url", &database_url.as_deref().map(redact_url))
             .field("sqlite_path", sqlite_path)
             .field("payment_latency_ms", payment_latency_ms)
+            .field("payment_knob", payment_knob)
             .field("payment_failure_rate", payment_failure_rate)
             .field("allowed_origins", allowed_origins)
             .field("signing_keys", &signing_keys.as_ref().map(|_| "<redacted>"))

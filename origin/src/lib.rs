@@ -164,10 +164,17 @@ pub async fn booking_store(
     clock: &Clock,
 ) -> Result<Arc<BookingStore>, StartError> {
     let mut settings = BookingConfig::new(config.database_url.clone(), &config.sqlite_path);
-    settings.payment = Arc::new(SimulatedPayment::new(
+    let mut payment = SimulatedPayment::new(
         Duration::from_millis(config.payment_latency_ms),
         config.payment_failure_rate,
-    ));
+    );
+    if config.payment_knob {
+        tracing::warn!(
+            "--payment-knob: the admin API may change the payment latency (PUT /admin/payment)"
+        );
+        payment = payment.adjustable();
+    }
+    settings.payment = Arc::new(payment);
     if config.database_url.is_none() {
         tracing::info!(path = %config.sqlite_path.display(), "no --database-url: booking uses an SQLite file");
     }

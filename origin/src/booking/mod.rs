@@ -138,6 +138,12 @@ pub struct BookingStore {
 }
 
 impl BookingStore {
+    /// The simulated payment provider, if that is what this store pays
+    /// with: the operator's knob for its latency (`PUT /admin/payment`).
+    pub fn simulated_payment(&self) -> Option<&SimulatedPayment> {
+        self.payment.simulation()
+    }
+
     /// Connects (MySQL with a URL, else the SQLite file), applies the
     /// migrations, and finishes paying holds a crash left behind (see the
     /// module doc), with `now_ms` as the time.

@@ -3,6 +3,7 @@
 //! settings, the token `tok_decline` is declined). Nothing here touches the
 //! database; recording attempts is the confirm's job.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -37,23 +38,63 @@ pub trait Payment: Send + Sync {
 
     /// Refunds (or voids) the attempt, whatever became of it.
     async fn refund(&self, attempt_id: &str, amount: u64) -> Result<(), PaymentError>;
+
+    /// The simulated provider, whose latency the operator may change while
+    /// the origin runs (`PUT /admin/payment`, to rehearse a provider that
+    /// slows down mid-sale); `None` for a real provider.
+    fn simulation(&self) -> Option<&SimulatedPayment> {
+        None
+    }
 }
 
 /// A stand-in provider: waits `latency`, declines `tok_decline`, and fails
 /// a `failure_rate` share of the other charges.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct SimulatedPayment {
-    latency: Duration,
+    /// In milliseconds; an atomic so the operator can change it while
+    /// charges run ([`SimulatedPayment::set_latency`]).
+    latency_ms: AtomicU64,
     failure_rate: f64,
+    /// Whether the operator's knob may change the latency (`--payment-knob`).
+    adjustable: bool,
 }
+
+/// The most latency the simulation takes (the `--payment-latency-ms` range).
+pub const MAX_SIMULATED_LATENCY: Duration = Duration::from_secs(60);
 
 impl SimulatedPayment {
     /// A provider answering after `latency`, failing `failure_rate` (0 to 1)
     /// of the charges.
     pub fn new(latency: Duration, failure_rate: f64) -> SimulatedPayment {
         SimulatedPayment {
-            latency,
+            latency_ms: AtomicU64::new(latency.min(MAX_SIMULATED_LATENCY).as_millis() as u64),
             failure_rate: failure_rate.clamp(0.0, 1.0),
+            adjustable: false,
+        }
+    }
+
+    /// Offers the latency to the operator's knob ([`Payment::simulation`]).
+    pub fn adjustable(mut self) -> SimulatedPayment {
+        self.adjustable = true;
+        self
+    }
+
+    /// How long a charge or refund takes now.
+    pub fn latency(&self) -> Duration {
+        Duration::from_millis(self.latency_ms.load(Ordering::Relaxed))
+    }
+
+    /// Changes the latency of the charges and refunds that start from now
+    /// (at most [`MAX_SIMULATED_LATENCY`]).
+    pub fn set_latency(&self, latency: Duration) {
+        let ms = latency.min(MAX_SIMULATED_LATENCY).as_millis() as u64;
+        self.latency_ms.store(ms, Ordering::Relaxed);
+    }
+
+    async fn wait(&self) {
+        let latency = self.latency();
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
         }
     }
 }
@@ -66,9 +107,7 @@ impl Payment for SimulatedPayment {
         token: &str,
         _amount: u64,
     ) -> Result<String, PaymentError> {
-        if !self.latency.is_zero() {
-            tokio::time::sleep(self.latency).await;
-        }
+        self.wait().await;
         if token == DECLINED_TOKEN {
             return Err(PaymentError::Declined);
         }
@@ -79,10 +118,12 @@ impl Payment for SimulatedPayment {
     }
 
     async fn refund(&self, _attempt_id: &str, _amount: u64) -> Result<(), PaymentError> {
-        if !self.latency.is_zero() {
-            tokio::time::sleep(self.latency).await;
-        }
+        self.wait().await;
         Ok(())
+    }
+
+    fn simulation(&self) -> Option<&SimulatedPayment> {
+        self.adjustable.then_some(self)
     }
 }
 
@@ -93,11 +134,20 @@ mod tests {
     #[tokio::test]
     async fn simulation() {
         let pay = SimulatedPayment::new(Duration::ZERO, 0.0);
+        assert!(pay.simulation().is_none(), "no knob unless asked for");
+        let pay = pay.adjustable();
         assert!(pay.charge("a", "tok_ok", 1).await.is_ok());
         assert_eq!(
             pay.charge("a", DECLINED_TOKEN, 1).await,
             Err(PaymentError::Declined)
         );
+        assert_eq!(pay.simulation().map(|p| p.latency()), Some(Duration::ZERO));
+        pay.set_latency(Duration::from_millis(30));
+        let started = std::time::Instant::now();
+        assert!(pay.charge("b", "tok_ok", 1).await.is_ok());
+        assert!(started.elapsed() >= Duration::from_millis(30));
+        pay.set_latency(Duration::from_secs(3600));
+        assert_eq!(pay.latency(), MAX_SIMULATED_LATENCY);
         let failing = SimulatedPayment::new(Duration::ZERO, 1.0);
         assert!(matches!(
             failing.charge("a", "tok_ok", 1).await,

@@ -16,6 +16,7 @@ mod health;
 mod history;
 mod metrics;
 mod pages;
+mod payment;
 mod performances;
 mod queue;
 mod responses;
@@ -54,6 +55,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .merge(booking::router())
         .merge(health::router())
         .merge(metrics::router())
+        .merge(payment::router())
         .merge(api_doc::router())
         .merge(pages::router())
 }

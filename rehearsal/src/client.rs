@@ -1,0 +1,187 @@
+//! HTTP as a visitor's browser does it: one shared connection pool (the
+//! origin cannot tell), but each visitor's own cookies (`wr_ticket_{room}`,
+//! `wr_entry_{room}`), sent back as the browser would and replaced or
+//! cleared by every `Set-Cookie`. No `Origin` header: like an app, so the
+//! origin's cross-site check has nothing to refuse.
+
+use std::time::Duration;
+
+use reqwest::header::{COOKIE, HeaderMap, RETRY_AFTER, SET_COOKIE};
+use reqwest::{Client, Method};
+
+/// A visitor's cookies for the room.
+#[derive(Clone, Debug, Default)]
+pub struct Jar {
+    /// The ticket (`wr_ticket_{room}`).
+    pub ticket: Option<String>,
+    /// The entry token (`wr_entry_{room}`).
+    pub entry: Option<String>,
+}
+
+/// One answer.
+#[derive(Debug)]
+pub struct Reply {
+    /// HTTP status.
+    pub status: u16,
+    /// The body as JSON (`Null` if it was not JSON).
+    pub body: serde_json::Value,
+    /// `Retry-After` in seconds, when given.
+    pub retry_after: Option<u64>,
+}
+
+impl Reply {
+    /// The contract's error code (`{"error": {"code": ...}}`), or "".
+    pub fn code(&self) -> &str {
+        self.body["error"]["code"].as_str().unwrap_or("")
+    }
+
+    /// A short name for a failed answer, for the errors-by-kind table.
+    pub fn kind(&self) -> String {
+        match self.code() {
+            "" => format!("{}", self.status),
+            code => format!("{} {code}", self.status),
+        }
+    }
+}
+
+/// The visitors' HTTP client: the target, the room's cookie names.
+#[derive(Clone)]
+pub struct Http {
+    client: Client,
+    base: String,
+    ticket_name: String,
+    entry_name: String,
+}
+
+/// How long one request may take before it counts as failed.
+const TIMEOUT: Duration = Duration::from_secs(15);
+
+impl Http {
+    /// A client for visitors of `room` at `base` (`http://127.0.0.1:8080`).
+    pub fn new(base: &str, room: &str) -> Result<Http, reqwest::Error> {
+        let client = Client::builder()
+            .timeout(TIMEOUT)
+            .pool_max_idle_per_host(1024)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()?;
+        Ok(Http {
+            client,
+            base: base.trim_end_matches('/').to_owned(),
+            ticket_name: token::ticket_cookie(room),
+            entry_name: token::entry_cookie(room),
+        })
+    }
+
+    /// Sends one request with the jar's cookies and keeps what the answer
+    /// sets. `Err` is a transport failure (no answer), named for the table.
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        jar: &mut Jar,
+        body: Option<&serde_json::Value>,
+        headers: &[(&str, &str)],
+    ) -> Result<Reply, String> {
+        let mut req = self
+            .client
+            .request(method, format!("{}{path}", self.base))
+            .header("Accept", "application/json");
+        let cookies: Vec<String> = [
+            (&self.ticket_name, &jar.ticket),
+            (&self.entry_name, &jar.entry),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| value.as_ref().map(|v| format!("{name}={v}")))
+        .collect();
+        if !cookies.is_empty() {
+            req = req.header(COOKIE, cookies.join("; "));
+        }
+        for (name, value) in headers {
+            req = req.header(*name, *value);
+        }
+        if let Some(body) = body {
+            req = req.json(body);
+        }
+        let res = req.send().await.map_err(transport_kind)?;
+        let status = res.status().as_u16();
+        self.keep_cookies(res.headers(), jar);
+        let retry_after = res
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse().ok());
+        let bytes = res.bytes().await.map_err(transport_kind)?;
+        let body = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
+        Ok(Reply {
+            status,
+            body,
+            retry_after,
+        })
+    }
+
+    fn keep_cookies(&self, headers: &HeaderMap, jar: &mut Jar) {
+        for value in headers.get_all(SET_COOKIE) {
+            let Ok(text) = value.to_str() else { continue };
+            let Some((name, value, cleared)) = parse_set_cookie(text) else {
+                continue;
+            };
+            let slot = if name == self.ticket_name {
+                &mut jar.ticket
+            } else if name == self.entry_name {
+                &mut jar.entry
+            } else {
+                continue;
+            };
+            *slot = (!cleared).then(|| value.to_owned());
+        }
+    }
+}
+
+/// Name, value, and whether the cookie is being removed (empty value or
+/// `Max-Age=0`), from one `Set-Cookie` header.
+pub fn parse_set_cookie(text: &str) -> Option<(&str, &str, bool)> {
+    let mut parts = text.split(';');
+    let (name, value) = parts.next()?.trim().split_once('=')?;
+    let cleared = value.is_empty()
+        || parts.any(|a| {
+            let a = a.trim();
+            a.get(..8)
+                .is_some_and(|k| k.eq_ignore_ascii_case("max-age="))
+                && a.get(8..).is_some_and(|v| v.trim().starts_with(['0', '-']))
+        });
+    Some((name.trim(), value.trim(), cleared))
+}
+
+fn transport_kind(e: reqwest::Error) -> String {
+    if e.is_timeout() {
+        "timeout".into()
+    } else if e.is_connect() {
+        "connect".into()
+    } else if e.is_body() || e.is_decode() {
+        "body".into()
+    } else {
+        "transport".into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_cookie_values_and_removals() {
+        assert_eq!(
+            parse_set_cookie("wr_ticket_r=abc.def; HttpOnly; SameSite=Lax; Path=/; Max-Age=600"),
+            Some(("wr_ticket_r", "abc.def", false))
+        );
+        assert_eq!(
+            parse_set_cookie("wr_entry_r=; Path=/; Max-Age=0"),
+            Some(("wr_entry_r", "", true))
+        );
+        assert_eq!(
+            parse_set_cookie("wr_entry_r=x; max-age=0"),
+            Some(("wr_entry_r", "x", true))
+        );
+        assert_eq!(parse_set_cookie("garbage"), None);
+    }
+}

@@ -1,0 +1,565 @@
+//! `rehearsal`: plays an on-sale against a running waiting room, through
+//! the edge or straight at the origin, and reports what happened.
+//!
+//! N virtual visitors (one tokio task each, one shared connection pool)
+//! arrive on a curve, join and poll as the waiting page does, some abandon,
+//! and the admitted ones hold seats, pay and confirm, or let the hold run
+//! out. Meanwhile the operator's view (the admin API's live figures and the
+//! seat counts) is sampled four times a second. At the end: a JSON report
+//! and an SVG chart (`report.rs`, `chart.rs`), and a summary on stdout.
+//!
+//! Bounded: at most `--visitors` visitors and `--max-seconds` of run, and
+//! only loopback targets unless `--allow-remote`.
+//!
+//! Layout: `curve` (arrivals), `visitor` (one visitor's play), `client`
+//! (HTTP with a visitor's cookies), `admin` (the operator's calls),
+//! `stats` (percentiles, Kendall's tau), `report`, `chart`, `progress`.
+
+mod admin;
+mod chart;
+mod client;
+mod curve;
+mod error;
+mod progress;
+mod report;
+mod rng;
+mod stats;
+mod visitor;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use serde_json::json;
+
+use crate::admin::Admin;
+use crate::curve::{Curve, CurveKind};
+use crate::error::Error;
+use crate::rng::Rng;
+use crate::visitor::{Ctx, Plan};
+
+/// The command line (each flag also reads a `WR_REHEARSAL_*` variable).
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "rehearsal",
+    version,
+    about = "Plays an on-sale against a running waiting room and reports on it"
+)]
+struct Args {
+    /// Where visitors go: the origin, or the edge in front of it.
+    #[arg(
+        long,
+        env = "WR_REHEARSAL_URL",
+        default_value = "http://127.0.0.1:8080"
+    )]
+    url: String,
+    /// The origin's admin API (default: --url).
+    #[arg(long, env = "WR_REHEARSAL_ADMIN_URL")]
+    admin_url: Option<String>,
+    /// The admin key.
+    #[arg(long, env = "WR_ADMIN_KEY", hide_env_values = true)]
+    admin_key: String,
+    /// The key `/metrics` asks for, if any.
+    #[arg(long, env = "WR_METRICS_KEY", hide_env_values = true)]
+    metrics_key: Option<String>,
+    /// The origin's signing keys (`kid:secret,...`), to read each ticket's
+    /// seq (join order). Without them join order is the order joins were answered.
+    #[arg(long, env = "WR_SIGNING_KEYS", hide_env_values = true)]
+    signing_keys: Option<String>,
+    /// Allow a target that is not loopback.
+    #[arg(long)]
+    allow_remote: bool,
+
+    /// The room (default: a new `rehearsal-<time>`).
+    #[arg(long)]
+    room: Option<String>,
+    /// The performance on sale.
+    #[arg(long, default_value = "rehearsal")]
+    performance: String,
+    /// Use the room and performance as they are; create nothing.
+    #[arg(long)]
+    existing: bool,
+
+    /// Visitors (at most 200,000).
+    #[arg(long, default_value_t = 1_000)]
+    visitors: usize,
+    /// The arrival curve.
+    #[arg(long, value_enum, default_value_t = CurveKind::Burst)]
+    curve: CurveKind,
+    /// How long arrivals last, in seconds.
+    #[arg(long, default_value_t = 10.0)]
+    arrive_within: f64,
+    /// Spike: the share of visitors in the one-second spike.
+    #[arg(long, default_value_t = 0.5)]
+    spike_share: f64,
+    /// Spike: when it comes, seconds after the first arrival.
+    #[arg(long, default_value_t = 5.0)]
+    spike_at: f64,
+    /// A pre-queue: the room opens this many seconds after the start (0: open now).
+    #[arg(long, default_value_t = 0.0)]
+    opens_in: f64,
+
+    /// Room: most visitors inside at once.
+    #[arg(long, default_value_t = 200)]
+    capacity: u32,
+    /// Room: admissions per second.
+    #[arg(long, default_value_t = 25.0)]
+    admit_per_second: f64,
+    /// Room: session length, seconds.
+    #[arg(long, default_value_t = 120)]
+    session_seconds: u32,
+    /// Room: how long a waiter who stopped polling keeps its place (polls
+    /// come at most every third of it).
+    #[arg(long, default_value_t = 6)]
+    abandon_seconds: u32,
+    /// Room: adaptive admission's target booking p99, ms (unset: off).
+    #[arg(long)]
+    target_booking_p99_ms: Option<u32>,
+    /// Seats on sale (a multiple of 20).
+    #[arg(long, default_value_t = 2_000)]
+    seats: u64,
+    /// How long a hold lasts, seconds.
+    #[arg(long, default_value_t = 30)]
+    hold_seconds: u32,
+    /// Most seats one visitor wants (each wants 1 to this many).
+    #[arg(long, default_value_t = 4)]
+    max_seats: usize,
+
+    /// Share of visitors who close the tab while waiting (after 2-60 s).
+    #[arg(long, default_value_t = 0.05)]
+    abandon_share: f64,
+    /// Share of buyers whose first card is declined.
+    #[arg(long, default_value_t = 0.1)]
+    decline_share: f64,
+    /// Share of buyers who hold seats and walk away.
+    #[arg(long, default_value_t = 0.05)]
+    expire_share: f64,
+
+    /// Slows the simulated payment to this latency mid-sale (ms; the origin
+    /// needs `--payment-knob`), to watch adaptive admission answer.
+    #[arg(long)]
+    slow_payment_ms: Option<u64>,
+    /// When the slow payment starts, seconds after the start.
+    #[arg(long, default_value_t = 20.0)]
+    slow_payment_at: f64,
+    /// How long the payment stays slow, seconds.
+    #[arg(long, default_value_t = 20.0)]
+    slow_payment_for: f64,
+
+    /// The run stops after this many seconds, whatever happens.
+    #[arg(long, default_value_t = 300)]
+    max_seconds: u64,
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Where the report goes (`report.json`, `chart.svg`).
+    #[arg(long, default_value = "target/rehearsal")]
+    out: PathBuf,
+    /// No progress bars (logs and CI).
+    #[arg(long)]
+    no_progress: bool,
+    /// Exit 1 unless every invariant holds: FIFO, capacity, no seat sold
+    /// twice, no unexpected error (timing targets are reported, not judged).
+    #[arg(long)]
+    check: bool,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "rehearsal=info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("rehearsal: runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(run(args)) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("rehearsal: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Refuses a URL whose host is not loopback, unless allowed.
+fn check_target(url: &str, allow_remote: bool) -> Result<(), Error> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| Error::Config(format!("{url}: {e}")))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(Error::Config(format!("{url}: http or https only")));
+    }
+    let loopback = match parsed.host() {
+        Some(url::Host::Ipv4(a)) => a.is_loopback(),
+        Some(url::Host::Ipv6(a)) => a.is_loopback(),
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        None => false,
+    };
+    if loopback || allow_remote {
+        Ok(())
+    } else {
+        Err(Error::Remote(url.to_owned()))
+    }
+}
+
+fn validate(a: &Args) -> Result<(), Error> {
+    let share = |name: &str, v: f64| {
+        if (0.0..=1.0).contains(&v) {
+            Ok(())
+        } else {
+            Err(Error::Config(format!("--{name} {v}: a share, 0 to 1")))
+        }
+    };
+    share("abandon-share", a.abandon_share)?;
+    share("decline-share", a.decline_share)?;
+    share("expire-share", a.expire_share)?;
+    share("spike-share", a.spike_share)?;
+    if a.visitors == 0 || a.visitors > 200_000 {
+        return Err(Error::Config(format!(
+            "--visitors {}: 1 to 200,000",
+            a.visitors
+        )));
+    }
+    if !(0.0..=3600.0).contains(&a.arrive_within)
+        || !(0.0..=3600.0).contains(&a.opens_in)
+        || !(0.0..=3600.0).contains(&a.spike_at)
+    {
+        return Err(Error::Config(
+            "--arrive-within, --opens-in, --spike-at: 0 to 3600 seconds".into(),
+        ));
+    }
+    if a.max_seconds == 0 || a.max_seconds > 3600 {
+        return Err(Error::Config(format!(
+            "--max-seconds {}: 1 to 3600",
+            a.max_seconds
+        )));
+    }
+    if a.max_seats == 0 {
+        return Err(Error::Config("--max-seats: at least 1".into()));
+    }
+    if a.room.as_deref().is_some_and(|r| !token::is_valid_room(r)) {
+        return Err(Error::Config("--room: ^[a-z0-9][a-z0-9-]{0,63}$".into()));
+    }
+    Ok(())
+}
+
+fn rfc3339(at: std::time::SystemTime) -> String {
+    let t: time::OffsetDateTime = at.into();
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+async fn run(args: Args) -> Result<bool, Error> {
+    validate(&args)?;
+    let admin_url = args.admin_url.clone().unwrap_or_else(|| args.url.clone());
+    check_target(&args.url, args.allow_remote)?;
+    check_target(&admin_url, args.allow_remote)?;
+    let keys = match &args.signing_keys {
+        Some(spec) => Some(
+            token::Keyring::parse(spec)
+                .map_err(|e| Error::Config(format!("--signing-keys: {e}")))?,
+        ),
+        None => None,
+    };
+    let admin = Admin::new(&admin_url, &args.admin_key, args.metrics_key.clone())?;
+    let now = std::time::SystemTime::now();
+    let room = args.room.clone().unwrap_or_else(|| {
+        format!(
+            "rehearsal-{}",
+            now.duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0)
+        )
+    });
+    let perf = args.performance.clone();
+
+    // The run's zero is now; visitors start arriving one second later, so
+    // setup is done before the first arrives.
+    let lead = Duration::from_secs(1);
+    let opens_ms = if args.opens_in > 0.0 {
+        lead.as_millis() as u64 + (args.opens_in * 1000.0) as u64
+    } else {
+        0
+    };
+    let room_settings = json!({
+        "capacity": args.capacity,
+        "admit_per_second": args.admit_per_second,
+        "session_seconds": args.session_seconds,
+        "abandon_seconds": args.abandon_seconds,
+        "opens_at": (opens_ms > 0).then(|| rfc3339(now + Duration::from_millis(opens_ms))),
+        "target_booking_p99_ms": args.target_booking_p99_ms,
+    });
+    let start = Instant::now();
+    let (settings, seats_total, hold_max) = if args.existing {
+        let (room_v, _) = admin.room(&room).await?;
+        let seats = admin.seats(&room, &perf).await?;
+        let total = seats.available + seats.held + seats.booked;
+        (room_v["settings"].clone(), total, args.max_seats)
+    } else {
+        let map = admin::seat_map(args.seats)?;
+        let room_v = admin.put_room(&room, &room_settings).await?;
+        let starts_at = rfc3339(now + Duration::from_secs(30 * 86_400));
+        let spec = json!({
+            "title": "Rehearsal", "starts_at": starts_at, "hold_seconds": args.hold_seconds,
+            "max_seats_per_hold": args.max_seats, "sections": map,
+        });
+        admin.put_performance(&room, &perf, &spec).await?;
+        (room_v["settings"].clone(), args.seats, args.max_seats)
+    };
+    let capacity = settings["capacity"]
+        .as_u64()
+        .unwrap_or(args.capacity as u64);
+    let admit_per_second = settings["admit_per_second"]
+        .as_f64()
+        .unwrap_or(args.admit_per_second);
+    tracing::info!(%room, %perf, seats_total, capacity, admit_per_second, "room ready");
+
+    let curve = Curve {
+        kind: args.curve,
+        within_ms: (args.arrive_within * 1000.0) as u64,
+        spike_share: args.spike_share,
+        spike_at_ms: (args.spike_at * 1000.0) as u64,
+    };
+    let mut rng = Rng::new(args.seed);
+    let plans: Vec<Plan> = (0..args.visitors)
+        .map(|i| Plan {
+            index: i,
+            arrive_ms: lead.as_millis() as u64 + curve.arrival_ms(i, args.visitors),
+            abandon_after_ms: rng
+                .chance(args.abandon_share)
+                .then(|| 2_000 + rng.below(58_000)),
+            seats: 1 + rng.below(hold_max as u64) as usize,
+            declined_first: rng.chance(args.decline_share),
+            lets_hold_expire: rng.chance(args.expire_share),
+            seed: rng.next_u64(),
+        })
+        .collect();
+
+    let http = client::Http::new(&args.url, &room).map_err(|e| Error::Http {
+        what: "client".into(),
+        detail: e.to_string(),
+    })?;
+    let deadline = start + Duration::from_secs(args.max_seconds);
+    let ctx = Arc::new(Ctx {
+        http,
+        room: room.clone(),
+        performance: perf.clone(),
+        start,
+        deadline,
+        counters: Default::default(),
+        keys,
+    });
+
+    // The operator's view, four times a second until the visitors are done.
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let sampler = {
+        let (admin, room, perf, stop) = (admin.clone(), room.clone(), perf.clone(), stopped);
+        tokio::spawn(async move {
+            let mut samples = Vec::new();
+            let mut tick = tokio::time::interval(Duration::from_millis(250));
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let t = start.elapsed().as_secs_f64();
+                if let (Ok((_, live)), Ok(seats)) =
+                    (admin.room(&room).await, admin.seats(&room, &perf).await)
+                {
+                    samples.push(report::Sample { t, live, seats });
+                }
+                if *stop.borrow() {
+                    break;
+                }
+            }
+            samples
+        })
+    };
+    if let Some(ms) = args.slow_payment_ms {
+        let admin = admin.clone();
+        let (at, len) = (
+            Duration::from_secs_f64(args.slow_payment_at.clamp(0.0, 3600.0)),
+            Duration::from_secs_f64(args.slow_payment_for.clamp(0.0, 3600.0)),
+        );
+        tokio::spawn(async move {
+            tokio::time::sleep_until((start + at).into()).await;
+            match admin.set_payment_latency(ms).await {
+                Ok(_) => tracing::info!(latency_ms = ms, "payment slowed"),
+                Err(e) => tracing::error!("cannot slow the payment: {e}"),
+            }
+            tokio::time::sleep(len).await;
+            match admin.set_payment_latency(0).await {
+                Ok(_) => tracing::info!("payment fast again"),
+                Err(e) => tracing::error!("cannot speed the payment up again: {e}"),
+            }
+        });
+    }
+    let progress = progress::Progress::start(ctx.clone(), args.visitors as u64, !args.no_progress);
+
+    let tasks: Vec<_> = plans
+        .into_iter()
+        .map(|p| tokio::spawn(visitor::play(ctx.clone(), p)))
+        .collect();
+    let mut logs = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        match t.await {
+            Ok(log) => logs.push(log),
+            Err(e) => tracing::error!("a visitor task failed: {e}"),
+        }
+    }
+    // A last sample after everyone is done.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let _ = stop.send(true);
+    progress.finish();
+    let samples = sampler.await.unwrap_or_default();
+    let duration_ms = start.elapsed().as_millis() as u64;
+    let metrics = admin
+        .metrics()
+        .await
+        .map(|text| {
+            text.lines()
+                .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+                .filter(|l| !l.contains("room=") || l.contains(&format!("room=\"{room}\"")))
+                .take(400)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_else(|e| vec![format!("unavailable: {e}")]);
+
+    let scenario = json!({
+        "target": args.url, "room": room, "performance": perf, "existing": args.existing,
+        "room_settings": settings, "seats": seats_total, "hold_seconds": args.hold_seconds,
+        "visitors": args.visitors, "curve": curve, "opens_in_s": args.opens_in,
+        "arrivals_per_second": curve.per_second(args.visitors),
+        "abandon_share": args.abandon_share, "decline_share": args.decline_share,
+        "expire_share": args.expire_share, "max_seats": args.max_seats, "seed": args.seed,
+        "max_seconds": args.max_seconds, "started_at": rfc3339(now),
+        "slow_payment": args.slow_payment_ms.map(|ms| json!({
+            "latency_ms": ms, "from_s": args.slow_payment_at,
+            "to_s": args.slow_payment_at + args.slow_payment_for,
+        })),
+    });
+    let inputs = report::Inputs {
+        logs: &logs,
+        samples: &samples,
+        opens_ms,
+        admit_per_second,
+        capacity,
+        seats_total,
+        duration_ms,
+        planned: args.visitors,
+        prequeue: opens_ms > 0,
+    };
+    let report = report::build(&inputs, scenario, metrics);
+    write(
+        &args.out,
+        &report,
+        &format!("On-sale rehearsal: {} visitors, room {room}", args.visitors),
+    )?;
+    print_summary(&report, &args.out);
+    Ok(!args.check || report.checks.iter().all(|c| c.ok || !c.invariant))
+}
+
+fn write(dir: &std::path::Path, report: &report::Report, title: &str) -> Result<(), Error> {
+    let err = |path: &std::path::Path| {
+        let path = path.display().to_string();
+        move |source| Error::Write { path, source }
+    };
+    std::fs::create_dir_all(dir).map_err(err(dir))?;
+    let json_path = dir.join("report.json");
+    let text = serde_json::to_string_pretty(report).unwrap_or_default();
+    std::fs::write(&json_path, text + "\n").map_err(err(&json_path))?;
+    let svg_path = dir.join("chart.svg");
+    std::fs::write(&svg_path, chart::svg(report, title)).map_err(err(&svg_path))?;
+    Ok(())
+}
+
+fn print_summary(r: &report::Report, out: &std::path::Path) {
+    println!(
+        "rehearsal: {} visitors, {} admitted, {:.1} s",
+        r.visitors.planned, r.visitors.admitted, r.duration_s
+    );
+    println!("  outcomes: {:?}", r.visitors.outcomes);
+    println!(
+        "  waits (s): p50 {:.1}, p95 {:.1}, p99 {:.1}, max {:.1}; {:.3} requests/s per waiter",
+        r.wait_s.p50,
+        r.wait_s.p95,
+        r.wait_s.p99,
+        r.wait_s.max,
+        r.polling.requests_per_second_per_waiter
+    );
+    println!(
+        "  admissions/s: peak {:.0}, configured {}",
+        r.admissions.peak_per_second, r.admissions.configured_per_second
+    );
+    println!(
+        "  seats: {} of {} booked, {} oversold, sold out after {}",
+        r.seats.booked,
+        r.seats.total,
+        r.seats.oversold,
+        r.seats
+            .time_to_sell_out_s
+            .map_or("—".into(), |s| format!("{s:.1} s"))
+    );
+    println!("  errors: {:?}", r.errors);
+    for c in &r.checks {
+        println!(
+            "  [{}] {}: {} (target {})",
+            if c.ok { "ok" } else { "MISS" },
+            c.name,
+            c.value,
+            c.target
+        );
+    }
+    println!(
+        "  report: {}, chart: {}",
+        out.join("report.json").display(),
+        out.join("chart.svg").display()
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_unless_allowed() {
+        for ok in [
+            "http://127.0.0.1:8080",
+            "http://localhost:1",
+            "http://[::1]:80/",
+            "http://127.0.0.9",
+        ] {
+            assert!(check_target(ok, false).is_ok(), "{ok}");
+        }
+        for bad in [
+            "http://example.com",
+            "http://10.0.0.1:8080",
+            "http://0.0.0.0:1",
+        ] {
+            assert!(
+                matches!(check_target(bad, false), Err(Error::Remote(_))),
+                "{bad}"
+            );
+            assert!(check_target(bad, true).is_ok(), "{bad}");
+        }
+        assert!(matches!(
+            check_target("ftp://127.0.0.1", true),
+            Err(Error::Config(_))
+        ));
+        assert!(matches!(
+            check_target("not a url", true),
+            Err(Error::Config(_))
+        ));
+    }
+}

@@ -1,0 +1,666 @@
+//! The report: every figure the run shows, computed from the visitors'
+//! logs and the operator's samples (pure; `chart.rs` draws it, `main.rs`
+//! writes it), and the checks that say whether the on-sale held.
+
+use std::collections::{BTreeMap, HashSet};
+
+use serde::Serialize;
+
+use crate::admin::{Live, Seats};
+use crate::stats::{self, Admission, Spread};
+use crate::visitor::{Outcome, VisitorLog};
+
+/// Errors the scenario causes on purpose (declined cards, seats taken by
+/// someone faster); every other failed answer is unexpected.
+pub const EXPECTED_ERRORS: [&str; 2] = ["402 payment_declined", "409 seat_unavailable"];
+/// Waiters must read `sold_out` this soon after the last seat is sold.
+pub const SOLD_OUT_NOTICE_MS: u64 = 2_000;
+/// ETA accuracy is judged on visitors who waited longer than this.
+pub const LONG_WAIT_MS: u64 = 30_000;
+
+/// One sample of the operator's view.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Sample {
+    /// Seconds after the run's zero.
+    pub t: f64,
+    /// The room's live figures.
+    #[serde(flatten)]
+    pub live: Live,
+    /// The performance's seats.
+    pub seats: Seats,
+}
+
+/// What the report is computed from, besides the logs.
+pub struct Inputs<'a> {
+    /// The visitors' logs.
+    pub logs: &'a [VisitorLog],
+    /// The operator's samples, in time order.
+    pub samples: &'a [Sample],
+    /// When the room opened (ms after zero; 0 without a pre-queue).
+    pub opens_ms: u64,
+    /// The room's configured admit rate.
+    pub admit_per_second: f64,
+    /// The room's capacity.
+    pub capacity: u64,
+    /// Seats on sale.
+    pub seats_total: u64,
+    /// How long the run took, in ms.
+    pub duration_ms: u64,
+    /// Visitors planned.
+    pub planned: usize,
+    /// Whether the room had a pre-queue (order is then the draw's).
+    pub prequeue: bool,
+}
+
+/// The whole report (written as JSON).
+#[derive(Debug, Serialize)]
+pub struct Report {
+    /// What was played: target, room, scenario (filled by main).
+    pub scenario: serde_json::Value,
+    /// Run length, seconds.
+    pub duration_s: f64,
+    /// Who did what.
+    pub visitors: Visitors,
+    /// Admissions per second over time against the configured rate.
+    pub admissions: Admissions,
+    /// Waits from join to admission, seconds.
+    pub wait_s: Spread,
+    /// How many waited 0-1 s, 1-2 s, ... (one bucket per `wait_bucket_s`).
+    pub wait_histogram: Vec<u64>,
+    /// Width of a wait-histogram bucket, seconds.
+    pub wait_bucket_s: f64,
+    /// ETA against the real wait.
+    pub eta: Eta,
+    /// What polling cost.
+    pub polling: Polling,
+    /// Join order against admission order.
+    pub fairness: Fairness,
+    /// Inside against capacity.
+    pub capacity: Capacity,
+    /// Seats.
+    pub seats: SeatsReport,
+    /// How soon waiters learnt it was sold out.
+    pub sold_out_notice: Notice,
+    /// Failed answers by kind, all of them.
+    pub errors: BTreeMap<String, u64>,
+    /// Failed answers the scenario did not cause.
+    pub unexpected_errors: BTreeMap<String, u64>,
+    /// The operator's samples: line, inside, seats over time.
+    pub timeline: Vec<Sample>,
+    /// The origin's `/metrics` at the end (the waiting room's own lines).
+    pub metrics: Vec<String>,
+    /// The must-show figures, each with its target.
+    pub checks: Vec<Check>,
+}
+
+/// Who did what.
+#[derive(Debug, Serialize)]
+pub struct Visitors {
+    /// Planned.
+    pub planned: usize,
+    /// Got a place (or an answer) from a join.
+    pub joined: usize,
+    /// Admitted.
+    pub admitted: usize,
+    /// How visits ended.
+    pub outcomes: BTreeMap<String, usize>,
+}
+
+/// Admissions over time.
+#[derive(Debug, Serialize)]
+pub struct Admissions {
+    /// The room's setting.
+    pub configured_per_second: f64,
+    /// Per second of the run (from the origin's `admitted_total`): index = second.
+    pub per_second: Vec<f64>,
+    /// Per second, as the visitors saw it (first admitted answer).
+    pub seen_per_second: Vec<u64>,
+    /// The highest second.
+    pub peak_per_second: f64,
+}
+
+/// ETA accuracy.
+#[derive(Debug, Serialize)]
+pub struct Eta {
+    /// By the visitor's whole wait.
+    pub by_wait: Vec<EtaBucket>,
+    /// p50 of the first promise's error, visitors who waited over 30 s.
+    pub first_p50_over_30s: f64,
+    /// p50 of every promise's error, visitors who waited over 30 s.
+    pub all_p50_over_30s: f64,
+}
+
+/// ETA errors (|eta − wait| / wait) of the visitors whose whole wait was in a range.
+#[derive(Debug, Serialize)]
+pub struct EtaBucket {
+    /// The range, seconds.
+    pub wait_from_s: u64,
+    /// Its end (exclusive), seconds; `None`: no end.
+    pub wait_to_s: Option<u64>,
+    /// The first ETA each was shown.
+    pub first: Spread,
+    /// Every ETA shown, each against the wait that followed it.
+    pub all: Spread,
+}
+
+/// What polling cost the origin.
+#[derive(Debug, Serialize)]
+pub struct Polling {
+    /// Joins and statuses sent by visitors not yet admitted.
+    pub queue_requests: u64,
+    /// Seconds spent waiting, summed over visitors.
+    pub waiting_visitor_seconds: f64,
+    /// The first over the second: requests per second per waiting visitor.
+    pub requests_per_second_per_waiter: f64,
+}
+
+/// Join order against admission order.
+#[derive(Debug, Serialize)]
+pub struct Fairness {
+    /// Which order: `ticket_seq` (join order, read off the signed ticket),
+    /// `draw_estimate` (pre-queue: the first position after the opening
+    /// plus those admitted before), or `join_answer` (no keys: the order
+    /// the joins were answered, an approximation).
+    pub order: &'static str,
+    /// Admitted visitors compared.
+    pub admitted: usize,
+    /// Pairs among them.
+    pub pairs: u64,
+    /// Pairs proven admitted out of order by what visitors read.
+    pub out_of_order_pairs: u64,
+    /// Visitors in at least one such pair, the later one.
+    pub out_of_order_visitors: u64,
+    /// Kendall's tau, join order against admission order (1.0 = exact FIFO).
+    pub kendall_tau: f64,
+    /// Kendall's tau against the order visitors *saw* their admission (their
+    /// first admitted answer): poll lag reorders near-simultaneous
+    /// admissions, so this is a lower bound, shown for comparison.
+    pub kendall_tau_seen: f64,
+}
+
+/// Inside against capacity.
+#[derive(Debug, Serialize)]
+pub struct Capacity {
+    /// The room's setting.
+    pub capacity: u64,
+    /// Most inside in one sample.
+    pub peak_active: u64,
+    /// Samples taken.
+    pub samples: usize,
+    /// Samples with more inside than the capacity.
+    pub samples_over_capacity: usize,
+}
+
+/// Seats.
+#[derive(Debug, Serialize)]
+pub struct SeatsReport {
+    /// On sale.
+    pub total: u64,
+    /// Booked at the end (the origin's count).
+    pub booked: u64,
+    /// Held at the end.
+    pub held: u64,
+    /// Available at the end.
+    pub available: u64,
+    /// Seats in the visitors' confirmed bookings.
+    pub sold_to_visitors: u64,
+    /// Seats in two confirmed bookings, plus any booked past the total.
+    pub oversold: u64,
+    /// When the last seat was sold, seconds after the opening.
+    pub time_to_sell_out_s: Option<f64>,
+}
+
+/// How soon waiters learnt it was sold out.
+#[derive(Debug, Serialize)]
+pub struct Notice {
+    /// Waiting when the last seat was sold.
+    pub waiting_at_sell_out: usize,
+    /// Of those, told `sold_out` within 2 s.
+    pub told_within_2s: usize,
+    /// Of those, told at all.
+    pub told: usize,
+    /// How long after the last seat they were told, seconds.
+    pub delay_s: Spread,
+}
+
+/// One must-show figure.
+#[derive(Debug, Serialize)]
+pub struct Check {
+    /// What.
+    pub name: String,
+    /// The target.
+    pub target: String,
+    /// What the run showed.
+    pub value: String,
+    /// Met.
+    pub ok: bool,
+    /// An invariant that must hold whatever the machine's speed (order,
+    /// capacity, seats, errors), as opposed to a timing target (sold out,
+    /// notice, ETA); `--check` judges invariants only.
+    pub invariant: bool,
+}
+
+/// Computes the report.
+pub fn build(inp: &Inputs, scenario: serde_json::Value, metrics: Vec<String>) -> Report {
+    let logs = inp.logs;
+    let admitted: Vec<&VisitorLog> = logs.iter().filter(|l| l.admitted_ms.is_some()).collect();
+    let mut outcomes = BTreeMap::new();
+    for l in logs {
+        *outcomes.entry(format!("{:?}", l.outcome)).or_insert(0) += 1;
+    }
+
+    // Admissions per second: the origin's counter, differenced per second.
+    let secs = (inp.duration_ms / 1000 + 1) as usize;
+    let mut per_second = vec![0.0; secs];
+    let at = |t: f64| admitted_at(inp.samples, t);
+    for (s, v) in per_second.iter_mut().enumerate() {
+        *v = at(s as f64 + 1.0) - at(s as f64);
+    }
+    let mut seen_per_second = vec![0u64; secs];
+    for l in &admitted {
+        if let Some(a) = l.admitted_ms {
+            let s = (a / 1000) as usize;
+            if s < secs {
+                seen_per_second[s] += 1;
+            }
+        }
+    }
+    let peak_per_second = per_second.iter().copied().fold(0.0, f64::max);
+
+    // Waits.
+    let waits: Vec<f64> = admitted
+        .iter()
+        .filter_map(|l| Some((l.admitted_ms? - l.joined_ms?.min(l.admitted_ms?)) as f64 / 1000.0))
+        .collect();
+    let max_wait = waits.iter().copied().fold(0.0, f64::max);
+    let wait_bucket_s = if max_wait <= 60.0 {
+        1.0
+    } else {
+        (max_wait / 60.0).ceil()
+    };
+    let mut wait_histogram = vec![0u64; (max_wait / wait_bucket_s) as usize + 1];
+    for w in &waits {
+        wait_histogram[(w / wait_bucket_s) as usize] += 1;
+    }
+
+    // ETA.
+    let bounds: [(u64, Option<u64>); 5] = [
+        (0, Some(10)),
+        (10, Some(30)),
+        (30, Some(60)),
+        (60, Some(120)),
+        (120, None),
+    ];
+    let mut by_wait = Vec::new();
+    let (mut first_long, mut all_long) = (Vec::new(), Vec::new());
+    for (from, to) in bounds {
+        let (mut first, mut all) = (Vec::new(), Vec::new());
+        for l in &admitted {
+            let (Some(a), Some(j)) = (l.admitted_ms, l.joined_ms) else {
+                continue;
+            };
+            let wait = a.saturating_sub(j);
+            if wait < from * 1000 || to.is_some_and(|t| wait >= t * 1000) {
+                continue;
+            }
+            if let Some(&(shown, eta)) = l.promises.first()
+                && let Some(e) = stats::eta_error(eta, a.saturating_sub(shown))
+            {
+                first.push(e);
+                if wait > LONG_WAIT_MS {
+                    first_long.push(e);
+                }
+            }
+            for &(shown, eta) in &l.promises {
+                if let Some(e) = stats::eta_error(eta, a.saturating_sub(shown)) {
+                    all.push(e);
+                    if wait > LONG_WAIT_MS {
+                        all_long.push(e);
+                    }
+                }
+            }
+        }
+        by_wait.push(EtaBucket {
+            wait_from_s: from,
+            wait_to_s: to,
+            first: stats::spread(first),
+            all: stats::spread(all),
+        });
+    }
+    let eta = Eta {
+        by_wait,
+        first_p50_over_30s: stats::spread(first_long).p50,
+        all_p50_over_30s: stats::spread(all_long).p50,
+    };
+
+    // Polling.
+    let queue_requests: u64 = logs.iter().map(|l| l.queue_requests).sum();
+    let waiting_visitor_seconds: f64 = logs
+        .iter()
+        .filter_map(|l| Some(l.left_line_ms?.saturating_sub(l.joined_ms?) as f64 / 1000.0))
+        .sum();
+    let polling = Polling {
+        queue_requests,
+        waiting_visitor_seconds,
+        requests_per_second_per_waiter: if waiting_visitor_seconds > 0.0 {
+            queue_requests as f64 / waiting_visitor_seconds
+        } else {
+            0.0
+        },
+    };
+
+    let fairness = fairness(inp, &admitted);
+
+    let capacity = Capacity {
+        capacity: inp.capacity,
+        peak_active: inp.samples.iter().map(|s| s.live.active).max().unwrap_or(0),
+        samples: inp.samples.len(),
+        samples_over_capacity: inp
+            .samples
+            .iter()
+            .filter(|s| s.live.active > inp.capacity)
+            .count(),
+    };
+
+    // Seats.
+    let mut seen = HashSet::new();
+    let mut duplicates = 0u64;
+    let mut sold_to_visitors = 0u64;
+    let mut last_sold: Option<u64> = None;
+    for l in logs {
+        if let Some((t, seats)) = &l.booked {
+            for s in seats {
+                sold_to_visitors += 1;
+                if !seen.insert(s.clone()) {
+                    duplicates += 1;
+                }
+            }
+            last_sold = last_sold.max(Some(*t));
+        }
+    }
+    let end = inp.samples.last().map(|s| s.seats).unwrap_or_default();
+    let sold_out = end.booked >= inp.seats_total || sold_to_visitors >= inp.seats_total;
+    let last_seat_ms = if sold_out { last_sold } else { None };
+    let seats = SeatsReport {
+        total: inp.seats_total,
+        booked: end.booked,
+        held: end.held,
+        available: end.available,
+        sold_to_visitors,
+        oversold: duplicates + end.booked.saturating_sub(inp.seats_total),
+        time_to_sell_out_s: last_seat_ms.map(|t| t.saturating_sub(inp.opens_ms) as f64 / 1000.0),
+    };
+
+    // Sold-out notice: everyone still in line when the last seat went.
+    let notice = match last_seat_ms {
+        Some(t) => {
+            let at_sell_out: Vec<&VisitorLog> = logs
+                .iter()
+                // Who closed the tab could not be told anything.
+                .filter(|l| {
+                    l.joined_ms.is_some_and(|j| j <= t)
+                        && l.left_line_ms.is_none_or(|e| e > t)
+                        && l.outcome != Outcome::Abandoned
+                })
+                .collect();
+            let delays: Vec<f64> = at_sell_out
+                .iter()
+                .filter_map(|l| l.sold_out_ms.map(|s| s.saturating_sub(t) as f64 / 1000.0))
+                .collect();
+            Notice {
+                waiting_at_sell_out: at_sell_out.len(),
+                told_within_2s: delays
+                    .iter()
+                    .filter(|d| **d * 1000.0 <= SOLD_OUT_NOTICE_MS as f64)
+                    .count(),
+                told: delays.len(),
+                delay_s: stats::spread(delays),
+            }
+        }
+        None => Notice {
+            waiting_at_sell_out: 0,
+            told_within_2s: 0,
+            told: 0,
+            delay_s: Spread::default(),
+        },
+    };
+
+    let mut errors = BTreeMap::new();
+    for l in logs {
+        for (k, n) in &l.errors {
+            *errors.entry(k.clone()).or_insert(0) += n;
+        }
+    }
+    let unexpected_errors: BTreeMap<String, u64> = errors
+        .iter()
+        .filter(|(k, _)| !EXPECTED_ERRORS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), *v))
+        .collect();
+
+    let mut report = Report {
+        scenario,
+        duration_s: inp.duration_ms as f64 / 1000.0,
+        visitors: Visitors {
+            planned: inp.planned,
+            joined: logs.iter().filter(|l| l.joined_ms.is_some()).count(),
+            admitted: admitted.len(),
+            outcomes,
+        },
+        admissions: Admissions {
+            configured_per_second: inp.admit_per_second,
+            per_second,
+            seen_per_second,
+            peak_per_second,
+        },
+        wait_s: stats::spread(waits),
+        wait_histogram,
+        wait_bucket_s,
+        eta,
+        polling,
+        fairness,
+        capacity,
+        seats,
+        sold_out_notice: notice,
+        errors,
+        unexpected_errors,
+        timeline: inp.samples.to_vec(),
+        metrics,
+        checks: Vec::new(),
+    };
+    report.checks = checks(&report, last_seat_ms.is_some());
+    report
+}
+
+/// The origin's `admitted_total` at `t` seconds, interpolated between the
+/// samples around it (a gap in the samples, when the admin API answered
+/// slowly, spreads its admissions over the gap instead of piling them
+/// into one second).
+pub fn admitted_at(samples: &[Sample], t: f64) -> f64 {
+    let i = samples.partition_point(|s| s.t <= t);
+    let v = |k: usize| samples[k].live.admitted_total as f64;
+    match (i.checked_sub(1), samples.get(i)) {
+        (None, _) => 0.0,
+        (Some(k), None) => v(k),
+        (Some(k), Some(next)) => {
+            let (t0, t1) = (samples[k].t, next.t);
+            if t1 <= t0 {
+                v(k)
+            } else {
+                v(k) + (v(k + 1) - v(k)) * (t - t0) / (t1 - t0)
+            }
+        }
+    }
+}
+
+/// A visitor's place in the order admissions are judged against.
+type OrderKey<'a> = Box<dyn Fn(&VisitorLog) -> Option<u64> + 'a>;
+
+fn fairness(inp: &Inputs, admitted: &[&VisitorLog]) -> Fairness {
+    let with_seq = admitted.iter().all(|l| l.seq.is_some());
+    let (order, key): (&'static str, OrderKey) = if inp.prequeue {
+        // Those admitted before a visitor's first post-opening read, plus
+        // its position then: its place in the draw (admissions are read
+        // from the samples, so this is an estimate).
+        let samples = inp.samples;
+        (
+            "draw_estimate",
+            Box::new(move |l: &VisitorLog| {
+                let (t, pos) = l.first_position?;
+                let i = samples.partition_point(|s| s.t * 1000.0 <= t as f64);
+                let before = if i == 0 {
+                    0
+                } else {
+                    samples[i - 1].live.admitted_total
+                };
+                Some(before + pos)
+            }),
+        )
+    } else if with_seq {
+        ("ticket_seq", Box::new(|l: &VisitorLog| l.seq))
+    } else {
+        (
+            "join_answer",
+            Box::new(|l: &VisitorLog| l.joined_ms.map(|j| j * 100_000 + l.index as u64)),
+        )
+    };
+    let items: Vec<Admission> = admitted
+        .iter()
+        .filter_map(|l| {
+            Some(Admission {
+                order: key(l)?,
+                lo: l.last_waiting_sent_ms?,
+                hi: l.admitted_ms?,
+            })
+        })
+        .collect();
+    let out_of_order_pairs = stats::proven_inversions(&items);
+    // Later visitors in an inversion: admitted (hi) before some earlier one's lo.
+    let mut by_order = items.clone();
+    by_order.sort_by_key(|a| a.order);
+    let mut max_lo_before = 0u64;
+    let mut out_of_order_visitors = 0;
+    for a in &by_order {
+        if a.hi < max_lo_before {
+            out_of_order_visitors += 1;
+        }
+        max_lo_before = max_lo_before.max(a.lo);
+    }
+    Fairness {
+        order,
+        admitted: items.len(),
+        pairs: stats::pairs(items.len()),
+        out_of_order_pairs,
+        out_of_order_visitors,
+        kendall_tau: stats::tau_from_discordant(out_of_order_pairs, items.len()),
+        kendall_tau_seen: stats::kendall_tau(
+            &items
+                .iter()
+                .map(|a| (a.order as f64, a.hi as f64))
+                .collect::<Vec<_>>(),
+        ),
+    }
+}
+
+fn checks(r: &Report, sold_out: bool) -> Vec<Check> {
+    let mut c = Vec::new();
+    let mut add = |name: &str, target: &str, value: String, ok: bool| {
+        let invariant = !matches!(
+            name,
+            "sold out" | "waiters told sold out within 2 s" | "ETA error p50, waits over 30 s"
+        );
+        c.push(Check {
+            name: name.into(),
+            target: target.into(),
+            value,
+            ok,
+            invariant,
+        });
+    };
+    add(
+        "kendall tau",
+        "1.0",
+        format!("{:.6}", r.fairness.kendall_tau),
+        r.fairness.out_of_order_pairs == 0,
+    );
+    add(
+        "out-of-order admissions",
+        "0",
+        r.fairness.out_of_order_pairs.to_string(),
+        r.fairness.out_of_order_pairs == 0,
+    );
+    add(
+        "samples over capacity",
+        "0",
+        r.capacity.samples_over_capacity.to_string(),
+        r.capacity.samples_over_capacity == 0,
+    );
+    add(
+        "oversold seats",
+        "0",
+        r.seats.oversold.to_string(),
+        r.seats.oversold == 0,
+    );
+    add(
+        "sold out",
+        "every seat booked",
+        format!("{} of {}", r.seats.booked, r.seats.total),
+        sold_out,
+    );
+    let n = &r.sold_out_notice;
+    add(
+        "waiters told sold out within 2 s",
+        "all",
+        format!(
+            "{} of {} (max {:.2} s)",
+            n.told_within_2s, n.waiting_at_sell_out, n.delay_s.max
+        ),
+        sold_out && n.told_within_2s == n.waiting_at_sell_out,
+    );
+    let e = r.eta.first_p50_over_30s;
+    let value = if e.is_nan() {
+        "n/a (nobody waited 30 s)".to_owned()
+    } else {
+        format!("{:.1} %", e * 100.0)
+    };
+    add(
+        "ETA error p50, waits over 30 s",
+        "≤ 20 %",
+        value,
+        e.is_nan() || e <= 0.2,
+    );
+    let unexpected: u64 = r.unexpected_errors.values().sum();
+    add(
+        "unexpected errors",
+        "0",
+        unexpected.to_string(),
+        unexpected == 0,
+    );
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(t: f64, admitted_total: u64) -> Sample {
+        Sample {
+            t,
+            live: Live {
+                admitted_total,
+                ..Live::default()
+            },
+            seats: Seats::default(),
+        }
+    }
+
+    #[test]
+    fn admissions_are_spread_over_a_gap_in_the_samples() {
+        let s = [sample(1.0, 0), sample(1.5, 10), sample(4.5, 70)];
+        assert_eq!(admitted_at(&s, 0.5), 0.0);
+        assert_eq!(admitted_at(&s, 1.25), 5.0);
+        // 60 admissions over the 3 s gap: 20 a second, not 60 in one.
+        assert_eq!(admitted_at(&s, 2.5) - admitted_at(&s, 1.5), 20.0);
+        assert_eq!(admitted_at(&s, 9.0), 70.0);
+        assert_eq!(admitted_at(&[], 3.0), 0.0);
+    }
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# An on-sale rehearsal (the `rehearsal` tool, rehearsal/) against an origin
+# this script starts on a free loopback port, on a redis-server of its own
+# (another free loopback port, no persistence, stopped after: other
+# people's Redis traffic stays out of the figures) and MariaDB
+# (127.0.0.1:3306, a fresh wr_rehearsal_* database, dropped after). The
+# report and chart land in --out (default target/rehearsal/).
+#
+#   scripts/rehearsal.sh --smoke          # CI: 300 visitors, 200 seats, debug build, a few seconds
+#   scripts/rehearsal.sh --full           # BENCHMARKS.md: 20,000 visitors in 10 s, 2,000 seats, release
+#   scripts/rehearsal.sh --release -- --visitors 5000 --seats 600   # anything else
+#
+# Everything after `--` goes to the rehearsal tool (see `rehearsal --help`).
+# Extra origin flags: WR_REHEARSAL_ORIGIN_ARGS="--payment-latency-ms 200".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+
+mode=custom
+profile=debug
+while (($#)); do
+  case "$1" in
+    --smoke) mode=smoke ;;
+    --full) mode=full; profile=release ;;
+    --release) profile=release ;;
+    --) shift; break ;;
+    *) echo "unknown option $1 (tool flags go after --)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+ensure_rust
+ensure_redis_tools
+ensure_mariadb
+
+cargo_flags=(-q)
+if [[ $profile == release ]]; then
+  # LTO makes the release build minutes longer and the figures no better.
+  export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
+  cargo_flags+=(--release)
+fi
+cargo build "${cargo_flags[@]}" -p origin -p rehearsal
+bin="target/$profile"
+
+free_port() {
+  local p
+  for p in $(shuf -i 23000-23999 -n 100); do
+    port_open "$p" || { echo "$p"; return 0; }
+  done
+  echo "no free port" >&2
+  return 1
+}
+port=$(free_port)
+redis_port=$(free_port)
+[[ $redis_port != "$port" ]] || redis_port=$(free_port)
+
+run_id="$$-$RANDOM"
+db="wr_rehearsal_${run_id//-/_}"
+prefix="rehearsal-$run_id:"
+admin_key="rehearsal-admin-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+signing_keys="r1:$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')"
+origin_pid=""
+redis_pid=""
+cleanup() {
+  local pid
+  for pid in $origin_pid $redis_pid; do
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  mariadb -h 127.0.0.1 -u root -e "DROP DATABASE IF EXISTS $db" 2>/dev/null || true
+}
+trap cleanup EXIT INT TERM
+
+redis-server --bind 127.0.0.1 --port "$redis_port" --save "" --appendonly no \
+  --dir "${TMPDIR:-/tmp}" >/dev/null 2>&1 &
+redis_pid=$!
+wait_port "$redis_port" redis-server
+
+mariadb -h 127.0.0.1 -u root -e "CREATE DATABASE $db"
+mkdir -p target/rehearsal
+# shellcheck disable=SC2086 # the extra origin flags are words on purpose
+WR_ADMIN_KEY="$admin_key" WR_SIGNING_KEYS="$signing_keys" RUST_LOG="${RUST_LOG:-warn}" \
+  "$bin/origin" --listen "127.0.0.1:$port" --redis-url "redis://127.0.0.1:$redis_port" \
+  --redis-prefix "$prefix" --database-url "mysql://root@127.0.0.1:3306/$db" \
+  ${WR_REHEARSAL_ORIGIN_ARGS:-} >target/rehearsal/origin.log 2>&1 &
+origin_pid=$!
+wait_port "$port" origin
+
+case $mode in
+  smoke) preset=(--visitors 300 --arrive-within 2 --seats 200 --capacity 60 --admit-per-second 60
+    --session-seconds 30 --hold-seconds 10 --abandon-seconds 4 --max-seconds 60 --no-progress --check) ;;
+  full) preset=(--visitors 20000 --arrive-within 10 --seats 2000 --abandon-seconds 15 --out docs/rehearsal/full) ;;
+  *) preset=() ;;
+esac
+WR_ADMIN_KEY="$admin_key" WR_SIGNING_KEYS="$signing_keys" \
+  "$bin/rehearsal" --url "http://127.0.0.1:$port" "${preset[@]}" "$@"
