@@ -93,13 +93,14 @@ async fn put_payment(
     State(state): State<AppState>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<PaymentKnob>, ApiError> {
+    // Off: 404 whatever the body, as if the route were not there.
+    let sim = simulation(&state)?;
     let knob: PaymentKnob = required_json(body)?;
     if knob.latency_ms > 60_000 {
         return Err(ApiError::InvalidBody(
             "latency_ms: 0 to 60,000 milliseconds".into(),
         ));
     }
-    let sim = simulation(&state)?;
     sim.set_latency(Duration::from_millis(knob.latency_ms));
     tracing::warn!(
         latency_ms = knob.latency_ms,
