@@ -4,6 +4,8 @@
 //! cleared by every `Set-Cookie`. No `Origin` header: like an app, so the
 //! origin's cross-site check has nothing to refuse.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use reqwest::header::{COOKIE, HeaderMap, RETRY_AFTER, SET_COOKIE};
@@ -35,6 +37,13 @@ impl Reply {
         self.body["error"]["code"].as_str().unwrap_or("")
     }
 
+    /// The visitor's session is over: the origin's 401, or, through the
+    /// edge, its 429 `in_queue` (the edge sends a visitor whose entry
+    /// token has lapsed back to the queue before the origin sees it).
+    pub fn session_over(&self) -> bool {
+        self.status == 401 || (self.status == 429 && self.code() == "in_queue")
+    }
+
     /// A short name for a failed answer, for the errors-by-kind table.
     pub fn kind(&self) -> String {
         match self.code() {
@@ -51,6 +60,7 @@ pub struct Http {
     base: String,
     ticket_name: String,
     entry_name: String,
+    resets_retried: Arc<AtomicU64>,
 }
 
 /// How long one request may take before it counts as failed.
@@ -69,11 +79,23 @@ impl Http {
             base: base.trim_end_matches('/').to_owned(),
             ticket_name: token::ticket_cookie(room),
             entry_name: token::entry_cookie(room),
+            resets_retried: Arc::default(),
         })
+    }
+
+    /// Requests sent again after their connection was reset before any
+    /// answer came (see `send`).
+    pub fn resets_retried(&self) -> u64 {
+        self.resets_retried.load(Relaxed)
     }
 
     /// Sends one request with the jar's cookies and keeps what the answer
     /// sets. `Err` is a transport failure (no answer), named for the table.
+    ///
+    /// A request whose connection is reset before any answer is sent once
+    /// more on a fresh connection, as browsers do with a reused keep-alive
+    /// connection (`wrangler dev` resets all of its connections at times);
+    /// `resets_retried` counts these.
     pub async fn send(
         &self,
         method: Method,
@@ -82,6 +104,29 @@ impl Http {
         body: Option<&serde_json::Value>,
         headers: &[(&str, &str)],
     ) -> Result<Reply, String> {
+        match self
+            .send_once(method.clone(), path, jar, body, headers)
+            .await
+        {
+            Err(e) if is_reset(&e) => {
+                self.resets_retried.fetch_add(1, Relaxed);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                self.send_once(method, path, jar, body, headers)
+                    .await
+                    .map_err(transport_kind)
+            }
+            r => r.map_err(transport_kind),
+        }
+    }
+
+    async fn send_once(
+        &self,
+        method: Method,
+        path: &str,
+        jar: &mut Jar,
+        body: Option<&serde_json::Value>,
+        headers: &[(&str, &str)],
+    ) -> Result<Reply, reqwest::Error> {
         let mut req = self
             .client
             .request(method, format!("{}{path}", self.base))
@@ -102,7 +147,7 @@ impl Http {
         if let Some(body) = body {
             req = req.json(body);
         }
-        let res = req.send().await.map_err(transport_kind)?;
+        let res = req.send().await?;
         let status = res.status().as_u16();
         self.keep_cookies(res.headers(), jar);
         let retry_after = res
@@ -110,7 +155,7 @@ impl Http {
             .get(RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse().ok());
-        let bytes = res.bytes().await.map_err(transport_kind)?;
+        let bytes = res.bytes().await?;
         let body = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
         Ok(Reply {
             status,
@@ -152,7 +197,31 @@ pub fn parse_set_cookie(text: &str) -> Option<(&str, &str, bool)> {
     Some((name.trim(), value.trim(), cleared))
 }
 
+/// The request's connection was reset, or closed, before any answer.
+fn is_reset(e: &reqwest::Error) -> bool {
+    if !e.is_request() {
+        return false;
+    }
+    let mut source = std::error::Error::source(e);
+    while let Some(err) = source {
+        if let Some(io) = err.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionReset
+        {
+            return true;
+        }
+        if err
+            .to_string()
+            .contains("connection closed before message completed")
+        {
+            return true;
+        }
+        source = err.source();
+    }
+    false
+}
+
 fn transport_kind(e: reqwest::Error) -> String {
+    tracing::debug!(error = ?e, "no answer");
     if e.is_timeout() {
         "timeout".into()
     } else if e.is_connect() {
@@ -183,5 +252,21 @@ mod tests {
             Some(("wr_entry_r", "x", true))
         );
         assert_eq!(parse_set_cookie("garbage"), None);
+    }
+
+    #[test]
+    fn session_over_from_origin_or_edge() {
+        let reply = |status, body| Reply {
+            status,
+            body,
+            retry_after: None,
+        };
+        let in_queue = serde_json::json!({"error": {"code": "in_queue"}});
+        assert!(reply(401, serde_json::Value::Null).session_over());
+        assert!(reply(429, in_queue).session_over());
+        let limited = serde_json::json!({"error": {"code": "rate_limited"}});
+        assert!(!reply(429, limited).session_over());
+        let taken = serde_json::json!({"error": {"code": "seat_unavailable"}});
+        assert!(!reply(409, taken).session_over());
     }
 }
