@@ -254,6 +254,59 @@ mod tests {
         assert_eq!(parse_set_cookie("garbage"), None);
     }
 
+    /// A loopback server whose first connection is closed as soon as a
+    /// request arrives, with no answer; later ones get a 200.
+    fn closes_first_connection() -> std::net::SocketAddr {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        std::thread::spawn(move || {
+            for (i, conn) in listener.incoming().take(2).enumerate() {
+                let Ok(mut conn) = conn else { return };
+                let mut buf = [0u8; 4096];
+                let _ = conn.read(&mut buf);
+                if i > 0 {
+                    let body = r#"{"ok":true}"#;
+                    let _ = write!(
+                        conn,
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                }
+            }
+        });
+        addr
+    }
+
+    #[tokio::test]
+    async fn a_request_reset_before_any_answer_is_sent_once_more() {
+        let addr = closes_first_connection();
+        let http = Http::new(&format!("http://{addr}"), "r").expect("client");
+        let mut jar = Jar::default();
+        let reply = http
+            .send(Method::GET, "/queue/r/status", &mut jar, None, &[])
+            .await
+            .expect("answered on the second try");
+        assert_eq!(reply.status, 200);
+        assert_eq!(reply.body["ok"], true);
+        assert_eq!(http.resets_retried(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_refused_connection_is_not_retried() {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+            l.local_addr().expect("addr").port()
+        };
+        let http = Http::new(&format!("http://127.0.0.1:{port}"), "r").expect("client");
+        let err = http
+            .send(Method::GET, "/", &mut Jar::default(), None, &[])
+            .await
+            .expect_err("nobody listens");
+        assert_eq!(err, "connect");
+        assert_eq!(http.resets_retried(), 0);
+    }
+
     #[test]
     fn session_over_from_origin_or_edge() {
         let reply = |status, body| Reply {
