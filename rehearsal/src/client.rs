@@ -29,7 +29,13 @@ pub struct Reply {
     pub body: serde_json::Value,
     /// `Retry-After` in seconds, when given.
     pub retry_after: Option<u64>,
+    /// `wrangler dev`'s own 503 for a request caught in a restart of the
+    /// worker (local development only).
+    pub dev_restart: bool,
 }
+
+/// How `wrangler dev` begins that 503's body.
+const DEV_RESTART: &[u8] = b"Your worker restarted mid-request";
 
 impl Reply {
     /// The contract's error code (`{"error": {"code": ...}}`), or "".
@@ -95,7 +101,8 @@ impl Http {
     /// A request whose connection is reset before any answer is sent once
     /// more on a fresh connection, as browsers do with a reused keep-alive
     /// connection (`wrangler dev` resets all of its connections at times);
-    /// `resets_retried` counts these.
+    /// `wrangler dev`'s 503 for a request caught in a restart of the worker
+    /// is treated the same way. `resets_retried` counts these.
     pub async fn send(
         &self,
         method: Method,
@@ -104,19 +111,21 @@ impl Http {
         body: Option<&serde_json::Value>,
         headers: &[(&str, &str)],
     ) -> Result<Reply, String> {
-        match self
+        let first = self
             .send_once(method.clone(), path, jar, body, headers)
-            .await
-        {
-            Err(e) if is_reset(&e) => {
-                self.resets_retried.fetch_add(1, Relaxed);
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                self.send_once(method, path, jar, body, headers)
-                    .await
-                    .map_err(transport_kind)
-            }
-            r => r.map_err(transport_kind),
+            .await;
+        let again = match &first {
+            Ok(reply) => reply.dev_restart,
+            Err(e) => is_reset(e),
+        };
+        if !again {
+            return first.map_err(transport_kind);
         }
+        self.resets_retried.fetch_add(1, Relaxed);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        self.send_once(method, path, jar, body, headers)
+            .await
+            .map_err(transport_kind)
     }
 
     async fn send_once(
@@ -161,6 +170,7 @@ impl Http {
             status,
             body,
             retry_after,
+            dev_restart: status == 503 && bytes.starts_with(DEV_RESTART),
         })
     }
 
@@ -254,9 +264,9 @@ mod tests {
         assert_eq!(parse_set_cookie("garbage"), None);
     }
 
-    /// A loopback server whose first connection is closed as soon as a
-    /// request arrives, with no answer; later ones get a 200.
-    fn closes_first_connection() -> std::net::SocketAddr {
+    /// A loopback server whose first connection gets `first` (nothing: it
+    /// is closed as soon as a request arrives) and the next a 200.
+    fn fails_first_request(first: &'static str) -> std::net::SocketAddr {
         use std::io::{Read, Write};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("addr");
@@ -265,7 +275,9 @@ mod tests {
                 let Ok(mut conn) = conn else { return };
                 let mut buf = [0u8; 4096];
                 let _ = conn.read(&mut buf);
-                if i > 0 {
+                if i == 0 {
+                    let _ = conn.write_all(first.as_bytes());
+                } else {
                     let body = r#"{"ok":true}"#;
                     let _ = write!(
                         conn,
@@ -280,7 +292,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_request_reset_before_any_answer_is_sent_once_more() {
-        let addr = closes_first_connection();
+        let addr = fails_first_request("");
         let http = Http::new(&format!("http://{addr}"), "r").expect("client");
         let mut jar = Jar::default();
         let reply = http
@@ -289,6 +301,20 @@ mod tests {
             .expect("answered on the second try");
         assert_eq!(reply.status, 200);
         assert_eq!(reply.body["ok"], true);
+        assert_eq!(http.resets_retried(), 1);
+    }
+
+    #[tokio::test]
+    async fn wranglers_worker_restarted_answer_is_sent_once_more() {
+        let addr = fails_first_request(
+            "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 33\r\nconnection: close\r\n\r\nYour worker restarted mid-request",
+        );
+        let http = Http::new(&format!("http://{addr}"), "r").expect("client");
+        let reply = http
+            .send(Method::POST, "/api/r/holds", &mut Jar::default(), None, &[])
+            .await
+            .expect("answered");
+        assert_eq!((reply.status, reply.dev_restart), (200, false));
         assert_eq!(http.resets_retried(), 1);
     }
 
@@ -313,6 +339,7 @@ mod tests {
             status,
             body,
             retry_after: None,
+            dev_restart: false,
         };
         let in_queue = serde_json::json!({"error": {"code": "in_queue"}});
         assert!(reply(401, serde_json::Value::Null).session_over());
