@@ -7,11 +7,19 @@
 # report and chart land in --out (default target/rehearsal/).
 #
 #   scripts/rehearsal.sh --smoke          # CI: 300 visitors, 200 seats, debug build, a few seconds
+#   scripts/rehearsal.sh --edge           # CI: 1,000 visitors through the worker in workerd
 #   scripts/rehearsal.sh --full           # BENCHMARKS.md: 20,000 visitors in 10 s, 2,000 seats, release
 #   scripts/rehearsal.sh --release -- --visitors 5000 --seats 600   # anything else
 #
 # Everything after `--` goes to the rehearsal tool (see `rehearsal --help`).
 # Extra origin flags: WR_REHEARSAL_ORIGIN_ARGS="--payment-latency-ms 200".
+#
+# --edge puts the real edge worker in front of the origin, in workerd
+# (`wrangler dev`, local and offline, started by tests/edge/serve.mjs the
+# way the edge's end-to-end tests start it), gating the room's booking API:
+# visitors go through the edge, the tool's admin calls straight to the
+# origin. It runs scripts/edge-build.sh, a no-op when the worker is up to
+# date (as it is right after scripts/edge-test.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -21,6 +29,7 @@ profile=debug
 while (($#)); do
   case "$1" in
     --smoke) mode=smoke ;;
+    --edge) mode=edge ;;
     --full) mode=full; profile=release ;;
     --release) profile=release ;;
     --) shift; break ;;
@@ -39,8 +48,11 @@ if [[ $profile == release ]]; then
   export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
   cargo_flags+=(--release)
 fi
+# The worker as edge-test.sh builds it: a no-op when it is up to date.
+[[ $mode != edge ]] || scripts/edge-build.sh
 cargo build "${cargo_flags[@]}" -p origin -p rehearsal
-bin="target/$profile"
+origin_bin="target/$profile/origin"
+rehearsal_bin="target/$profile/rehearsal"
 
 free_port() {
   local p
@@ -53,6 +65,11 @@ free_port() {
 port=$(free_port)
 redis_port=$(free_port)
 [[ $redis_port != "$port" ]] || redis_port=$(free_port)
+edge_port=""
+if [[ $mode == edge ]]; then
+  edge_port=$(free_port)
+  while [[ $edge_port == "$port" || $edge_port == "$redis_port" ]]; do edge_port=$(free_port); done
+fi
 
 run_id="$$-$RANDOM"
 db="wr_rehearsal_${run_id//-/_}"
@@ -61,13 +78,22 @@ admin_key="rehearsal-admin-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 signing_keys="r1:$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')"
 origin_pid=""
 redis_pid=""
+edge_pid=""
+edge_dir=""
 cleanup() {
   local pid
-  for pid in $origin_pid $redis_pid; do
+  # The edge first (its node process stops wrangler and workerd with it).
+  for pid in $edge_pid $origin_pid $redis_pid; do
     kill -TERM "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
   done
   mariadb -h 127.0.0.1 -u root -e "DROP DATABASE IF EXISTS $db" 2>/dev/null || true
+  if [[ -n $edge_dir ]]; then
+    # wrangler's and workerd's log beside the report, then their folder.
+    mkdir -p target/rehearsal/edge
+    cat "$edge_dir/serve.out" "$edge_dir/edge.log" >target/rehearsal/edge/edge.log 2>/dev/null || true
+    rm -rf "$edge_dir"
+  fi
 }
 trap cleanup EXIT INT TERM
 
@@ -78,19 +104,52 @@ wait_port "$redis_port" redis-server
 
 mariadb -h 127.0.0.1 -u root -e "CREATE DATABASE $db"
 mkdir -p target/rehearsal
+edge_args=()
+if [[ $mode == edge ]]; then
+  edge_secret="rehearsal-edge-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+  edge_args=(--edge-secret "$edge_secret")
+fi
 # shellcheck disable=SC2086 # the extra origin flags are words on purpose
 WR_ADMIN_KEY="$admin_key" WR_SIGNING_KEYS="$signing_keys" RUST_LOG="${RUST_LOG:-warn}" \
-  "$bin/origin" --listen "127.0.0.1:$port" --redis-url "redis://127.0.0.1:$redis_port" \
+  "$origin_bin" "${edge_args[@]}" --listen "127.0.0.1:$port" --redis-url "redis://127.0.0.1:$redis_port" \
   --redis-prefix "$prefix" --database-url "mysql://root@127.0.0.1:3306/$db" \
   ${WR_REHEARSAL_ORIGIN_ARGS:-} >target/rehearsal/origin.log 2>&1 &
 origin_pid=$!
 wait_port "$port" origin
 
+target=(--url "http://127.0.0.1:$port")
+if [[ $mode == edge ]]; then
+  # The edge's ROOMS name the room, so the tool is told which one to create.
+  edge_room="rehearsal-edge-$run_id"
+  edge_dir=$(mktemp -d "${TMPDIR:-/tmp}/wr-rehearsal-edge-XXXXXX")
+  WR_EDGE_ORIGIN_URL="http://127.0.0.1:$port" WR_EDGE_ROOM="$edge_room" WR_EDGE_PORT="$edge_port" \
+    WR_EDGE_DIR="$edge_dir" WR_SIGNING_KEYS="$signing_keys" WR_EDGE_SECRET="$edge_secret" \
+    node tests/edge/serve.mjs >"$edge_dir/serve.out" 2>&1 &
+  edge_pid=$!
+  # wrangler's first answer takes a few seconds; serve.mjs gives up after 60.
+  for _ in $(seq 1 900); do
+    grep -q '^edge ready: ' "$edge_dir/serve.out" && break
+    kill -0 "$edge_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if ! grep -q '^edge ready: ' "$edge_dir/serve.out"; then
+    echo "the edge did not start:" >&2
+    cat "$edge_dir/serve.out" "$edge_dir"/edge.log >&2 2>/dev/null || true
+    exit 1
+  fi
+  target=(--url "http://127.0.0.1:$edge_port" --admin-url "http://127.0.0.1:$port" --room "$edge_room")
+fi
+
 case $mode in
   smoke) preset=(--visitors 300 --arrive-within 2 --seats 200 --capacity 60 --admit-per-second 60
     --session-seconds 30 --hold-seconds 10 --abandon-seconds 4 --max-seconds 60 --no-progress --check) ;;
+  # Polls every <= 5 s (a third of --abandon-seconds): workerd in wrangler dev
+  # and a debug origin share two cores with the tool.
+  edge) preset=(--visitors 1000 --arrive-within 10 --seats 400 --capacity 100 --admit-per-second 50
+    --session-seconds 60 --hold-seconds 15 --abandon-seconds 15 --max-seconds 150 --no-progress --check
+    --out target/rehearsal/edge) ;;
   full) preset=(--visitors 20000 --arrive-within 10 --seats 2000 --abandon-seconds 15 --out docs/rehearsal/full) ;;
   *) preset=() ;;
 esac
 WR_ADMIN_KEY="$admin_key" WR_SIGNING_KEYS="$signing_keys" \
-  "$bin/rehearsal" --url "http://127.0.0.1:$port" "${preset[@]}" "$@"
+  "$rehearsal_bin" "${target[@]}" "${preset[@]}" "$@"

@@ -4,6 +4,8 @@
 //! cleared by every `Set-Cookie`. No `Origin` header: like an app, so the
 //! origin's cross-site check has nothing to refuse.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use reqwest::header::{COOKIE, HeaderMap, RETRY_AFTER, SET_COOKIE};
@@ -27,12 +29,25 @@ pub struct Reply {
     pub body: serde_json::Value,
     /// `Retry-After` in seconds, when given.
     pub retry_after: Option<u64>,
+    /// `wrangler dev`'s own 503 for a request caught in a restart of the
+    /// worker (local development only).
+    pub dev_restart: bool,
 }
+
+/// How `wrangler dev` begins that 503's body.
+const DEV_RESTART: &[u8] = b"Your worker restarted mid-request";
 
 impl Reply {
     /// The contract's error code (`{"error": {"code": ...}}`), or "".
     pub fn code(&self) -> &str {
         self.body["error"]["code"].as_str().unwrap_or("")
+    }
+
+    /// The visitor's session is over: the origin's 401, or, through the
+    /// edge, its 429 `in_queue` (the edge sends a visitor whose entry
+    /// token has lapsed back to the queue before the origin sees it).
+    pub fn session_over(&self) -> bool {
+        self.status == 401 || (self.status == 429 && self.code() == "in_queue")
     }
 
     /// A short name for a failed answer, for the errors-by-kind table.
@@ -51,6 +66,7 @@ pub struct Http {
     base: String,
     ticket_name: String,
     entry_name: String,
+    resets_retried: Arc<AtomicU64>,
 }
 
 /// How long one request may take before it counts as failed.
@@ -69,11 +85,24 @@ impl Http {
             base: base.trim_end_matches('/').to_owned(),
             ticket_name: token::ticket_cookie(room),
             entry_name: token::entry_cookie(room),
+            resets_retried: Arc::default(),
         })
+    }
+
+    /// Requests sent again after their connection was reset before any
+    /// answer came (see `send`).
+    pub fn resets_retried(&self) -> u64 {
+        self.resets_retried.load(Relaxed)
     }
 
     /// Sends one request with the jar's cookies and keeps what the answer
     /// sets. `Err` is a transport failure (no answer), named for the table.
+    ///
+    /// A request whose connection is reset before any answer is sent once
+    /// more on a fresh connection, as browsers do with a reused keep-alive
+    /// connection (`wrangler dev` resets all of its connections at times);
+    /// `wrangler dev`'s 503 for a request caught in a restart of the worker
+    /// is treated the same way. `resets_retried` counts these.
     pub async fn send(
         &self,
         method: Method,
@@ -82,6 +111,31 @@ impl Http {
         body: Option<&serde_json::Value>,
         headers: &[(&str, &str)],
     ) -> Result<Reply, String> {
+        let first = self
+            .send_once(method.clone(), path, jar, body, headers)
+            .await;
+        let again = match &first {
+            Ok(reply) => reply.dev_restart,
+            Err(e) => is_reset(e),
+        };
+        if !again {
+            return first.map_err(transport_kind);
+        }
+        self.resets_retried.fetch_add(1, Relaxed);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        self.send_once(method, path, jar, body, headers)
+            .await
+            .map_err(transport_kind)
+    }
+
+    async fn send_once(
+        &self,
+        method: Method,
+        path: &str,
+        jar: &mut Jar,
+        body: Option<&serde_json::Value>,
+        headers: &[(&str, &str)],
+    ) -> Result<Reply, reqwest::Error> {
         let mut req = self
             .client
             .request(method, format!("{}{path}", self.base))
@@ -102,7 +156,7 @@ impl Http {
         if let Some(body) = body {
             req = req.json(body);
         }
-        let res = req.send().await.map_err(transport_kind)?;
+        let res = req.send().await?;
         let status = res.status().as_u16();
         self.keep_cookies(res.headers(), jar);
         let retry_after = res
@@ -110,12 +164,13 @@ impl Http {
             .get(RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse().ok());
-        let bytes = res.bytes().await.map_err(transport_kind)?;
+        let bytes = res.bytes().await?;
         let body = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
         Ok(Reply {
             status,
             body,
             retry_after,
+            dev_restart: status == 503 && bytes.starts_with(DEV_RESTART),
         })
     }
 
@@ -152,7 +207,31 @@ pub fn parse_set_cookie(text: &str) -> Option<(&str, &str, bool)> {
     Some((name.trim(), value.trim(), cleared))
 }
 
+/// The request's connection was reset, or closed, before any answer.
+fn is_reset(e: &reqwest::Error) -> bool {
+    if !e.is_request() {
+        return false;
+    }
+    let mut source = std::error::Error::source(e);
+    while let Some(err) = source {
+        if let Some(io) = err.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionReset
+        {
+            return true;
+        }
+        if err
+            .to_string()
+            .contains("connection closed before message completed")
+        {
+            return true;
+        }
+        source = err.source();
+    }
+    false
+}
+
 fn transport_kind(e: reqwest::Error) -> String {
+    tracing::debug!(error = ?e, "no answer");
     if e.is_timeout() {
         "timeout".into()
     } else if e.is_connect() {
@@ -183,5 +262,91 @@ mod tests {
             Some(("wr_entry_r", "x", true))
         );
         assert_eq!(parse_set_cookie("garbage"), None);
+    }
+
+    /// A loopback server whose first connection gets `first` (nothing: it
+    /// is closed as soon as a request arrives) and the next a 200.
+    fn fails_first_request(first: &'static str) -> std::net::SocketAddr {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        std::thread::spawn(move || {
+            for (i, conn) in listener.incoming().take(2).enumerate() {
+                let Ok(mut conn) = conn else { return };
+                let mut buf = [0u8; 4096];
+                let _ = conn.read(&mut buf);
+                if i == 0 {
+                    let _ = conn.write_all(first.as_bytes());
+                } else {
+                    let body = r#"{"ok":true}"#;
+                    let _ = write!(
+                        conn,
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                }
+            }
+        });
+        addr
+    }
+
+    #[tokio::test]
+    async fn a_request_reset_before_any_answer_is_sent_once_more() {
+        let addr = fails_first_request("");
+        let http = Http::new(&format!("http://{addr}"), "r").expect("client");
+        let mut jar = Jar::default();
+        let reply = http
+            .send(Method::GET, "/queue/r/status", &mut jar, None, &[])
+            .await
+            .expect("answered on the second try");
+        assert_eq!(reply.status, 200);
+        assert_eq!(reply.body["ok"], true);
+        assert_eq!(http.resets_retried(), 1);
+    }
+
+    #[tokio::test]
+    async fn wranglers_worker_restarted_answer_is_sent_once_more() {
+        let addr = fails_first_request(
+            "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 33\r\nconnection: close\r\n\r\nYour worker restarted mid-request",
+        );
+        let http = Http::new(&format!("http://{addr}"), "r").expect("client");
+        let reply = http
+            .send(Method::POST, "/api/r/holds", &mut Jar::default(), None, &[])
+            .await
+            .expect("answered");
+        assert_eq!((reply.status, reply.dev_restart), (200, false));
+        assert_eq!(http.resets_retried(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_refused_connection_is_not_retried() {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+            l.local_addr().expect("addr").port()
+        };
+        let http = Http::new(&format!("http://127.0.0.1:{port}"), "r").expect("client");
+        let err = http
+            .send(Method::GET, "/", &mut Jar::default(), None, &[])
+            .await
+            .expect_err("nobody listens");
+        assert_eq!(err, "connect");
+        assert_eq!(http.resets_retried(), 0);
+    }
+
+    #[test]
+    fn session_over_from_origin_or_edge() {
+        let reply = |status, body| Reply {
+            status,
+            body,
+            retry_after: None,
+            dev_restart: false,
+        };
+        let in_queue = serde_json::json!({"error": {"code": "in_queue"}});
+        assert!(reply(401, serde_json::Value::Null).session_over());
+        assert!(reply(429, in_queue).session_over());
+        let limited = serde_json::json!({"error": {"code": "rate_limited"}});
+        assert!(!reply(429, limited).session_over());
+        let taken = serde_json::json!({"error": {"code": "seat_unavailable"}});
+        assert!(!reply(409, taken).session_over());
     }
 }

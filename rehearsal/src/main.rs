@@ -444,6 +444,7 @@ async fn run(args: Args) -> Result<bool, Error> {
         "abandon_share": args.abandon_share, "decline_share": args.decline_share,
         "expire_share": args.expire_share, "max_seats": args.max_seats, "seed": args.seed,
         "max_seconds": args.max_seconds, "started_at": rfc3339(now),
+        "resets_retried": ctx.http.resets_retried(),
         "slow_payment": args.slow_payment_ms.map(|ms| json!({
             "latency_ms": ms, "from_s": args.slow_payment_at,
             "to_s": args.slow_payment_at + args.slow_payment_for,
@@ -467,6 +468,10 @@ async fn run(args: Args) -> Result<bool, Error> {
         &format!("On-sale rehearsal: {} visitors, room {room}", args.visitors),
     )?;
     print_summary(&report, &args.out);
+    println!(
+        "  requests sent again after a connection reset: {}",
+        ctx.http.resets_retried()
+    );
     Ok(!args.check || report.checks.iter().all(|c| c.ok || !c.invariant))
 }
 

@@ -392,7 +392,7 @@ impl Visit<'_> {
                 };
                 match r.status {
                     200 => {}
-                    401 => return Outcome::SessionEnded,
+                    _ if r.session_over() => return Outcome::SessionEnded,
                     _ => {
                         self.error(r.kind());
                         failures += 1;
@@ -438,7 +438,7 @@ impl Visit<'_> {
             };
             match (r.status, r.code()) {
                 (201, _) => break r.body["hold_id"].as_str().unwrap_or("").to_owned(),
-                (401, _) => return Outcome::SessionEnded,
+                _ if r.session_over() => return Outcome::SessionEnded,
                 (409, "seat_unavailable") => {
                     self.error(r.kind());
                     available.retain(|s| !pick.contains(s));
@@ -510,7 +510,7 @@ impl Visit<'_> {
                     self.error(r.kind());
                     return Outcome::HoldExpired;
                 }
-                (401, _) => {
+                _ if r.session_over() => {
                     self.error(r.kind());
                     return Outcome::SessionEnded;
                 }

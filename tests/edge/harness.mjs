@@ -192,13 +192,18 @@ export async function startOrigin({ dir, redisUrl, prefix, rooms, name = "origin
 /**
  * The worker in workerd via `wrangler dev`, with its own generated config
  * (and .dev.vars) in its own folder, so several can run side by side.
+ * `signingKeys` and `edgeSecret` default to the tests' throwaway ones;
+ * `port` to a free one.
  */
-export async function startEdge({ dir, name = "edge", originUrl, failMode = "closed", rooms, bypassPaths = ["/static/"], vars = {}, readyStatus = 200 }) {
+export async function startEdge({
+  dir, name = "edge", originUrl, failMode = "closed", rooms, bypassPaths = ["/static/"], vars = {},
+  readyStatus = 200, signingKeys = SIGNING_KEYS, edgeSecret = EDGE_SECRET, port,
+}) {
   if (!existsSync(WORKER_MAIN)) throw new Error(`no worker at ${WORKER_MAIN}: scripts/edge-build.sh`);
   const home = path.join(dir, name);
   mkdirSync(path.join(home, "xdg"), { recursive: true });
   mkdirSync(path.join(home, "tmp"), { recursive: true });
-  const port = await freePort();
+  port = port || await freePort();
   // Each workerd also opens a devtools port (9229 by default): several side
   // by side need their own.
   const inspectorPort = await freePort();
@@ -218,8 +223,8 @@ export async function startEdge({ dir, name = "edge", originUrl, failMode = "clo
     "",
   ].join("\n"));
   writeFileSync(path.join(home, ".dev.vars"), [
-    `SIGNING_KEYS=${JSON.stringify(SIGNING_KEYS)}`,
-    `EDGE_SECRET=${JSON.stringify(EDGE_SECRET)}`,
+    `SIGNING_KEYS=${JSON.stringify(signingKeys)}`,
+    `EDGE_SECRET=${JSON.stringify(edgeSecret)}`,
     `BYPASS_SECRET=${JSON.stringify(BYPASS_SECRET)}`,
     "",
   ].join("\n"));
