@@ -44,4 +44,5 @@ step "the whole flow without the edge: chromium against the origin alone"
 scripts/flow-test.sh
 step "the edge end to end: the worker in workerd before a real origin, and chromium"
 scripts/edge-test.sh
-scripts/rehearsal.sh --edge  # 1,000 visitors through the worker in workerd, --check
+step "the on-sale rehearsal through the edge: 1,000 visitors, the worker in workerd, --check"
+scripts/rehearsal.sh --edge
