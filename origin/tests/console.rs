@@ -67,6 +67,28 @@ async fn memory_stays_bounded_with_100_rooms_over_hours() {
     assert_eq!(samples[0].capacity, 10);
 }
 
+/// The console costs the store nothing, open or not: the history is
+/// written from the metrics loop's own reads (the room list once, each
+/// room's figures once), the reads `/metrics` has always needed.
+#[tokio::test]
+async fn the_history_adds_no_store_reads() {
+    let inner: Arc<dyn QueueStore> = Arc::new(MemoryStore::new());
+    for n in 0..3 {
+        make_room(inner.as_ref(), &format!("quiet-{n}"), settings(10)).await;
+    }
+    let store = recording::Recording::new(inner);
+    let (history, sessions) = (History::default(), Sessions::default());
+    let now = 1_800_000_000_000;
+    telemetry::refresh(&store, &sessions, &history, now)
+        .await
+        .unwrap();
+    assert_eq!(store.room_lists(), 1);
+    assert_eq!(store.figures_reads(), 3);
+    assert_eq!(history.rooms(), 3);
+    let samples = history.samples(&room("quiet-1"), 0, now).unwrap();
+    assert_eq!(samples.len(), 1);
+}
+
 /// The route: admin key first, 404 for unknown rooms, an empty history for a
 /// room not sampled yet, the samples after `since_ms`, 400 for a bad one.
 #[tokio::test]

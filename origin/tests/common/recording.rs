@@ -18,6 +18,7 @@ use origin::room::{RoomId, RoomSettings, RoomState};
 pub struct Recording {
     inner: Arc<dyn QueueStore>,
     room_lists: AtomicUsize,
+    figures_reads: AtomicUsize,
     join_limits: Mutex<Vec<Option<PlaceLimit>>>,
 }
 
@@ -27,6 +28,7 @@ impl Recording {
         Recording {
             inner,
             room_lists: AtomicUsize::new(0),
+            figures_reads: AtomicUsize::new(0),
             join_limits: Mutex::new(Vec::new()),
         }
     }
@@ -35,6 +37,12 @@ impl Recording {
     /// on every attempt).
     pub fn room_lists(&self) -> usize {
         self.room_lists.load(Ordering::SeqCst)
+    }
+
+    /// How many times a room's figures were read.
+    #[allow(dead_code)] // only some test binaries ask
+    pub fn figures_reads(&self) -> usize {
+        self.figures_reads.load(Ordering::SeqCst)
     }
 
     /// The place limit of every join so far, in order.
@@ -59,6 +67,7 @@ impl QueueStore for Recording {
         self.inner.rooms().await
     }
     async fn figures(&self, room: &RoomId) -> Result<RoomFigures, StoreError> {
+        self.figures_reads.fetch_add(1, Ordering::SeqCst);
         self.inner.figures(room).await
     }
     async fn join_many(
