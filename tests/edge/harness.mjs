@@ -195,7 +195,22 @@ export async function startOrigin({ dir, redisUrl, prefix, rooms, name = "origin
  * `signingKeys` and `edgeSecret` default to the tests' throwaway ones;
  * `port` to a free one.
  */
-export async function startEdge({
+export async function startEdge(options) {
+  // Several wrangler processes start side by side: now and then one exits
+  // at start (a free port taken before it binds, or workerd failing to come
+  // up under load). That is the test machine, not the worker: start it again
+  // on fresh ports, twice at most; its log says why.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startEdgeOnce({ ...options, name: attempt === 1 ? (options.name || "edge") : `${options.name || "edge"}-${attempt}` });
+    } catch (e) {
+      if (attempt >= 3 || !/exited early/.test(String(e && e.message))) throw e;
+      console.error(`startEdge: ${e.message}; starting it again`);
+    }
+  }
+}
+
+async function startEdgeOnce({
   dir, name = "edge", originUrl, failMode = "closed", rooms, bypassPaths = ["/static/"], vars = {},
   readyStatus = 200, signingKeys = SIGNING_KEYS, edgeSecret = EDGE_SECRET, port,
 }) {
