@@ -70,21 +70,7 @@ impl Admin {
         if let Some(body) = body {
             req = req.json(body);
         }
-        let res = req.send().await.map_err(|e| Error::Http {
-            what: what.clone(),
-            detail: e.to_string(),
-        })?;
-        let status = res.status();
-        let text = res.text().await.map_err(|e| Error::Http {
-            what: what.clone(),
-            detail: e.to_string(),
-        })?;
-        if !status.is_success() {
-            return Err(Error::Http {
-                what,
-                detail: format!("{status}: {text}"),
-            });
-        }
+        let text = send_text(&what, req).await?;
         serde_json::from_str(&text).map_err(|e| Error::Http {
             what,
             detail: format!("not JSON ({e}): {text}"),
@@ -151,28 +137,29 @@ impl Admin {
 
     /// `/metrics` as text (with the metrics key if one was given).
     pub async fn metrics(&self) -> Result<String, Error> {
-        let what = "GET /metrics".to_owned();
+        let what = "GET /metrics";
         let mut req = self.client.get(format!("{}/metrics", self.base));
         if let Some(key) = &self.metrics_key {
             req = req.bearer_auth(key);
         }
-        let res = req.send().await.map_err(|e| Error::Http {
-            what: what.clone(),
-            detail: e.to_string(),
-        })?;
-        let status = res.status();
-        let text = res.text().await.map_err(|e| Error::Http {
-            what: what.clone(),
-            detail: e.to_string(),
-        })?;
-        if !status.is_success() {
-            return Err(Error::Http {
-                what,
-                detail: format!("{status}: {text}"),
-            });
-        }
-        Ok(text)
+        send_text(what, req).await
     }
+}
+
+/// Sends `req` and reads its answer as text; a transport failure or a
+/// non-2xx status is an error naming `what` (and the body, which says why).
+async fn send_text(what: &str, req: reqwest::RequestBuilder) -> Result<String, Error> {
+    let failed = |detail: String| Error::Http {
+        what: what.to_owned(),
+        detail,
+    };
+    let res = req.send().await.map_err(|e| failed(e.to_string()))?;
+    let status = res.status();
+    let text = res.text().await.map_err(|e| failed(e.to_string()))?;
+    if !status.is_success() {
+        return Err(failed(format!("{status}: {text}")));
+    }
+    Ok(text)
 }
 
 fn seats(v: &Value) -> Seats {
