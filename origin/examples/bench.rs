@@ -16,7 +16,12 @@
 //!    commandstats`) while `--pollers` waiters (10,000 and 100,000 by
 //!    default) each poll status as often as `poll_after_ms` tells them, on
 //!    an origin with status snapshots off (every status a store call, the
-//!    design before) and then on.
+//!    design before) and then on. Each run has a key prefix of its own, so
+//!    the store holds no room that anyone ticks but the run's one: the runs
+//!    differ in waiters only. The counters are reported per command.
+//!
+//! `--phases` runs only some of these: `http` (1 to 3, which share the big
+//! line) and `polling` (4); the default is both.
 //!
 //! The origin runs in this process on its own two-thread runtime (as the
 //! binary does on a two-core machine), serving the real router and
@@ -96,6 +101,19 @@ struct Args {
     /// warm-up (every waiter has polled once), in seconds.
     #[arg(long, default_value_t = 20)]
     poll_seconds: u64,
+    /// Which phases to run (comma-separated): `http` (HTTP throughput,
+    /// memory and the promoter tick, which share the big line) and
+    /// `polling` (Redis commands while waiters poll).
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [PhaseKind::Http, PhaseKind::Polling])]
+    phases: Vec<PhaseKind>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum PhaseKind {
+    /// HTTP throughput and p99, store memory per waiter, promoter tick.
+    Http,
+    /// Redis commands per second while waiters poll as told (Redis only).
+    Polling,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -193,25 +211,30 @@ fn run(args: &Args) -> Result<(), Error> {
         Ok::<_, Error>(addr)
     })?;
 
-    let report = load_rt.block_on(measure(
-        args,
-        store.clone(),
-        &keys,
-        addr,
-        own_redis.as_ref(),
-    ));
+    let http = args.phases.contains(&PhaseKind::Http);
+    let report = if http {
+        load_rt.block_on(measure(
+            args,
+            store.clone(),
+            &keys,
+            addr,
+            own_redis.as_ref(),
+        ))
+    } else {
+        Ok(Report::default())
+    };
     // Stop the origin, promoter included, before timing ticks by hand: its
     // own ticks would admit the batches first.
     let _ = stop.send(());
     let mut report = report?;
-    if let Some(redis) = &own_redis {
+    if let (Some(redis), true) = (&own_redis, args.phases.contains(&PhaseKind::Polling)) {
         std::thread::sleep(Duration::from_millis(500)); // the origin stops
         for &n in &args.pollers {
             for snapshot in [false, true] {
                 let run = polling(
                     &server_rt,
                     &load_rt,
-                    (&origin_store, &store),
+                    &redis_config,
                     &keys,
                     redis,
                     (n, snapshot),
@@ -231,8 +254,10 @@ fn run(args: &Args) -> Result<(), Error> {
         }
     }
     server_rt.shutdown_timeout(Duration::from_secs(5));
-    let line = RoomId::parse(LINE_ROOM).ok_or("room id")?;
-    report.tick_ms = load_rt.block_on(time_ticks(store.as_ref(), &line, args.ticks))?;
+    if http {
+        let line = RoomId::parse(LINE_ROOM).ok_or("room id")?;
+        report.tick_ms = load_rt.block_on(time_ticks(store.as_ref(), &line, args.ticks))?;
+    }
     print_report(args, &report);
     Ok(())
 }
@@ -241,6 +266,7 @@ fn run(args: &Args) -> Result<(), Error> {
 const TICK: Duration = Duration::from_millis(100);
 
 /// Everything one run measured.
+#[derive(Default)]
 struct Report {
     phases: Vec<Phase>,
     fill_seconds: f64,
@@ -262,6 +288,10 @@ struct Polling {
     /// Redis time spent in scripts, per second.
     script_us_per_second: f64,
     p99_ms: f64,
+    /// Per command name (lower case, as `INFO commandstats` spells it):
+    /// calls and Redis µs per second. A script's time includes the
+    /// commands it ran, which are counted under their own names too.
+    by_command: Vec<(String, f64, f64)>,
 }
 
 /// Commands a client sends itself (the rest run inside scripts).
@@ -274,17 +304,28 @@ const CLIENT_COMMANDS: [&str; 6] = ["evalsha", "eval", "script", "smembers", "sa
 fn polling(
     server_rt: &tokio::runtime::Runtime,
     load_rt: &tokio::runtime::Runtime,
-    (origin_store, store): (&Arc<dyn QueueStore>, &Arc<dyn QueueStore>),
+    redis_config: &RedisConfig,
     keys: &Keyring,
     redis: &RedisProcess,
     (waiters, snapshot): (u64, bool),
     args: &Args,
 ) -> Result<Polling, Error> {
-    let room = RoomId::parse(&format!(
-        "bench-poll-{}-{waiters}",
-        if snapshot { "on" } else { "off" }
-    ))
-    .ok_or("room id")?;
+    let room = RoomId::parse("bench-poll").ok_or("room id")?;
+    // A key prefix of the run's own: its origin's promoter lists (and
+    // ticks) only this run's room, not the rooms earlier phases and runs
+    // left in the store, so runs compare in waiters alone.
+    let config = RedisConfig {
+        prefix: format!("poll-{waiters}-{}:", if snapshot { "on" } else { "off" }),
+        ..redis_config.clone()
+    };
+    let origin_store: Arc<dyn QueueStore> = {
+        let _guard = server_rt.enter();
+        Arc::new(RedisStore::connect(&config)?)
+    };
+    let store: Arc<dyn QueueStore> = {
+        let _guard = load_rt.enter();
+        Arc::new(RedisStore::connect(&config)?)
+    };
     // Open, a small room already full (one slot, an hour's session): the
     // line does not move, so every waiter polls at the abandon time's
     // ceiling (a third of it), as far-back waiters do.
@@ -303,7 +344,7 @@ fn polling(
     let addr: SocketAddr = server_rt.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
-        let mut state = AppState::new(origin_store.clone(), keys.clone());
+        let mut state = AppState::new(origin_store, keys.clone());
         if snapshot {
             state = state.with_status_snapshots(TICK);
         }
@@ -336,17 +377,9 @@ fn polling(
         redis,
         args.connections,
     ));
+    // Its room stays in the store, under a prefix nobody ticks any more.
     let _ = stop.send(());
     std::thread::sleep(Duration::from_millis(300));
-    // Nobody polls this room any more: keep its waiters (a day's abandon
-    // time), so dropping them does not weigh on the next run.
-    load_rt.block_on(store.put_room(
-        &room,
-        &RoomSettings {
-            abandon_seconds: 86_400,
-            ..settings
-        },
-    ))?;
     let mut run = result?;
     run.waiters = waiters;
     run.snapshot = snapshot;
@@ -455,6 +488,16 @@ async fn poll_as_told(
     let (all, _) = delta(None);
     let client: u64 = CLIENT_COMMANDS.iter().map(|c| delta(Some(c)).0).sum();
     let (_, script_us) = delta(Some("evalsha"));
+    let mut by_command: Vec<(String, f64, f64)> = after
+        .iter()
+        .filter(|(n, _, _)| n != "info")
+        .map(|(n, _, _)| {
+            let (calls, usec) = delta(Some(n));
+            (n.clone(), calls as f64, usec as f64)
+        })
+        .filter(|(_, calls, _)| *calls > 0.0)
+        .collect();
+    by_command.sort_by(|a, b| b.1.total_cmp(&a.1));
     let mut latencies = std::mem::take(&mut *latencies.lock().map_err(|_| "poisoned")?);
     latencies.sort_unstable();
     let p99_ms = latencies
@@ -469,6 +512,10 @@ async fn poll_as_told(
         client_commands_per_second: client as f64 / seconds,
         script_us_per_second: script_us as f64 / seconds,
         p99_ms,
+        by_command: by_command
+            .into_iter()
+            .map(|(n, calls, usec)| (n, calls / seconds, usec / seconds))
+            .collect(),
     })
 }
 
@@ -923,6 +970,7 @@ fn print_report(args: &Args, r: &Report) {
                 p.script_us_per_second
             );
         }
+        print_by_command(&r.polling);
     }
     let mut ticks = r.tick_ms.clone();
     ticks.sort_by(f64::total_cmp);
@@ -932,6 +980,44 @@ fn print_report(args: &Args, r: &Report) {
             ticks.len(),
             ticks[ticks.len() / 2]
         );
+    }
+}
+
+/// The polling runs' Redis counters per command: calls per second and, in
+/// brackets, Redis µs per second (a script's µs include those of the
+/// commands it ran), one column per run; commands ordered by their most
+/// calls in any run.
+fn print_by_command(runs: &[Polling]) {
+    let mut names: Vec<(&str, f64)> = Vec::new();
+    for run in runs {
+        for (name, calls, _) in &run.by_command {
+            match names.iter_mut().find(|(n, _)| n == name) {
+                Some((_, most)) => *most = most.max(*calls),
+                None => names.push((name, *calls)),
+            }
+        }
+    }
+    names.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let head: Vec<String> = runs
+        .iter()
+        .map(|p| format!("{} {}", p.waiters, if p.snapshot { "on" } else { "off" }))
+        .collect();
+    println!("\nPer command, calls/s (Redis µs/s), same runs:");
+    println!("\n| command | {} |", head.join(" | "));
+    println!("|---|{}", "---:|".repeat(runs.len()));
+    for (name, _) in names {
+        let cells: Vec<String> = runs
+            .iter()
+            .map(|p| {
+                p.by_command
+                    .iter()
+                    .find(|(n, _, _)| n == name)
+                    .map_or("0".to_owned(), |(_, calls, usec)| {
+                        format!("{calls:.0} ({usec:.0})")
+                    })
+            })
+            .collect();
+        println!("| {name} | {} |", cells.join(" | "));
     }
 }
 
