@@ -48,11 +48,10 @@ enum Op {
     Sale(SaleSignal),
     Figures,
     /// An instance's once-a-tick observation: these visitors polled; it
-    /// last observed `since_back` ms ago; samples `reuse` ms old are shared.
+    /// last observed `since_back` ms ago.
     Observe {
         polled: Vec<usize>,
         since_back: u64,
-        reuse: u64,
         samples: bool,
     },
 }
@@ -129,13 +128,11 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (
             prop::collection::vec(0usize..40, 0..6),
             prop_oneof![Just(0u64), 0u64..5_000, Just(u64::MAX)],
-            prop_oneof![Just(0u64), 0u64..3_000],
             prop_oneof![3 => Just(true), 1 => Just(false)],
         )
-            .prop_map(|(polled, since_back, reuse, samples)| Op::Observe {
+            .prop_map(|(polled, since_back, samples)| Op::Observe {
                 polled,
                 since_back,
-                reuse,
                 samples,
             }),
     ]
@@ -259,14 +256,12 @@ async fn same_answers(initial: RoomSettings, ops: Vec<Op>) -> Result<(), TestCas
             Op::Observe {
                 polled,
                 since_back,
-                reuse,
                 samples,
             } => {
                 let now = clock.load(Ordering::SeqCst);
                 let watch = Watch {
                     polled: polled.iter().map(|&i| pick(&seqs, i)).collect(),
                     since_ms: now.saturating_sub(*since_back),
-                    reuse_ms: *reuse,
                     samples: *samples,
                 };
                 let a = redis.observe(&room, &watch).await.unwrap();

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use common::{Api, TestStore, keys, on_memory, pinned_store, redis_url, unix_now};
 use origin::queue::redis::{RedisConfig, RedisStore};
-use origin::queue::{QueueStore, Standing};
+use origin::queue::{QueueStore, Standing, Watch};
 use origin::room::{QueueingMethod, RoomId, RoomSettings};
 use origin::state::AppState;
 use rand::{RngExt, SeedableRng};
@@ -172,7 +172,7 @@ async fn far_back_positions_hold_under_joins_leaves_abandonment_and_admissions()
                 }
             }
         }
-        // Over half a tick, so each tick's samples are taken afresh.
+        // A second or two between rounds.
         clock.fetch_add(rng.random_range(1_100..2_500), Ordering::SeqCst);
         for seq in tick(&instances, &room).await {
             waiters.remove(&seq);
@@ -401,5 +401,94 @@ async fn two_running_instances_stay_exact_under_concurrent_load() {
     }
     for s in servers {
         s.stop().await;
+    }
+}
+
+/// One observation takes the marks of thousands of polls (more than one
+/// command's worth) and samples the whole line, pre-queue draws ahead:
+/// every sample is the waiter the store puts at that position, the draws
+/// and the gone are told apart, and every marked waiter is kept by the
+/// abandonment rule while the unmarked are dropped.
+#[tokio::test]
+async fn one_observation_marks_thousands_and_samples_the_line_behind_the_draws() {
+    const T0: u64 = 1_800_000_000_000;
+    let clock = Arc::new(AtomicU64::new(T0));
+    let t = pinned_store(clock.clone());
+    let store = t.store.as_ref();
+    let settings = RoomSettings {
+        capacity: 1,
+        admit_per_second: 1.0,
+        abandon_seconds: 60,
+        opens_at: Some(
+            time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(T0 + 1_000) * 1_000_000)
+                .unwrap(),
+        ),
+        ..RoomSettings::default()
+    };
+    let room = common::make_paused_room(store, "marks", settings).await;
+    let mut draws = Vec::new();
+    for i in 0..30u64 {
+        let snap = store
+            .join(&room, None, (i * 7_919) % 1_000, None)
+            .await
+            .unwrap()
+            .answer()
+            .unwrap();
+        draws.push(snap.seq.unwrap());
+    }
+    clock.store(T0 + 2_000, Ordering::SeqCst);
+    let line = join_many(store, &room, 4_000).await;
+    let left: Vec<u64> = line.iter().copied().step_by(7).collect();
+    for &seq in &left {
+        assert!(store.leave(&room, seq).await.unwrap());
+    }
+    // The last ten never poll again; everyone else polled this instance.
+    let (polling, silent) = line.split_at(line.len() - 10);
+    clock.store(T0 + 50_000, Ordering::SeqCst);
+    let watch = Watch {
+        polled: draws.iter().chain(polling).copied().collect(),
+        since_ms: T0,
+        samples: true,
+    };
+    let obs = store.observe(&room, &watch).await.unwrap();
+    let mut sorted_draws = draws.clone();
+    sorted_draws.sort_unstable();
+    assert_eq!(obs.drawn, sorted_draws);
+    let gone: Vec<u64> = left
+        .iter()
+        .copied()
+        .filter(|s| !silent.contains(s))
+        .collect();
+    assert_eq!(obs.gone, gone);
+    assert!(obs.samples.len() > 200, "{} samples", obs.samples.len());
+    for sample in &obs.samples {
+        match sample.seq {
+            None => assert!(sample.position <= 30, "{sample:?}"),
+            // Asking the store records a poll: the silent stay unasked.
+            Some(seq) if silent.contains(&seq) => {}
+            Some(seq) => {
+                let Standing::Waiting { position } = truth(store, &room, seq).await else {
+                    panic!("{sample:?} is not waiting");
+                };
+                assert_eq!(position, Some(sample.position), "{sample:?}");
+            }
+        }
+    }
+    // The joins' own marks are dead by now; the observation's are not.
+    clock.store(T0 + 70_000, Ordering::SeqCst);
+    store.tick(&room).await.unwrap();
+    for &seq in silent {
+        assert_eq!(truth(store, &room, seq).await, Standing::Gone, "{seq}");
+    }
+    for &seq in polling.iter().step_by(97) {
+        let standing = truth(store, &room, seq).await;
+        if left.contains(&seq) {
+            assert_eq!(standing, Standing::Gone);
+        } else {
+            assert!(
+                matches!(standing, Standing::Waiting { .. }),
+                "{seq}: {standing:?}"
+            );
+        }
     }
 }

@@ -236,9 +236,6 @@ pub struct Watch {
     /// departures from it on are reported (one in that very ms may have come
     /// after it). 0: none before.
     pub since_ms: u64,
-    /// How old (ms) samples another instance took may be and still be
-    /// handed out instead of taken again.
-    pub reuse_ms: u64,
     /// Whether samples are wanted at all (an instance nobody polls far back
     /// in this room needs none, and spares the store taking them).
     pub samples: bool,
@@ -261,8 +258,8 @@ pub struct Observation {
     pub front: Option<Sample>,
     /// Points of the line in order of position, spaced by at most
     /// max(10, 1% of the position), the last waiter included; empty unless
-    /// asked for and the room is `fifo`, past its opening and not closed. Taken at `samples_at_ms`
-    /// (they may be shared between instances for up to `Watch::reuse_ms`).
+    /// asked for and the room is `fifo`, past its opening and not closed.
+    /// Taken at `samples_at_ms` (the observation's own time).
     pub samples: Vec<Sample>,
     /// When `samples` were taken (store clock, unix ms).
     pub samples_at_ms: u64,

@@ -225,9 +225,6 @@ impl Snapshots {
                 samples: !v.marks.is_empty() || !v.seen_in_line.is_empty(),
                 polled: v.marks.drain().collect(),
                 since_ms: v.since_ms,
-                // Samples another instance took within half a tick serve
-                // this one too; older ones are taken again.
-                reuse_ms: self.tick.as_millis() as u64 / 2,
             }
         };
         let result = store.observe(room, &watch).await;

@@ -82,9 +82,6 @@ struct Room {
     /// (time ms, member) of waiters who left the line, oldest first, for
     /// [`DEPARTURES_KEPT_MS`] (the `departed` sorted set).
     departed: VecDeque<(u64, Member)>,
-    /// The last samples an observation took, and when (`samples`,
-    /// `samples_at` in the room hash).
-    samples: Option<(u64, Vec<Sample>)>,
 }
 
 /// "Still polling" marks, as coarse as the Redis store's ring of bitmaps
@@ -834,20 +831,10 @@ impl QueueStore for MemoryStore {
                 && e.method == QueueingMethod::Fifo
                 && !Room::refusing(&e)
                 && Room::opened(&e, now);
-            let (samples_at_ms, samples) = if placing {
-                let reusable = r.samples.as_ref().filter(|(at, _)| {
-                    *at <= now && now - *at <= watch.reuse_ms && e.opens_at.is_none_or(|o| *at >= o)
-                });
-                match reusable {
-                    Some(cached) => cached.clone(),
-                    None => {
-                        let taken = (now, r.take_samples());
-                        r.samples = Some(taken.clone());
-                        taken
-                    }
-                }
+            let samples = if placing {
+                r.take_samples()
             } else {
-                (now, Vec::new())
+                Vec::new()
             };
             r.trim_departed(now);
             let mut departed: Vec<u64> = r
@@ -866,7 +853,7 @@ impl QueueStore for MemoryStore {
                 method: e.method,
                 front,
                 samples,
-                samples_at_ms,
+                samples_at_ms: now,
                 gone,
                 drawn,
                 departed,

@@ -319,7 +319,6 @@ impl QueueStore for RedisStore {
     async fn observe(&self, room: &RoomId, watch: &Watch) -> Result<Observation, StoreError> {
         let mut args = vec![
             watch.since_ms.to_string(),
-            watch.reuse_ms.to_string(),
             PREQUEUE_SPAN.to_string(),
             DEPARTURES_KEPT_MS.to_string(),
             if watch.samples { "1" } else { "0" }.to_owned(),

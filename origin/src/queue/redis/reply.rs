@@ -7,7 +7,7 @@ use redis::Value;
 
 use crate::queue::{
     END_BUCKETS, Joined, LineView, Observation, PREQUEUE_SPAN, RoomFigures, SaleSignal, Sample,
-    Schedule, SeatsLeft, Snapshot, Standing, StoreError, TickReport,
+    Schedule, SeatsLeft, Snapshot, Standing, StoreError, TickReport, sample_ranks,
 };
 use crate::room::{QueueingMethod, RoomSettings, RoomState};
 
@@ -285,20 +285,33 @@ pub fn observation(value: Value) -> Result<Observation, StoreError> {
             seq: seq_of(u64::try_from(f).map_err(|_| bad("negative score"))?),
         }),
     };
-    let text_samples = text(&samples).ok_or_else(|| bad("expected samples"))?;
-    let parts: Vec<&str> = text_samples.split_ascii_whitespace().collect();
-    if !parts.len().is_multiple_of(2) {
-        return Err(bad("samples come in pairs"));
-    }
-    let samples = parts
-        .chunks(2)
-        .map(|pair| {
-            Ok(Sample {
-                position: score(pair[0])? + 1,
-                seq: seq_of(score(pair[1])?),
-            })
-        })
-        .collect::<Result<Vec<_>, StoreError>>()?;
+    let samples = match samples {
+        Value::Array(bitmap) => {
+            let [n, draws, from, bytes] = <[Value; 4]>::try_from(bitmap)
+                .map_err(|_| bad("a bitmap of samples has the wrong length"))?;
+            let count = |v: &Value| u64::try_from(int(v)?).map_err(|_| bad("negative count"));
+            let Value::BulkString(bytes) = bytes else {
+                return Err(bad("expected the present bitmap"));
+            };
+            samples_from_bits(count(&n)?, count(&draws)?, base + 8 * count(&from)?, &bytes)?
+        }
+        other => {
+            let text_samples = text(&other).ok_or_else(|| bad("expected samples"))?;
+            let parts: Vec<&str> = text_samples.split_ascii_whitespace().collect();
+            if !parts.len().is_multiple_of(2) {
+                return Err(bad("samples come in pairs"));
+            }
+            parts
+                .chunks(2)
+                .map(|pair| {
+                    Ok(Sample {
+                        position: score(pair[0])? + 1,
+                        seq: seq_of(score(pair[1])?),
+                    })
+                })
+                .collect::<Result<Vec<_>, StoreError>>()?
+        }
+    };
     let seqs = |v: Value| -> Result<Vec<u64>, StoreError> {
         items(v)?
             .iter()
@@ -323,6 +336,52 @@ pub fn observation(value: Value) -> Result<Observation, StoreError> {
     })
 }
 
+/// The samples of a fifo line of `n` waiters at [`sample_ranks`], read off
+/// the present bitmap (`observe.lua`): the waiter at rank r is the r-th bit
+/// set, the first `draws` of them on a pre-queue draw (no seq). `first_seq`
+/// is the seq of the bitmap's first bit (the room's base plus the member
+/// it stands for); bit 0 is the high bit of the first byte, as Redis counts.
+fn samples_from_bits(
+    n: u64,
+    draws: u64,
+    first_seq: u64,
+    bytes: &[u8],
+) -> Result<Vec<Sample>, StoreError> {
+    let mut ranks = sample_ranks(n).peekable();
+    let mut samples = Vec::new();
+    // Set bits before the current byte.
+    let mut seen = 0u64;
+    for (i, &byte) in bytes.iter().enumerate() {
+        let ones = u64::from(byte.count_ones());
+        while let Some(&r) = ranks.peek()
+            && r < seen + ones
+        {
+            // The (r - seen)-th set bit of this byte, counting from the high bit.
+            let mut left = r - seen;
+            let mut bit = 0;
+            while bit < 8 {
+                if byte & (0x80 >> bit) != 0 {
+                    if left == 0 {
+                        break;
+                    }
+                    left -= 1;
+                }
+                bit += 1;
+            }
+            samples.push(Sample {
+                position: r + 1,
+                seq: (r >= draws).then_some(first_seq + 8 * i as u64 + bit),
+            });
+            ranks.next();
+        }
+        seen += ones;
+    }
+    if ranks.next().is_some() || seen != n {
+        return Err(bad("the present bitmap does not hold the line"));
+    }
+    Ok(samples)
+}
+
 /// Parses a script's single integer reply.
 pub fn counter(value: Value) -> Result<u64, StoreError> {
     u64::try_from(int(&value)?).map_err(|_| bad("negative counter"))
@@ -343,5 +402,34 @@ mod tests {
         ] {
             assert_eq!(known_room(other.clone()).unwrap(), other);
         }
+    }
+
+    #[test]
+    fn samples_read_off_the_bitmap_are_the_line_at_the_sample_ranks() {
+        // Members 20..5000 with gaps (left, admitted, dropped), the lowest
+        // 7 on pre-queue draws; the bitmap starts at byte 0 (member 0).
+        let members: Vec<u64> = (20..5_000u64)
+            .filter(|m| m % 7 != 2 && m % 13 != 0)
+            .collect();
+        let mut bytes = vec![0u8; 5_000 / 8 + 1];
+        for &m in &members {
+            bytes[(m / 8) as usize] |= 0x80 >> (m % 8);
+        }
+        let (base, draws) = (1_000_000, 7);
+        let n = members.len() as u64;
+        let samples = samples_from_bits(n, draws, base, &bytes).unwrap();
+        let expected: Vec<Sample> = sample_ranks(n)
+            .map(|r| Sample {
+                position: r + 1,
+                seq: (r >= draws).then(|| base + members[r as usize]),
+            })
+            .collect();
+        assert_eq!(samples, expected);
+        // Read from byte 2 on: the same line, seqs counted from there.
+        let from_two = samples_from_bits(n, draws, base + 16, &bytes[2..]).unwrap();
+        assert_eq!(from_two, expected);
+        // A bitmap that holds fewer waiters than the line is refused.
+        assert!(samples_from_bits(n + 1, draws, base, &bytes).is_err());
+        assert!(samples_from_bits(n - 1, draws, base, &bytes).is_err());
     }
 }

@@ -1,30 +1,35 @@
 -- observe.lua: what one instance's snapshot of a room needs, once a tick.
 -- ARGV[2] since (ms): departures from it on are reported (one in the same ms
 --         as the last observation may have come after it)
--- ARGV[3] how old (ms) cached samples may be and still be handed out
--- ARGV[4] the pre-queue span (scores below it are pre-queue draws)
--- ARGV[5] how long (ms) a departure is remembered
--- ARGV[6] '1': samples wanted
--- ARGV[7..] seqs that polled the instance since its last observation
+-- ARGV[3] the pre-queue span (scores below it are pre-queue draws)
+-- ARGV[4] how long (ms) a departure is remembered
+-- ARGV[5] '1': samples wanted
+-- ARGV[6..] seqs that polled the instance since its last observation
 -- Returns {view() (outcome 'waiting', no member), method, front rank-1 score
--- (-1: nobody waits), base, samples_at, samples ('rank score' pairs, space
--- separated), {gone seqs}, {drawn seqs}, {departed seqs}}, or UNKNOWN_ROOM.
-
+-- (-1: nobody waits), base, samples_at, samples, {gone seqs}, {drawn seqs},
+-- {departed seqs}}, or UNKNOWN_ROOM. samples is '' (none), or the line as
+-- the present bitmap has it: {waiting, draws, from_byte, bytes} (draws: how
+-- many wait on a pre-queue draw, all of them on the lowest members present;
+-- bytes: the bitmap from byte from_byte on, which holds every member in
+-- line), or, when the bitmap cannot say (see below), 'rank score' pairs,
+-- space separated.
 local now = now_ms()
 local room = load_room(now)
 if not room then
   return UNKNOWN_ROOM
 end
-local span = tonumber(ARGV[4])
+local span = tonumber(ARGV[3])
 
 -- The polls: each waiter still in line is recorded as polling, as its
 -- status calls would have been; places are looked up and marks written
--- CHUNK at a time (two commands per CHUNK polls).
+-- MARKS_CHUNK at a time: two commands per tick for up to MARKS_CHUNK polls,
+-- however many waiters an instance answers for.
+local MARKS_CHUNK = 1750 -- touch_all sends 4 arguments each: 7,000, under unpack's 8,000
 local gone, drawn = {}, {}
 local refuses = refusing(room)
-for i = 7, #ARGV, CHUNK do
+for i = 6, #ARGV, MARKS_CHUNK do
   local seqs, members = {}, {}
-  for j = i, math.min(i + CHUNK - 1, #ARGV) do
+  for j = i, math.min(i + MARKS_CHUNK - 1, #ARGV) do
     local mine = member_of(room, ARGV[j])
     if mine and not refuses then
       seqs[#seqs + 1] = ARGV[j]
@@ -49,33 +54,48 @@ for i = 7, #ARGV, CHUNK do
   touch_all(room, now, waiting)
 end
 
--- Samples place a seq in a fifo line; taking them costs O(samples log n),
--- so they are kept in the room hash and shared while fresh enough.
+-- Samples place a seq in a fifo line. The present bitmap is the line in
+-- member order: after the opening a waiter's place is its member, behind
+-- every pre-queue draw, and draws hold the lowest members (they joined
+-- first). Then the waiter at rank r is the r-th member present, and the
+-- instance reads every sample off the bitmap (reply.rs), for a handful of
+-- commands whatever the line's length. The bitmap must agree with the line
+-- for that: as many bits as waiters, and the draws exactly the members
+-- present below the first waiter placed after the opening. When it does
+-- not (a line from an earlier version not yet moved into the bitmap, or an
+-- opening moved later after places were taken), the samples are taken one
+-- ZRANGE each: O(samples log n).
 local samples_at, samples = now, ''
-if ARGV[6] == '1' and room.method == 'fifo' and not refusing(room) and opened(room, now) then
-  local cached = redis.call('HMGET', ROOM, 'samples_at', 'samples')
-  local at = tonumber(cached[1])
-  if at and at <= now and now - at <= tonumber(ARGV[3]) and at >= room.opens_at then
-    samples_at, samples = at, cached[2]
-  else
-    local n = redis.call('ZCARD', WAITING)
-    local parts = {}
-    local r = 0
-    -- sample_ranks() in queue/mod.rs: every 10, then every 1%, and the last.
-    while r < n do
-      local e = redis.call('ZRANGE', WAITING, r, r, 'WITHSCORES')
-      parts[#parts + 1] = int(r) .. ' ' .. e[2]
-      if r + 1 == n then
-        break
-      end
-      r = math.min(r + math.max(10, math.floor(r / 100)), n - 1)
+if ARGV[5] == '1' and room.method == 'fifo' and not refuses and opened(room, now) then
+  local n = redis.call('ZCARD', WAITING)
+  if n > 0 then
+    local draws = redis.call('ZCOUNT', WAITING, '-inf', '(' .. int(span))
+    local first = redis.call('ZRANGE', WAITING, int(span), '+inf', 'BYSCORE', 'LIMIT', 0, 1)
+    local agrees = redis.call('BITCOUNT', PRESENT) == n
+    if agrees and first[1] then
+      agrees = redis.call('BITCOUNT', PRESENT, 0, tonumber(first[1]) - 1, 'BIT') == draws
     end
-    samples = table.concat(parts, ' ')
-    redis.call('HSET', ROOM, 'samples_at', int(now), 'samples', samples)
+    if agrees then
+      local from = math.floor(redis.call('BITPOS', PRESENT, 1) / 8)
+      samples = { n, draws, from, redis.call('GETRANGE', PRESENT, from, -1) }
+    else
+      local parts = {}
+      local r = 0
+      -- sample_ranks() in queue/mod.rs: every 10, then every 1%, and the last.
+      while r < n do
+        local e = redis.call('ZRANGE', WAITING, r, r, 'WITHSCORES')
+        parts[#parts + 1] = int(r) .. ' ' .. e[2]
+        if r + 1 == n then
+          break
+        end
+        r = math.min(r + math.max(10, math.floor(r / 100)), n - 1)
+      end
+      samples = table.concat(parts, ' ')
+    end
   end
 end
 
-redis.call('ZREMRANGEBYSCORE', DEPARTED, '-inf', int(now - tonumber(ARGV[5])))
+redis.call('ZREMRANGEBYSCORE', DEPARTED, '-inf', int(now - tonumber(ARGV[4])))
 local departed = {}
 for _, m in ipairs(redis.call('ZRANGEBYSCORE', DEPARTED, ARGV[2], '+inf')) do
   departed[#departed + 1] = room.base + tonumber(m)

@@ -26,6 +26,7 @@
 --           inside) given under the cap, so whatever ends a place gives it
 --           back to its client; empty while the cap is off
 --   KEYS[8] present bitmap: bit member set while the member waits in line
+--           (observe.lua reads it as the line in order, for the samples)
 --   KEYS[9] stale bitmap: the tick's scratch (waiting, not polling lately)
 --   KEYS[10..17] polled bitmaps, a ring: bit member set when the member
 --           polled during generation k (slot k mod 8); see touch()

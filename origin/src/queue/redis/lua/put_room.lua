@@ -14,6 +14,9 @@ redis.call('HSET', ROOM, 'capacity', ARGV[2], 'rate', ARGV[3], 'session_ms', ARG
 if old_rate ~= ARGV[3] then
   redis.call('HSET', ROOM, 'rate_est', ARGV[3])
 end
+-- Samples earlier versions kept here for other instances; each observation
+-- now reads its own off the present bitmap (observe.lua).
+redis.call('HDEL', ROOM, 'samples_at', 'samples')
 if not old_rate then
   -- A new line starts at member 0, and its seqs (base + member) above any an
   -- earlier life of this room gave out (lost with Redis's data, say): see
