@@ -890,6 +890,14 @@ async fn load(
 }
 
 fn print_report(args: &Args, r: &Report) {
+    if args.phases.contains(&PhaseKind::Http) {
+        print_http(args, r);
+    }
+    print_polling(args, r);
+}
+
+/// The HTTP phases, memory per waiter and the promoter tick.
+fn print_http(args: &Args, r: &Report) {
     let healthz = r.phases.first().map_or(f64::NAN, Phase::per_second);
     println!(
         "\nstore: {:?}; {} connections; {} rounds of {} requests per phase (at most {} s each); line of {}",
@@ -947,6 +955,19 @@ fn print_report(args: &Args, r: &Report) {
         }
         (None, _) => println!("Redis memory per waiting visitor: not measured (--redis-url given)"),
     }
+    let mut ticks = r.tick_ms.clone();
+    ticks.sort_by(f64::total_cmp);
+    if let (Some(min), Some(max)) = (ticks.first(), ticks.last()) {
+        println!(
+            "promoter tick admitting 1,000 (of {} ticks): median {:.2} ms, min {min:.2}, max {max:.2}",
+            ticks.len(),
+            ticks[ticks.len() / 2]
+        );
+    }
+}
+
+/// The polling runs: Redis commands per second, in all and per command.
+fn print_polling(args: &Args, r: &Report) {
     if !r.polling.is_empty() {
         println!(
             "\nRedis commands per second while waiters poll as `poll_after_ms` says \
@@ -971,15 +992,6 @@ fn print_report(args: &Args, r: &Report) {
             );
         }
         print_by_command(&r.polling);
-    }
-    let mut ticks = r.tick_ms.clone();
-    ticks.sort_by(f64::total_cmp);
-    if let (Some(min), Some(max)) = (ticks.first(), ticks.last()) {
-        println!(
-            "promoter tick admitting 1,000 (of {} ticks): median {:.2} ms, min {min:.2}, max {max:.2}",
-            ticks.len(),
-            ticks[ticks.len() / 2]
-        );
     }
 }
 
