@@ -325,7 +325,10 @@ impl QueueStore for RedisStore {
         ];
         args.extend(watch.polled.iter().map(u64::to_string));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        reply::observation(self.run(&self.scripts.observe, room, &args).await?)
+        reply::observation(
+            self.run(&self.scripts.observe, room, &args).await?,
+            &watch.polled,
+        )
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

@@ -254,8 +254,10 @@ pub fn figures(value: Value) -> Result<RoomFigures, StoreError> {
     })
 }
 
-/// Parses `observe.lua`'s reply.
-pub fn observation(value: Value) -> Result<Observation, StoreError> {
+/// Parses `observe.lua`'s reply to an observation of `polled` (the
+/// watch's seqs: when the reply carries the present bitmap, which of them
+/// are gone or on a draw is read off it here).
+pub fn observation(value: Value, polled: &[u64]) -> Result<Observation, StoreError> {
     let [
         view,
         method,
@@ -285,15 +287,35 @@ pub fn observation(value: Value) -> Result<Observation, StoreError> {
             seq: seq_of(u64::try_from(f).map_err(|_| bad("negative score"))?),
         }),
     };
+    // Polls the instance sorts itself, off the bitmap (see observe.lua).
+    let (mut bitmap_gone, mut bitmap_drawn) = (Vec::new(), Vec::new());
     let samples = match samples {
         Value::Array(bitmap) => {
-            let [n, draws, from, bytes] = <[Value; 4]>::try_from(bitmap)
+            let [n, draws, from, bytes, first] = <[Value; 5]>::try_from(bitmap)
                 .map_err(|_| bad("a bitmap of samples has the wrong length"))?;
             let count = |v: &Value| u64::try_from(int(v)?).map_err(|_| bad("negative count"));
             let Value::BulkString(bytes) = bytes else {
                 return Err(bad("expected the present bitmap"));
             };
-            samples_from_bits(count(&n)?, count(&draws)?, base + 8 * count(&from)?, &bytes)?
+            let first_seq = base + 8 * count(&from)?;
+            // The lowest seq placed after the opening; every draw is below.
+            let first = u64::try_from(int(&first)?).ok().map(|m| base + m);
+            for &seq in polled {
+                let present = seq
+                    .checked_sub(first_seq)
+                    .and_then(|bit| {
+                        bytes
+                            .get((bit / 8) as usize)
+                            .map(|b| b & (0x80 >> (bit % 8)))
+                    })
+                    .is_some_and(|b| b != 0);
+                if !present {
+                    bitmap_gone.push(seq);
+                } else if first.is_none_or(|f| seq < f) {
+                    bitmap_drawn.push(seq);
+                }
+            }
+            samples_from_bits(count(&n)?, count(&draws)?, first_seq, &bytes)?
         }
         other => {
             let text_samples = text(&other).ok_or_else(|| bad("expected samples"))?;
@@ -318,8 +340,9 @@ pub fn observation(value: Value) -> Result<Observation, StoreError> {
             .map(|x| int(x).and_then(|n| u64::try_from(n).map_err(|_| bad("negative seq"))))
             .collect()
     };
-    let sorted = |v: Value| {
+    let sorted = |v: Value, more: Vec<u64>| {
         seqs(v).map(|mut s| {
+            s.extend(more);
             s.sort_unstable();
             s
         })
@@ -330,9 +353,9 @@ pub fn observation(value: Value) -> Result<Observation, StoreError> {
         front,
         samples,
         samples_at_ms: u64::try_from(int(&samples_at)?).map_err(|_| bad("negative time"))?,
-        gone: sorted(gone)?,
-        drawn: sorted(drawn)?,
-        departed: sorted(departed)?,
+        gone: sorted(gone, bitmap_gone)?,
+        drawn: sorted(drawn, bitmap_drawn)?,
+        departed: sorted(departed, Vec::new())?,
     })
 }
 

@@ -8,51 +8,19 @@
 -- Returns {view() (outcome 'waiting', no member), method, front rank-1 score
 -- (-1: nobody waits), base, samples_at, samples, {gone seqs}, {drawn seqs},
 -- {departed seqs}}, or UNKNOWN_ROOM. samples is '' (none), or the line as
--- the present bitmap has it: {waiting, draws, from_byte, bytes} (draws: how
--- many wait on a pre-queue draw, all of them on the lowest members present;
--- bytes: the bitmap from byte from_byte on, which holds every member in
--- line), or, when the bitmap cannot say (see below), 'rank score' pairs,
--- space separated.
+-- the present bitmap has it: {waiting, draws, from_byte, bytes, first}
+-- (draws: how many wait on a pre-queue draw, all of them on the lowest
+-- members present; bytes: the bitmap from byte from_byte on, which holds
+-- every member in line; first: the lowest member placed after the opening,
+-- -1 if none), and then gone and drawn are empty (the instance reads them
+-- off the bitmap), or, when the bitmap cannot say (see below), 'rank
+-- score' pairs, space separated.
 local now = now_ms()
 local room = load_room(now)
 if not room then
   return UNKNOWN_ROOM
 end
 local span = tonumber(ARGV[3])
-
--- The polls: each waiter still in line is recorded as polling, as its
--- status calls would have been; places are looked up and marks written
--- MARKS_CHUNK at a time: two commands per tick for up to MARKS_CHUNK polls,
--- however many waiters an instance answers for.
-local MARKS_CHUNK = 1750 -- touch_all sends 4 arguments each: 7,000, under unpack's 8,000
-local gone, drawn = {}, {}
-local refuses = refusing(room)
-for i = 6, #ARGV, MARKS_CHUNK do
-  local seqs, members = {}, {}
-  for j = i, math.min(i + MARKS_CHUNK - 1, #ARGV) do
-    local mine = member_of(room, ARGV[j])
-    if mine and not refuses then
-      seqs[#seqs + 1] = ARGV[j]
-      members[#members + 1] = mine
-    else
-      gone[#gone + 1] = ARGV[j]
-    end
-  end
-  local scores = #members > 0 and redis.call('ZMSCORE', WAITING, unpack(members)) or {}
-  local waiting = {}
-  for k = 1, #members do
-    local score = scores[k]
-    if not score then
-      gone[#gone + 1] = seqs[k]
-    else
-      waiting[#waiting + 1] = members[k]
-      if tonumber(score) < span then
-        drawn[#drawn + 1] = seqs[k]
-      end
-    end
-  end
-  touch_all(room, now, waiting)
-end
 
 -- Samples place a seq in a fifo line. The present bitmap is the line in
 -- member order: after the opening a waiter's place is its member, behind
@@ -65,7 +33,9 @@ end
 -- not (a line from an earlier version not yet moved into the bitmap, or an
 -- opening moved later after places were taken), the samples are taken one
 -- ZRANGE each: O(samples log n).
+local refuses = refusing(room)
 local samples_at, samples = now, ''
+local placed = false -- the bitmap read holds the line: the instance sorts the polls itself
 if ARGV[5] == '1' and room.method == 'fifo' and not refuses and opened(room, now) then
   local n = redis.call('ZCARD', WAITING)
   if n > 0 then
@@ -77,7 +47,9 @@ if ARGV[5] == '1' and room.method == 'fifo' and not refuses and opened(room, now
     end
     if agrees then
       local from = math.floor(redis.call('BITPOS', PRESENT, 1) / 8)
-      samples = { n, draws, from, redis.call('GETRANGE', PRESENT, from, -1) }
+      samples = { n, draws, from, redis.call('GETRANGE', PRESENT, from, -1),
+        first[1] and tonumber(first[1]) or -1 }
+      placed = true
     else
       local parts = {}
       local r = 0
@@ -92,6 +64,47 @@ if ARGV[5] == '1' and room.method == 'fifo' and not refuses and opened(room, now
       end
       samples = table.concat(parts, ' ')
     end
+  end
+end
+
+-- The polls: each waiter still in line is recorded as polling, as its
+-- status calls would have been, MARKS_CHUNK to a command: one command per
+-- tick for up to MARKS_CHUNK polls, however many waiters an instance
+-- answers for. When the bitmap was read above, the instance tells from it
+-- which polls were gone or on a draw (reply.rs), and every seq this room
+-- gave is marked: a mark on a place no longer in line is never read (the
+-- tick drops only members present, and a place never comes back).
+-- Otherwise places are looked up here, one more command per MARKS_CHUNK.
+local MARKS_CHUNK = 1750 -- touch_all sends 4 arguments each: 7,000, under unpack's 8,000
+local gone, drawn = {}, {}
+for i = 6, #ARGV, MARKS_CHUNK do
+  local seqs, members = {}, {}
+  for j = i, math.min(i + MARKS_CHUNK - 1, #ARGV) do
+    local mine = member_of(room, ARGV[j])
+    if mine and not refuses then
+      seqs[#seqs + 1] = ARGV[j]
+      members[#members + 1] = mine
+    elseif not placed then
+      gone[#gone + 1] = ARGV[j]
+    end
+  end
+  if placed then
+    touch_all(room, now, members)
+  else
+    local scores = #members > 0 and redis.call('ZMSCORE', WAITING, unpack(members)) or {}
+    local waiting = {}
+    for k = 1, #members do
+      local score = scores[k]
+      if not score then
+        gone[#gone + 1] = seqs[k]
+      else
+        waiting[#waiting + 1] = members[k]
+        if tonumber(score) < span then
+          drawn[#drawn + 1] = seqs[k]
+        end
+      end
+    end
+    touch_all(room, now, waiting)
   end
 end
 
