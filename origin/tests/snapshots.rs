@@ -220,7 +220,13 @@ async fn far_back_positions_hold_under_joins_leaves_abandonment_and_admissions()
                 let Standing::Waiting { position: Some(p) } = view.standing else {
                     panic!("a view answers only waiting with a position");
                 };
-                assert_eq!(p, shown, "the handler answers as the view does");
+                // A loaded machine can age the view out between the two
+                // reads; the handler then asks the store, which is exact.
+                let aged = inst.state.snapshots.answer(&room, seq).is_none();
+                assert!(
+                    p == shown || (aged && shown == true_pos),
+                    "the handler answers as the view does: view {p}, handler {shown}, true {true_pos}"
+                );
             }
             checked += 1;
         }
