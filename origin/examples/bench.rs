@@ -21,7 +21,8 @@
 //!    differ in waiters only. The counters are reported per command.
 //!
 //! `--phases` runs only some of these: `http` (1 to 3, which share the big
-//! line) and `polling` (4); the default is both.
+//! line; `--http-phases` picks among them) and `polling` (4); the default
+//! is both.
 //!
 //! The origin runs in this process on its own two-thread runtime (as the
 //! binary does on a two-core machine), serving the real router and
@@ -93,6 +94,11 @@ struct Args {
     /// Status snapshots on the origin of the HTTP phases (`--status-snapshot`).
     #[arg(long, value_enum, default_value_t = origin::config::OnOff::On)]
     status_snapshot: origin::config::OnOff,
+    /// Which HTTP phases `http` runs (comma-separated; all by default). One
+    /// phase alone is for profiling it (`perf record -p`); ratios need
+    /// `healthz`.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = PhaseName::ALL)]
+    http_phases: Vec<PhaseName>,
     /// Waiters polling as told in the commands-per-second phase, one run
     /// per count (comma-separated; empty: skip the phase).
     #[arg(long, value_delimiter = ',', default_values_t = [10_000u64, 100_000])]
@@ -122,6 +128,28 @@ enum StoreKind {
     Redis,
     /// The embedded in-process store, shared by the origin and the bench.
     Memory,
+}
+
+/// One HTTP phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum PhaseName {
+    /// `GET /healthz`: the ceiling of the HTTP stack.
+    Healthz,
+    /// `POST /queue/{room}/join` to a paused room.
+    Join,
+    /// Status of the first in a line of `--line`.
+    StatusFront,
+    /// Status of the last in a line of `--line`.
+    StatusBack,
+}
+
+impl PhaseName {
+    const ALL: [PhaseName; 4] = [
+        PhaseName::Healthz,
+        PhaseName::Join,
+        PhaseName::StatusFront,
+        PhaseName::StatusBack,
+    ];
 }
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -261,6 +289,10 @@ fn run(args: &Args) -> Result<(), Error> {
     print_report(args, &report);
     Ok(())
 }
+
+/// The status phases' names in the report.
+const STATUS_FRONT: &str = "status, front of the line";
+const STATUS_BACK: &str = "status, back of the line";
 
 /// The origin's promoter interval in every phase (the binary's default).
 const TICK: Duration = Duration::from_millis(100);
@@ -630,18 +662,34 @@ async fn measure(
     };
     let front = ticket(first);
     let back = ticket(last);
-    let plan: [(&str, Target); 4] = [
-        ("/healthz", Target::get("/healthz", None)),
-        ("join", Target::post(&format!("/queue/{joins}/join"))),
+    let plan: Vec<(&str, Target)> = [
         (
-            "status, front of the line",
-            Target::get(&format!("/queue/{line}/status"), Some(&front)),
+            PhaseName::Healthz,
+            ("/healthz", Target::get("/healthz", None)),
         ),
         (
-            "status, back of the line",
-            Target::get(&format!("/queue/{line}/status"), Some(&back)),
+            PhaseName::Join,
+            ("join", Target::post(&format!("/queue/{joins}/join"))),
         ),
-    ];
+        (
+            PhaseName::StatusFront,
+            (
+                STATUS_FRONT,
+                Target::get(&format!("/queue/{line}/status"), Some(&front)),
+            ),
+        ),
+        (
+            PhaseName::StatusBack,
+            (
+                STATUS_BACK,
+                Target::get(&format!("/queue/{line}/status"), Some(&back)),
+            ),
+        ),
+    ]
+    .into_iter()
+    .filter(|(name, _)| args.http_phases.contains(name))
+    .map(|(_, phase)| phase)
+    .collect();
     // Check both tickets really stand where they should before timing them.
     for (t, expected) in [(&front, 1), (&back, args.line)] {
         let body = one_request(
@@ -898,7 +946,8 @@ fn print_report(args: &Args, r: &Report) {
 
 /// The HTTP phases, memory per waiter and the promoter tick.
 fn print_http(args: &Args, r: &Report) {
-    let healthz = r.phases.first().map_or(f64::NAN, Phase::per_second);
+    let phase = |name: &str| r.phases.iter().find(|p| p.name == name);
+    let healthz = phase("/healthz").map_or(f64::NAN, Phase::per_second);
     println!(
         "\nstore: {:?}; {} connections; {} rounds of {} requests per phase (at most {} s each); line of {}",
         args.store, args.connections, args.rounds, args.requests, args.seconds, args.line
@@ -933,7 +982,7 @@ fn print_http(args: &Args, r: &Report) {
             us(total)
         );
     }
-    if let [.., front, back] = r.phases.as_slice() {
+    if let (Some(front), Some(back)) = (phase(STATUS_FRONT), phase(STATUS_BACK)) {
         println!(
             "\nstatus back/front of a line of {}: throughput {:.2}, p99 {:.2}",
             args.line,

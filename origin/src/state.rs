@@ -1,6 +1,7 @@
 //! What every handler shares: the queue's store, the clock, the signing
 //! keys, the admin key and the abuse limits. Built once at start.
 
+use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 use token::{Keyring, Secret};
@@ -16,9 +17,18 @@ use crate::queue::snapshot::Snapshots;
 use crate::sale::Latency;
 use crate::sessions::Sessions;
 
-/// The application state handed to every handler.
+/// The application state handed to every handler: one pointer to
+/// [`Shared`], which it reads through (`state.queue`, ...). The router
+/// clones the state for every extractor and middleware that asks for it,
+/// several times a request, so a clone is one reference count, not one per
+/// field; the `with_*` setters write through `Arc::make_mut` (they run
+/// before the state is shared).
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+/// What [`AppState`] points to.
+#[derive(Clone)]
+pub struct Shared {
     /// The line (Redis or embedded).
     pub queue: Arc<dyn QueueStore>,
     /// What handlers and the promoter take "now" from.
@@ -59,7 +69,7 @@ impl AppState {
     /// Builds the state from its parts, with no admin key, no abuse limits,
     /// an open `/metrics`, and cookies without `Secure` (plain-http loopback).
     pub fn new(queue: Arc<dyn QueueStore>, keys: Keyring) -> AppState {
-        AppState {
+        AppState(Arc::new(Shared {
             joins: Joins::new(queue.clone(), DEFAULT_JOIN_WINDOW),
             queue,
             clock: Clock::System,
@@ -75,7 +85,7 @@ impl AppState {
             metrics_key: None,
             history: Arc::new(History::default()),
             snapshots: Arc::new(Snapshots::off()),
-        }
+        }))
     }
 
     /// Turns the admin API on with this key.
@@ -131,5 +141,21 @@ impl AppState {
     pub fn with_clients(mut self, clients: ClientPolicy) -> AppState {
         self.clients = Arc::new(clients);
         self
+    }
+}
+
+impl Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+impl DerefMut for AppState {
+    /// Copies the fields first if the state is already shared (a setter
+    /// called on a clone changes that clone only).
+    fn deref_mut(&mut self) -> &mut Shared {
+        Arc::make_mut(&mut self.0)
     }
 }

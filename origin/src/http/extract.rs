@@ -2,12 +2,15 @@
 //! only do the queue's work: the room id in the path, the ticket or entry
 //! token a request carries, the JSON body, and cookies.
 
-use axum::body::Bytes;
+use std::convert::Infallible;
+
+use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{FromRequestParts, RawPathParams};
+use axum::extract::{FromRequest, FromRequestParts, RawPathParams, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum_extra::extract::cookie::{Cookie, CookieJar, SameSite};
+use axum_extra::extract::cookie::CookieJar;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde::de::DeserializeOwned;
 use token::{ENTRY_TOKEN_HEADER, Kind, TokenError, entry_cookie, ticket_cookie};
 
@@ -31,6 +34,59 @@ impl<S: Send + Sync> FromRequestParts<S> for Room {
             .and_then(|(_, raw)| RoomId::parse(raw))
             .map(Room)
             .ok_or(ApiError::UnknownRoom)
+    }
+}
+
+/// The path's room and the ticket the request presents for it (not yet
+/// verified; see [`presented_ticket`]), read from the request's headers in
+/// place rather than from a copy of them. A malformed room id is 404
+/// `unknown_room`; a malformed ticket is carried, not refused, so the
+/// handler decides when it counts.
+pub struct RoomTicket {
+    /// The room in the path.
+    pub room: RoomId,
+    /// The ticket presented for it, if any.
+    pub presented: Result<Option<Presented>, ApiError>,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for RoomTicket {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let Room(room) = Room::from_request_parts(parts, state).await?;
+        let presented = presented_ticket(&parts.headers, &room);
+        Ok(RoomTicket { room, presented })
+    }
+}
+
+/// A request body of at most `LIMIT` bytes (413 `body_too_large` past it),
+/// read by the handler's extractor itself: the routes that take one need no
+/// body-limit layer, whose per-request cost every request of the router
+/// would pay. Never refuses: the handler decides when a bad body counts.
+pub struct SmallBody<const LIMIT: usize>(pub Result<Bytes, ApiError>);
+
+impl<S: Send + Sync, const LIMIT: usize> FromRequest<S> for SmallBody<LIMIT> {
+    type Rejection = Infallible;
+
+    async fn from_request(request: Request, _: &S) -> Result<Self, Self::Rejection> {
+        let body = request.into_body();
+        // Most joins and leaves send nothing: skip the collecting.
+        if http_body::Body::is_end_stream(&body) {
+            return Ok(SmallBody(Ok(Bytes::new())));
+        }
+        Ok(SmallBody(read_body(body, LIMIT).await))
+    }
+}
+
+/// Reads `body` whole, refusing it past `limit` bytes, with the errors
+/// axum's own `Bytes` extractor gives under a `DefaultBodyLimit`.
+async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<LengthLimitError>() => Err(ApiError::BodyTooLarge),
+        Err(e) => Err(ApiError::MalformedBody(format!(
+            "Failed to buffer the request body: {e}"
+        ))),
     }
 }
 
@@ -62,6 +118,10 @@ pub fn presented_ticket(headers: &HeaderMap, room: &RoomId) -> Result<Option<Pre
             token: token.to_owned(),
             cookie: None,
         }));
+    }
+    // Apps send no cookies: no jar to build, no name to write.
+    if !headers.contains_key(header::COOKIE) {
+        return Ok(None);
     }
     let name = ticket_cookie(room.as_str());
     Ok(CookieJar::from_headers(headers)
@@ -99,7 +159,11 @@ pub fn verify(
 pub fn optional_json<T: DeserializeOwned + Default>(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<T, ApiError> {
-    let bytes = body_bytes(body)?;
+    optional_object(body_bytes(body)?)
+}
+
+/// [`optional_json`] for a body already read (see [`SmallBody`]).
+pub fn optional_object<T: DeserializeOwned + Default>(bytes: Bytes) -> Result<T, ApiError> {
     // Only a truly empty body is "no body": whitespace alone is not JSON,
     // and a client that sends it as `application/json` has a bug to hear about.
     if bytes.is_empty() {
@@ -143,22 +207,69 @@ fn parse_object<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
 }
 
 /// A `Set-Cookie` value: HttpOnly, SameSite=Lax, Path=/, and Secure when
-/// `secure` (the state's `secure_cookies`, from configuration).
-pub fn set_cookie(name: String, value: String, max_age_secs: u64, secure: bool) -> HeaderValue {
-    let cookie = Cookie::build((name, value))
-        .http_only(true)
-        .same_site(SameSite::Lax)
-        .path("/")
-        .secure(secure)
-        .max_age(time::Duration::seconds(
-            i64::try_from(max_age_secs).unwrap_or(i64::MAX),
-        ))
-        .build();
+/// `secure` (the state's `secure_cookies`, from configuration). Written by
+/// hand, in the `cookie` crate's attribute order (a test holds the two to
+/// the same text): building a `Cookie` and formatting it cost a join a few
+/// allocations more, for attributes that never vary.
+pub fn set_cookie(name: &str, value: &str, max_age_secs: u64, secure: bool) -> HeaderValue {
+    use std::fmt::Write;
+    let max_age = i64::try_from(max_age_secs).unwrap_or(i64::MAX);
+    let mut cookie = String::with_capacity(name.len() + value.len() + 64);
+    cookie.push_str(name);
+    cookie.push('=');
+    cookie.push_str(value);
+    cookie.push_str("; HttpOnly; SameSite=Lax");
+    if secure {
+        cookie.push_str("; Secure");
+    }
+    // Writing to a String cannot fail.
+    let _ = write!(cookie, "; Path=/; Max-Age={max_age}");
     // Names are validated room ids and values base64url tokens.
-    HeaderValue::from_str(&cookie.to_string()).unwrap_or(HeaderValue::from_static(""))
+    HeaderValue::try_from(cookie).unwrap_or(HeaderValue::from_static(""))
 }
 
 /// A `Set-Cookie` value that deletes the cookie.
-pub fn clear_cookie(name: String) -> HeaderValue {
-    set_cookie(name, String::new(), 0, false)
+pub fn clear_cookie(name: &str) -> HeaderValue {
+    set_cookie(name, "", 0, false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum_extra::extract::cookie::{Cookie, SameSite};
+
+    /// What the `cookie` crate writes for the same attributes.
+    fn reference(name: &str, value: &str, max_age: u64, secure: bool) -> String {
+        Cookie::build((name.to_owned(), value.to_owned()))
+            .http_only(true)
+            .same_site(SameSite::Lax)
+            .path("/")
+            .secure(secure)
+            .max_age(time::Duration::seconds(
+                i64::try_from(max_age).unwrap_or(i64::MAX),
+            ))
+            .build()
+            .to_string()
+    }
+
+    #[test]
+    fn set_cookie_writes_what_the_cookie_crate_writes() {
+        let token = "AQEFYmVuY2gJY29zdC1qb2lu.FbRXuYoyqUduYLSlWOmS37qbF0M";
+        for (name, value, max_age, secure) in [
+            ("wr_ticket_concert", token, 86_400, false),
+            ("wr_entry_concert", token, 60, true),
+            ("wr_ticket_a", "", 0, false),
+            ("wr_entry_a-1", token, u64::MAX, true),
+        ] {
+            let ours = set_cookie(name, value, max_age, secure);
+            assert_eq!(
+                ours.to_str().unwrap(),
+                reference(name, value, max_age, secure)
+            );
+        }
+        assert_eq!(
+            clear_cookie("wr_ticket_a").to_str().unwrap(),
+            "wr_ticket_a=; HttpOnly; SameSite=Lax; Path=/; Max-Age=0"
+        );
+    }
 }

@@ -3,11 +3,9 @@
 //! (browsers: every tab of one browser shares it, and so one place) or
 //! `Authorization: Bearer` (apps).
 
-use axum::Json;
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -21,13 +19,15 @@ use utoipa_axum::routes;
 use super::api_doc::RoomPath;
 use super::client::Client;
 use super::entry::end_session;
-use super::extract::{Room, clear_cookie, optional_json, presented_ticket, set_cookie, verify};
+use super::extract::{
+    Presented, RoomTicket, SmallBody, clear_cookie, optional_object, set_cookie, verify,
+};
 use super::responses::{BadBody, BadTicket, CrossSite, JoinLimits, NoRoom, StoreDown, TicketAuth};
 use super::site::SameSite;
 use crate::error::ApiError;
 use crate::queue::{Joined, PREQUEUE_SPAN, Snapshot, Standing, pacing};
 use crate::room::{RoomId, RoomState};
-use crate::sessions::{SessionRules, Watch, entry_expiry};
+use crate::sessions::{Watch, entry_expiry};
 use crate::state::AppState;
 use crate::telemetry;
 
@@ -37,13 +37,14 @@ const MAX_BODY: usize = 1024;
 /// room's opening; a visitor who keeps polling gets a fresh one on rejoin.
 const TICKET_LIFETIME_SECS: u64 = 24 * 3600;
 
-/// The queue routes.
+/// The queue routes. Their bodies are held to [`MAX_BODY`] by the handlers'
+/// [`SmallBody`], not a body-limit layer: every layer wraps each route once
+/// more, and the router clones that nesting on every request.
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(join))
         .routes(routes!(status))
         .routes(routes!(leave))
-        .layer(DefaultBodyLimit::max(MAX_BODY))
 }
 
 /// The join and leave body: nothing yet (empty, or `{}`), but unknown fields
@@ -117,11 +118,11 @@ fn rfc3339_ms(ms: u64) -> Option<String> {
 /// Verifies the request's ticket, if it carries one.
 async fn ticket_claims(
     state: &AppState,
-    headers: &HeaderMap,
+    presented: Result<Option<Presented>, ApiError>,
     room: &RoomId,
     now: u64,
 ) -> Result<Option<Claims>, ApiError> {
-    let checked = presented_ticket(headers, room).and_then(|presented| {
+    let checked = presented.and_then(|presented| {
         let Some(presented) = presented else {
             return Ok(None);
         };
@@ -138,11 +139,11 @@ async fn ticket_claims(
 /// The ticket that must be there (status, leave).
 async fn required_claims(
     state: &AppState,
-    headers: &HeaderMap,
+    presented: Result<Option<Presented>, ApiError>,
     room: &RoomId,
     now: u64,
 ) -> Result<Claims, ApiError> {
-    let claims = ticket_claims(state, headers, room, now).await?;
+    let claims = ticket_claims(state, presented, room, now).await?;
     refine_for_unknown_room(state, room, claims.ok_or(ApiError::MissingTicket)).await
 }
 
@@ -213,7 +214,7 @@ pub(super) fn issue(
         Kind::Ticket => ticket_cookie(room.as_str()),
         Kind::Entry => entry_cookie(room.as_str()),
     };
-    let cookie = set_cookie(name, token.clone(), expires_at.saturating_sub(now), secure);
+    let cookie = set_cookie(&name, &token, expires_at.saturating_sub(now), secure);
     Issued { token, cookie }
 }
 
@@ -244,14 +245,14 @@ fn status_body(
 
 /// The answer for a snapshot: the status body, with an entry token (also
 /// set as its cookie) when admitted, and `ticket` when the caller issued one.
-#[allow(clippy::too_many_arguments)] // each is one fact of the answer
-fn respond(
+/// The room's session rules are looked up only for an entry token, the one
+/// answer that uses them.
+async fn respond(
     state: &AppState,
     room: &RoomId,
     snap: &Snapshot,
     visitor: u128,
     ticket: Option<Issued>,
-    rules: SessionRules,
 ) -> Response {
     let secure = state.secure_cookies;
     let (visitor_state, position) = match snap.standing {
@@ -268,6 +269,7 @@ fn respond(
         body.ticket = Some(issued.token);
     }
     if let (Standing::Admitted { until_ms }, Some(seq)) = (snap.standing, snap.seq) {
+        let rules = state.sessions.rules_for(room, state.queue.as_ref()).await;
         let now = state.clock.now_secs();
         let expires_at = entry_expiry(now, until_ms, rules);
         let entry = issue(state, Kind::Entry, room, seq, visitor, expires_at, secure);
@@ -275,12 +277,32 @@ fn respond(
         body.entry_token = Some(entry.token);
         body.entry_expires_at = rfc3339_ms(expires_at * 1000);
     }
-    let mut response = Json(body).into_response();
+    let mut response = json(&body);
     let h = response.headers_mut();
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     for cookie in cookies {
         h.append(header::SET_COOKIE, cookie);
     }
+    response
+}
+
+/// Room for a status body with a ticket and an entry token (about 600
+/// bytes), so writing it never grows the buffer.
+const BODY_CAPACITY: usize = 768;
+
+/// `body` as an `application/json` answer, written into a buffer sized once
+/// (`Json` starts at 128 bytes and grows twice for a join's answer).
+fn json(body: &StatusBody) -> Response {
+    let mut buf = Vec::with_capacity(BODY_CAPACITY);
+    if let Err(e) = serde_json::to_writer(&mut buf, body) {
+        tracing::error!(error = %e, "a status body did not serialize");
+        return ApiError::Internal.into_response();
+    }
+    let mut response = Response::new(Body::from(buf));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     response
 }
 
@@ -310,14 +332,13 @@ fn respond(
 async fn join(
     State(state): State<AppState>,
     _: SameSite,
-    Room(room): Room,
+    RoomTicket { room, presented }: RoomTicket,
     Client(client): Client,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    SmallBody(body): SmallBody<MAX_BODY>,
 ) -> Result<Response, ApiError> {
-    let EmptyBody {} = optional_json(body)?;
+    let EmptyBody {} = optional_object(body?)?;
     state.clients.check_join(&client)?;
-    let claims = ticket_claims(&state, &headers, &room, state.clock.now_secs()).await?;
+    let claims = ticket_claims(&state, presented, &room, state.clock.now_secs()).await?;
     let draw = rand::random::<u64>() % PREQUEUE_SPAN;
     let limit = state.clients.place_limit(&client);
     let joined = state
@@ -344,8 +365,7 @@ async fn join(
             state.secure_cookies,
         )
     });
-    let rules = state.sessions.rules_for(&room, state.queue.as_ref()).await;
-    Ok(respond(&state, &room, &snap, visitor, ticket, rules))
+    Ok(respond(&state, &room, &snap, visitor, ticket).await)
 }
 
 /// Where the ticket's holder stands.
@@ -368,20 +388,20 @@ async fn join(
 #[instrument(skip_all, fields(%room))]
 async fn status(
     State(state): State<AppState>,
-    Room(room): Room,
+    RoomTicket { room, presented }: RoomTicket,
     Client(client): Client,
-    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let claims = required_claims(&state, &headers, &room, state.clock.now_secs()).await?;
+    let claims = required_claims(&state, presented, &room, state.clock.now_secs()).await?;
     // Far back in line: the instance's snapshot answers, no store round trip.
     if let Some(snap) = state.snapshots.answer(&room, claims.seq) {
-        let rules = state.sessions.rules_for(&room, state.queue.as_ref()).await;
-        return Ok(respond(&state, &room, &snap, claims.visitor, None, rules));
+        return Ok(respond(&state, &room, &snap, claims.visitor, None).await);
     }
     let mut snap = state.queue.status(&room, claims.seq).await?;
     state.snapshots.saw(&room, claims.seq, snap.standing);
-    let rules = state.sessions.rules_for(&room, state.queue.as_ref()).await;
     if let Standing::Admitted { until_ms } = snap.standing {
+        // The watch counts addresses against the room's rules: learn them
+        // first (the store is asked once per room and instance).
+        state.sessions.rules_for(&room, state.queue.as_ref()).await;
         let now = state.clock.now_ms();
         if state
             .sessions
@@ -392,7 +412,7 @@ async fn status(
             snap.standing = Standing::Gone;
         }
     }
-    Ok(respond(&state, &room, &snap, claims.visitor, None, rules))
+    Ok(respond(&state, &room, &snap, claims.visitor, None).await)
 }
 
 /// Give up the place in line or the session.
@@ -415,23 +435,22 @@ async fn status(
 async fn leave(
     State(state): State<AppState>,
     _: SameSite,
-    Room(room): Room,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    RoomTicket { room, presented }: RoomTicket,
+    SmallBody(body): SmallBody<MAX_BODY>,
 ) -> Result<Response, ApiError> {
-    let EmptyBody {} = optional_json(body)?;
-    let claims = required_claims(&state, &headers, &room, state.clock.now_secs()).await?;
+    let EmptyBody {} = optional_object(body?)?;
+    let claims = required_claims(&state, presented, &room, state.clock.now_secs()).await?;
     end_session(&state, &room, claims.seq, claims.visitor).await?;
     state.snapshots.forget(&room, claims.seq);
     let mut response = StatusCode::NO_CONTENT.into_response();
     let h = response.headers_mut();
     h.append(
         header::SET_COOKIE,
-        clear_cookie(ticket_cookie(room.as_str())),
+        clear_cookie(&ticket_cookie(room.as_str())),
     );
     h.append(
         header::SET_COOKIE,
-        clear_cookie(entry_cookie(room.as_str())),
+        clear_cookie(&entry_cookie(room.as_str())),
     );
     Ok(response)
 }

@@ -1,0 +1,213 @@
+//! What one request costs the origin's own code, without the network: the
+//! real router (every layer, extractor and handler) driven in this process
+//! through `tower::ServiceExt::oneshot` on a one-thread runtime, `--requests`
+//! times in a row. It exists for A/B comparisons under `valgrind
+//! --tool=callgrind`, whose instruction counts repeat on a noisy shared
+//! machine where timings do not (BENCHMARKS.md, "Per-request cost"):
+//!
+//! ```sh
+//! valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.out \
+//!   target/release/examples/request_cost --phase status-back --requests 20000
+//! ```
+//!
+//! Run it twice with different `--requests` and divide the difference in
+//! instructions by the difference in requests: that is the cost of one
+//! request, set-up excluded. The loopback TCP, hyper's parsing and the
+//! kernel, which `/healthz` pays as much as any route, are not in it; on
+//! Redis the client's encoding and decoding is, the server's work is not.
+//!
+//! The phases match `bench.rs`'s HTTP phases: `/healthz`, a join to a
+//! paused room (every join takes a place), and status at the front and at
+//! the back of a line of `--line` waiters (the back answered from the
+//! status snapshot, refreshed here every `REFRESH_EVERY` requests as the
+//! promoter would every tick). Nothing leaves this process but the Redis
+//! connection (`--redis-url`, a key prefix of its own).
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::{Method, Request, StatusCode, header};
+use clap::{Parser, ValueEnum};
+use http_body_util::BodyExt;
+use origin::queue::QueueStore;
+use origin::queue::memory::MemoryStore;
+use origin::queue::redis::{RedisConfig, RedisStore};
+use origin::room::{RoomId, RoomSettings, RoomState};
+use origin::state::AppState;
+use token::{Claims, Keyring, Kind};
+use tower::ServiceExt;
+
+const KEYS: &str = "bench:bench-secret-0123456789abcdef";
+/// The promoter's interval; the snapshot answers for two of them.
+const TICK: Duration = Duration::from_millis(100);
+/// Requests between two snapshot refreshes: under valgrind a few hundred
+/// requests take longer than the snapshot's life.
+const REFRESH_EVERY: u64 = 50;
+
+#[derive(Parser, Debug)]
+#[command(about = "Runs one request kind through the origin's router in-process, for callgrind")]
+struct Args {
+    /// The request to repeat.
+    #[arg(long, value_enum)]
+    phase: PhaseKind,
+    /// How many times.
+    #[arg(long, default_value_t = 10_000)]
+    requests: u64,
+    /// Waiters in the status phases' line.
+    #[arg(long, default_value_t = 10_000)]
+    line: u64,
+    /// Run on this Redis (a key prefix of this process's own) rather than
+    /// the embedded store.
+    #[arg(long)]
+    redis_url: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum PhaseKind {
+    Healthz,
+    Join,
+    StatusFront,
+    StatusBack,
+}
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("request_cost: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(run(&args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("request_cost: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: &Args) -> Result<(), Error> {
+    let store: Arc<dyn QueueStore> = match &args.redis_url {
+        Some(url) => Arc::new(RedisStore::connect(&RedisConfig {
+            url: url.clone(),
+            prefix: format!("wr-cost-{}:", std::process::id()),
+            timeout: Duration::from_secs(10),
+            cluster: false,
+        })?),
+        None => Arc::new(MemoryStore::new()),
+    };
+    let keys = Keyring::parse(KEYS).map_err(|e| format!("keys: {e}"))?;
+    let state = AppState::new(store.clone(), keys.clone()).with_status_snapshots(TICK);
+    let app = origin::http::app(state.clone());
+
+    let room = RoomId::parse(match args.phase {
+        PhaseKind::Join => "cost-join",
+        _ => "cost-line",
+    })
+    .ok_or("room id")?;
+    store
+        .put_room(
+            &room,
+            &RoomSettings {
+                capacity: 1_000,
+                admit_per_second: 1_000.0,
+                session_seconds: 3_600,
+                abandon_seconds: 86_400,
+                ..RoomSettings::default()
+            },
+        )
+        .await?;
+    store.set_state(&room, RoomState::Paused).await?;
+
+    let (method, path, bearer) = match args.phase {
+        PhaseKind::Healthz => (Method::GET, "/healthz".to_owned(), None),
+        PhaseKind::Join => (Method::POST, format!("/queue/{room}/join"), None),
+        PhaseKind::StatusFront | PhaseKind::StatusBack => {
+            let (mut first, mut last) = (u64::MAX, 0);
+            for _ in 0..args.line {
+                let snap = store
+                    .join(&room, None, 0, None)
+                    .await?
+                    .answer()
+                    .ok_or("no place")?;
+                let seq = snap.seq.ok_or("a join got no place")?;
+                first = first.min(seq);
+                last = last.max(seq);
+            }
+            let seq = if args.phase == PhaseKind::StatusFront {
+                first
+            } else {
+                last
+            };
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)?
+                .as_secs();
+            let ticket = keys.sign(&Claims {
+                kind: Kind::Ticket,
+                room: room.to_string(),
+                visitor: 7,
+                seq,
+                issued_at: now,
+                expires_at: now + 3_600,
+            });
+            (
+                Method::GET,
+                format!("/queue/{room}/status"),
+                Some(format!("Bearer {ticket}")),
+            )
+        }
+    };
+    let request = || {
+        let mut req = Request::builder()
+            .method(method.clone())
+            .uri(&path)
+            .header(header::HOST, "127.0.0.1:8080");
+        if let Some(b) = &bearer {
+            req = req.header(header::AUTHORIZATION, b);
+        }
+        let mut req = req.body(Body::empty())?;
+        req.extensions_mut()
+            .insert(ConnectInfo(std::net::SocketAddr::from((
+                [127, 0, 0, 1],
+                40_000,
+            ))));
+        Ok::<_, Error>(req)
+    };
+
+    // The first status marks the waiter; the refresh after it finds the
+    // waiter in line, so later polls from the back are the snapshot's.
+    let mut last_body = Vec::new();
+    for i in 0..args.requests {
+        if i % REFRESH_EVERY == 0 && args.phase != PhaseKind::Healthz {
+            state.snapshots.refresh(store.as_ref(), &room).await?;
+        }
+        let response = app.clone().oneshot(request()?).await?;
+        if response.status() != StatusCode::OK {
+            return Err(format!("request {i}: {}", response.status()).into());
+        }
+        let body = response.into_body().collect().await?.to_bytes();
+        if i + 1 == args.requests {
+            last_body = body.to_vec();
+        }
+    }
+    let stats = state.joins.stats();
+    eprintln!(
+        "{:?}: {} requests; last answer: {}; join batches {} carrying {}",
+        args.phase,
+        args.requests,
+        String::from_utf8_lossy(&last_body),
+        stats.batches,
+        stats.joins
+    );
+    Ok(())
+}
