@@ -154,11 +154,11 @@ case $mode in
     --session-seconds 60 --hold-seconds 15 --abandon-seconds 15 --max-seconds 150 --no-progress --check
     --out target/rehearsal/edge) ;;
   full) preset=(--visitors 20000 --arrive-within 10 --seats 2000 --abandon-seconds 15 --out docs/rehearsal/full) ;;
-  # Payment takes 1.5 s from 15 s to 30 s: adaptive admission (target p99
+  # Payment takes 1.5 s from 25 s to 40 s (the arrivals long over): adaptive admission (target p99
   # 400 ms) slows the rate, then brings it back. Seats enough (2,400, about
   # 960 buyers at 20 a second) that the climb back shows at the full rate.
   slow_payment) preset=(--visitors 2000 --arrive-within 10 --seats 2400 --capacity 100 --admit-per-second 20
-    --target-booking-p99-ms 400 --slow-payment-ms 1500 --slow-payment-at 15 --slow-payment-for 15
+    --target-booking-p99-ms 400 --slow-payment-ms 1500 --slow-payment-at 25 --slow-payment-for 15
     --hold-seconds 20 --abandon-seconds 15 --max-seconds 180 --out docs/rehearsal/slow-payment) ;;
   *) preset=() ;;
 esac

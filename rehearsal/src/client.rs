@@ -121,6 +121,13 @@ impl Http {
         if !again {
             return first.map_err(transport_kind);
         }
+        // When and why, to line the retries up with the edge's log.
+        tracing::debug!(
+            %method,
+            path,
+            why = if first.is_ok() { "503 worker restarted" } else { "reset" },
+            "sent again"
+        );
         self.resets_retried.fetch_add(1, Relaxed);
         tokio::time::sleep(Duration::from_millis(50)).await;
         self.send_once(method, path, jar, body, headers)
