@@ -109,7 +109,7 @@ fn panel(
             r##"<rect x="{bx0:.1}" y="{y0}" width="{:.1}" height="{h}" fill="#fff1d6"/><text x="{:.1}" y="{}" font-size="11" text-anchor="middle" fill="#9a6700">{}</text>"##,
             (bx1 - bx0).max(1.0),
             (bx0 + bx1) / 2.0,
-            y0 + h - 6.0,
+            y0 + 28.0,
             esc(&b.label)
         );
     }

@@ -445,6 +445,7 @@ async fn run(args: Args) -> Result<bool, Error> {
         "expire_share": args.expire_share, "max_seats": args.max_seats, "seed": args.seed,
         "max_seconds": args.max_seconds, "started_at": rfc3339(now),
         "resets_retried": ctx.http.resets_retried(),
+        "dev_restarts_retried": ctx.http.dev_restarts_retried(),
         "slow_payment": args.slow_payment_ms.map(|ms| json!({
             "latency_ms": ms, "from_s": args.slow_payment_at,
             "to_s": args.slow_payment_at + args.slow_payment_for,
@@ -477,8 +478,9 @@ async fn run(args: Args) -> Result<bool, Error> {
     )?;
     print_summary(&report, &args.out);
     println!(
-        "  requests sent again after a connection reset: {}",
-        ctx.http.resets_retried()
+        "  requests sent again after a connection reset: {} ({} of them after wrangler's 503 \"worker restarted\")",
+        ctx.http.resets_retried(),
+        ctx.http.dev_restarts_retried()
     );
     Ok(!args.check || report.checks.iter().all(|c| c.ok || !c.invariant))
 }
