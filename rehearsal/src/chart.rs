@@ -1,8 +1,10 @@
 //! The report as one SVG chart, readable without the JSON: the must-show
-//! figures as text, then the admission curve against the configured rate,
-//! the waiting line, inside against capacity, the wait distribution and
-//! the ETA error by wait length. Plain SVG written by hand (a few lines and
-//! bars need no plotting library).
+//! figures as text, then the admission curve against the configured rate
+//! (with adaptive admission: the configured rate × the origin's factor, and
+//! the slow-payment window shaded, then booking's latency against the
+//! target), the waiting line, inside against capacity, the wait
+//! distribution and the ETA error by wait length. Plain SVG written by
+//! hand (a few lines and bars need no plotting library).
 
 use std::fmt::Write as _;
 
