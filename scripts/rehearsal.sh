@@ -9,6 +9,7 @@
 #   scripts/rehearsal.sh --smoke          # CI: 300 visitors, 200 seats, debug build, a few seconds
 #   scripts/rehearsal.sh --edge           # CI: 1,000 visitors through the worker in workerd
 #   scripts/rehearsal.sh --full           # BENCHMARKS.md: 20,000 visitors in 10 s, 2,000 seats, release
+#   scripts/rehearsal.sh --slow-payment   # BENCHMARKS.md: payment slowed mid-sale, adaptive admission, release
 #   scripts/rehearsal.sh --release -- --visitors 5000 --seats 600   # anything else
 #
 # Everything after `--` goes to the rehearsal tool (see `rehearsal --help`).
@@ -31,6 +32,7 @@ while (($#)); do
     --smoke) mode=smoke ;;
     --edge) mode=edge ;;
     --full) mode=full; profile=release ;;
+    --slow-payment) mode=slow_payment; profile=release ;;
     --release) profile=release ;;
     --) shift; break ;;
     *) echo "unknown option $1 (tool flags go after --)" >&2; exit 2 ;;
@@ -105,13 +107,16 @@ wait_port "$redis_port" redis-server
 mariadb -h 127.0.0.1 -u root -e "CREATE DATABASE $db"
 mkdir -p target/rehearsal
 edge_args=()
+# The operator's knob on the simulated payment, which the tool turns mid-sale.
+knob_args=()
+[[ $mode != slow_payment ]] || knob_args=(--payment-knob)
 if [[ $mode == edge ]]; then
   edge_secret="rehearsal-edge-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
   edge_args=(--edge-secret "$edge_secret")
 fi
 # shellcheck disable=SC2086 # the extra origin flags are words on purpose
 WR_ADMIN_KEY="$admin_key" WR_SIGNING_KEYS="$signing_keys" RUST_LOG="${RUST_LOG:-warn}" \
-  "$origin_bin" "${edge_args[@]}" --listen "127.0.0.1:$port" --redis-url "redis://127.0.0.1:$redis_port" \
+  "$origin_bin" "${edge_args[@]}" "${knob_args[@]}" --listen "127.0.0.1:$port" --redis-url "redis://127.0.0.1:$redis_port" \
   --redis-prefix "$prefix" --database-url "mysql://root@127.0.0.1:3306/$db" \
   ${WR_REHEARSAL_ORIGIN_ARGS:-} >target/rehearsal/origin.log 2>&1 &
 origin_pid=$!
@@ -149,6 +154,12 @@ case $mode in
     --session-seconds 60 --hold-seconds 15 --abandon-seconds 15 --max-seconds 150 --no-progress --check
     --out target/rehearsal/edge) ;;
   full) preset=(--visitors 20000 --arrive-within 10 --seats 2000 --abandon-seconds 15 --out docs/rehearsal/full) ;;
+  # Payment takes 1.5 s from 25 s to 40 s (the arrivals long over): adaptive admission (target p99
+  # 400 ms) slows the rate, then brings it back. Seats enough (2,400, about
+  # 960 buyers at 20 a second) that the climb back shows at the full rate.
+  slow_payment) preset=(--visitors 2000 --arrive-within 10 --seats 2400 --capacity 100 --admit-per-second 20
+    --target-booking-p99-ms 400 --slow-payment-ms 1500 --slow-payment-at 25 --slow-payment-for 15
+    --hold-seconds 20 --abandon-seconds 15 --max-seconds 180 --out docs/rehearsal/slow-payment) ;;
   *) preset=() ;;
 esac
 WR_ADMIN_KEY="$admin_key" WR_SIGNING_KEYS="$signing_keys" \

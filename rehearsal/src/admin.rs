@@ -30,6 +30,9 @@ pub struct Live {
     pub abandoned_total: u64,
     /// The origin's achieved admissions per second.
     pub admit_rate: f64,
+    /// The share of the configured rate admission runs at (adaptive
+    /// admission; 1 from an origin that does not report it).
+    pub rate_factor: f64,
 }
 
 /// A performance's seat counts.
@@ -102,6 +105,7 @@ impl Admin {
             admitted_total: n("admitted_total"),
             abandoned_total: n("abandoned_total"),
             admit_rate: l["admit_rate"].as_f64().unwrap_or(0.0),
+            rate_factor: l["rate_factor"].as_f64().unwrap_or(1.0),
         };
         Ok((v, live))
     }

@@ -1,8 +1,10 @@
 //! The report as one SVG chart, readable without the JSON: the must-show
-//! figures as text, then the admission curve against the configured rate,
-//! the waiting line, inside against capacity, the wait distribution and
-//! the ETA error by wait length. Plain SVG written by hand (a few lines and
-//! bars need no plotting library).
+//! figures as text, then the admission curve against the configured rate
+//! (with adaptive admission: the configured rate × the origin's factor, and
+//! the slow-payment window shaded, then booking's latency against the
+//! target), the waiting line, inside against capacity, the wait
+//! distribution and the ETA error by wait length. Plain SVG written by
+//! hand (a few lines and bars need no plotting library).
 
 use std::fmt::Write as _;
 
@@ -18,6 +20,13 @@ enum Style {
     Line,
     Dashed,
     Bars,
+}
+
+/// A shaded stretch of the x axis, labelled (e.g. when payment was slow).
+struct Band {
+    from: f64,
+    to: f64,
+    label: String,
 }
 
 struct Series {
@@ -53,7 +62,7 @@ fn bar_gap(s: &Series, fallback: f64) -> f64 {
 }
 
 /// Draws one panel at `top`; x and y start at zero; y is cut at `ycap`
-/// (taller values are drawn at the top).
+/// (taller values are drawn at the top); `bands` are shaded behind the series.
 fn panel(
     svg: &mut String,
     top: f64,
@@ -61,6 +70,7 @@ fn panel(
     xlabel: &str,
     series: &[Series],
     ycap: Option<f64>,
+    bands: &[Band],
 ) {
     let (x0, y0, w, h) = (LEFT, top + 30.0, W - LEFT - RIGHT, PANEL_H - 70.0);
     // Bars take their width to the right of their x.
@@ -94,6 +104,17 @@ fn panel(
         svg,
         r##"<rect x="{x0}" y="{y0}" width="{w}" height="{h}" fill="#fafafa" stroke="#999"/>"##
     );
+    for b in bands {
+        let (bx0, bx1) = (sx(b.from.clamp(0.0, xmax)), sx(b.to.clamp(0.0, xmax)));
+        let _ = writeln!(
+            svg,
+            r##"<rect x="{bx0:.1}" y="{y0}" width="{:.1}" height="{h}" fill="#fff1d6"/><text x="{:.1}" y="{}" font-size="11" text-anchor="middle" fill="#9a6700">{}</text>"##,
+            (bx1 - bx0).max(1.0),
+            (bx0 + bx1) / 2.0,
+            y0 + 28.0,
+            esc(&b.label)
+        );
+    }
     let (xs, ys) = (step(xmax, 10.0), step(ymax, 4.0));
     let mut x = 0.0;
     while x <= xmax + 1e-9 {
@@ -206,8 +227,8 @@ fn fmt(v: f64) -> String {
 
 /// The chart of `r`.
 pub fn svg(r: &Report, title: &str) -> String {
-    let panels = 5.0;
-    let head = 40.0 + 18.0 * r.checks.len() as f64 + 40.0;
+    let panels = if r.adaptive.is_some() { 6.0 } else { 5.0 };
+    let head = 40.0 + 18.0 * r.checks.len() as f64 + 58.0;
     let height = head + panels * PANEL_H;
     let mut s = String::new();
     let _ = writeln!(
@@ -250,40 +271,111 @@ pub fn svg(r: &Report, title: &str) -> String {
         r.capacity.peak_active,
         r.capacity.capacity
     );
+    let h = &r.holds;
+    let _ = writeln!(
+        s,
+        r#"<text x="20" y="{}" font-size="13">holds {} ({} s each): {} booked, {} let run out on purpose, {} ran out while buying, {} unfinished; hold to booking p99 {:.1} s, max {:.1} s</text>"#,
+        y + 18.0,
+        h.taken,
+        h.hold_seconds,
+        h.booked,
+        h.let_run_out,
+        h.ran_out_while_buying,
+        h.unfinished,
+        h.hold_to_booking_s.p99,
+        h.hold_to_booking_s.max
+    );
     let mut top = head;
 
     let secs = r.admissions.per_second.len() as f64;
+    let configured = r.admissions.configured_per_second;
+    let slow: Vec<Band> = r
+        .adaptive
+        .as_ref()
+        .and_then(|a| Some((a.slow_from_s?, a.slow_to_s?)))
+        .map(|(from, to)| Band {
+            from,
+            to,
+            label: match r.scenario["slow_payment"]["latency_ms"].as_u64() {
+                Some(ms) => format!("payment slowed to {ms} ms"),
+                None => "payment slowed".into(),
+            },
+        })
+        .into_iter()
+        .collect();
+    let mut admissions = vec![
+        Series {
+            name: "admitted per second".into(),
+            color: "#0969da",
+            style: Style::Bars,
+            points: r
+                .admissions
+                .per_second
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (i as f64, *v))
+                .collect(),
+        },
+        Series {
+            name: format!("configured: {configured}/s"),
+            color: "#cf222e",
+            style: Style::Dashed,
+            points: vec![(0.0, configured), (secs, configured)],
+        },
+    ];
+    if r.adaptive.is_some() {
+        admissions.push(Series {
+            name: "configured × adaptive factor".into(),
+            color: "#bf8700",
+            style: Style::Line,
+            points: r
+                .timeline
+                .iter()
+                .map(|p| (p.t, configured * p.live.rate_factor))
+                .collect(),
+        });
+    }
     panel(
         &mut s,
         top,
         "Admissions per second (origin's count) against the configured rate",
         "seconds into the run",
-        &[
-            Series {
-                name: "admitted per second".into(),
-                color: "#0969da",
-                style: Style::Bars,
-                points: r
-                    .admissions
-                    .per_second
-                    .iter()
-                    .enumerate()
-                    .map(|(i, v)| (i as f64, *v))
-                    .collect(),
-            },
-            Series {
-                name: format!("configured: {}/s", r.admissions.configured_per_second),
-                color: "#cf222e",
-                style: Style::Dashed,
-                points: vec![
-                    (0.0, r.admissions.configured_per_second),
-                    (secs, r.admissions.configured_per_second),
-                ],
-            },
-        ],
+        &admissions,
         None,
+        &slow,
     );
     top += PANEL_H;
+    if let Some(a) = &r.adaptive {
+        let mut series = vec![Series {
+            name: "p99, each second".into(),
+            color: "#8250df",
+            style: Style::Line,
+            points: a
+                .booking_p99_ms_per_second
+                .iter()
+                .enumerate()
+                .filter_map(|(i, v)| Some((i as f64 + 0.5, (*v)?)))
+                .collect(),
+        }];
+        if let Some(target) = a.target_booking_p99_ms {
+            series.push(Series {
+                name: format!("target p99: {target} ms"),
+                color: "#cf222e",
+                style: Style::Dashed,
+                points: vec![(0.0, target as f64), (secs, target as f64)],
+            });
+        }
+        panel(
+            &mut s,
+            top,
+            "Booking API latency as the visitors saw it (ms), what adaptive admission answers to",
+            "seconds into the run",
+            &series,
+            None,
+            &slow,
+        );
+        top += PANEL_H;
+    }
     panel(
         &mut s,
         top,
@@ -322,6 +414,7 @@ pub fn svg(r: &Report, title: &str) -> String {
             },
         ],
         None,
+        &[],
     );
     top += PANEL_H;
     panel(
@@ -351,6 +444,7 @@ pub fn svg(r: &Report, title: &str) -> String {
             },
         ],
         None,
+        &[],
     );
     top += PANEL_H;
     panel(
@@ -370,6 +464,7 @@ pub fn svg(r: &Report, title: &str) -> String {
                 .collect(),
         }],
         None,
+        &[],
     );
     top += PANEL_H;
     let label = |b: &crate::report::EtaBucket| b.wait_from_s as f64;
@@ -420,6 +515,7 @@ pub fn svg(r: &Report, title: &str) -> String {
             },
         ],
         Some(200.0),
+        &[],
     );
     s.push_str("</svg>\n");
     s

@@ -445,6 +445,7 @@ async fn run(args: Args) -> Result<bool, Error> {
         "expire_share": args.expire_share, "max_seats": args.max_seats, "seed": args.seed,
         "max_seconds": args.max_seconds, "started_at": rfc3339(now),
         "resets_retried": ctx.http.resets_retried(),
+        "dev_restarts_retried": ctx.http.dev_restarts_retried(),
         "slow_payment": args.slow_payment_ms.map(|ms| json!({
             "latency_ms": ms, "from_s": args.slow_payment_at,
             "to_s": args.slow_payment_at + args.slow_payment_for,
@@ -460,6 +461,14 @@ async fn run(args: Args) -> Result<bool, Error> {
         duration_ms,
         planned: args.visitors,
         prequeue: opens_ms > 0,
+        hold_seconds: u64::from(args.hold_seconds),
+        target_booking_p99_ms: settings["target_booking_p99_ms"].as_u64(),
+        slow_payment_s: args.slow_payment_ms.map(|_| {
+            (
+                args.slow_payment_at,
+                args.slow_payment_at + args.slow_payment_for,
+            )
+        }),
     };
     let report = report::build(&inputs, scenario, metrics);
     write(
@@ -469,8 +478,9 @@ async fn run(args: Args) -> Result<bool, Error> {
     )?;
     print_summary(&report, &args.out);
     println!(
-        "  requests sent again after a connection reset: {}",
-        ctx.http.resets_retried()
+        "  requests sent again after a connection reset: {} ({} of them after wrangler's 503 \"worker restarted\")",
+        ctx.http.resets_retried(),
+        ctx.http.dev_restarts_retried()
     );
     Ok(!args.check || report.checks.iter().all(|c| c.ok || !c.invariant))
 }
@@ -516,6 +526,31 @@ fn print_summary(r: &report::Report, out: &std::path::Path) {
             .time_to_sell_out_s
             .map_or("—".into(), |s| format!("{s:.1} s"))
     );
+    let h = &r.holds;
+    println!(
+        "  holds: {} taken, {} booked, {} let run out on purpose, {} ran out while buying, {} unfinished; hold to booking p99 {:.1} s, max {:.1} s (holds last {} s)",
+        h.taken,
+        h.booked,
+        h.let_run_out,
+        h.ran_out_while_buying,
+        h.unfinished,
+        h.hold_to_booking_s.p99,
+        h.hold_to_booking_s.max,
+        h.hold_seconds
+    );
+    if let Some(a) = &r.adaptive {
+        let s = |v: Option<f64>| v.map_or("—".into(), |v| format!("{v:.1} s"));
+        println!(
+            "  adaptive admission: factor fell at {}, lowest ×{:.2} at {}, back to ×1 at {}; admissions/s {:.1} before, {:.1} slowed, peak {:.0} after",
+            s(a.fell_at_s),
+            a.lowest_factor,
+            s(a.lowest_at_s),
+            s(a.recovered_at_s),
+            a.admitted_per_second.before,
+            a.admitted_per_second.slowed,
+            a.admitted_per_second.peak_after_recovery
+        );
+    }
     println!("  errors: {:?}", r.errors);
     for c in &r.checks {
         println!(

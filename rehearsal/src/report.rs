@@ -50,6 +50,12 @@ pub struct Inputs<'a> {
     pub planned: usize,
     /// Whether the room had a pre-queue (order is then the draw's).
     pub prequeue: bool,
+    /// How long a hold lasts, seconds.
+    pub hold_seconds: u64,
+    /// The room's adaptive admission target, if on.
+    pub target_booking_p99_ms: Option<u64>,
+    /// When the payment was slowed (seconds after zero: from, to), if it was.
+    pub slow_payment_s: Option<(f64, f64)>,
 }
 
 /// The whole report (written as JSON).
@@ -79,6 +85,11 @@ pub struct Report {
     pub capacity: Capacity,
     /// Seats.
     pub seats: SeatsReport,
+    /// Holds and how each ended.
+    pub holds: Holds,
+    /// Adaptive admission at work (rooms with a target, or a run that
+    /// slowed the payment).
+    pub adaptive: Option<Adaptive>,
     /// How soon waiters learnt it was sold out.
     pub sold_out_notice: Notice,
     /// Failed answers by kind, all of them.
@@ -208,6 +219,69 @@ pub struct SeatsReport {
     pub oversold: u64,
     /// When the last seat was sold, seconds after the opening.
     pub time_to_sell_out_s: Option<f64>,
+}
+
+/// Holds and how each ended: a hold the visitor let run out on purpose
+/// (a walk-away) is told apart from one that ran out while it was buying.
+#[derive(Debug, Default, PartialEq, Serialize)]
+pub struct Holds {
+    /// How long a hold lasts, seconds.
+    pub hold_seconds: u64,
+    /// Holds granted.
+    pub taken: usize,
+    /// Ended in a booking.
+    pub booked: usize,
+    /// Let run out on purpose (the visitor walked away).
+    pub let_run_out: usize,
+    /// Ran out while the visitor was buying: the confirm answered
+    /// `hold_expired`, or the session ended with the hold unpaid. Booking
+    /// too slow for the hold's time shows here.
+    pub ran_out_while_buying: usize,
+    /// Still unpaid when the visitor gave up after failed answers or the
+    /// run's time ran out.
+    pub unfinished: usize,
+    /// From the hold granted to the booking confirmed, seconds.
+    pub hold_to_booking_s: Spread,
+}
+
+/// Adaptive admission at work: the factor the origin applied to the
+/// configured rate (from the operator's samples) against what booking's
+/// latency did.
+#[derive(Debug, Serialize)]
+pub struct Adaptive {
+    /// The room's target for booking's p99, ms.
+    pub target_booking_p99_ms: Option<u64>,
+    /// When the payment was slowed, seconds after zero.
+    pub slow_from_s: Option<f64>,
+    /// When it was fast again.
+    pub slow_to_s: Option<f64>,
+    /// p99 of the booking calls answered in each second, ms, as the
+    /// visitors saw them (index = second; null: none answered).
+    pub booking_p99_ms_per_second: Vec<Option<f64>>,
+    /// The lowest factor sampled (in the slow window and just after, if any).
+    pub lowest_factor: f64,
+    /// The first sample below 1 (from the slow window's start, if any).
+    pub fell_at_s: Option<f64>,
+    /// The first sample at the lowest factor.
+    pub lowest_at_s: Option<f64>,
+    /// The first sample back at 1 after the lowest.
+    pub recovered_at_s: Option<f64>,
+    /// Other falls from 1, before the fall or after the recovery: booking
+    /// slow for other reasons (the machine's own load).
+    pub other_dips: usize,
+    /// Admissions per second (origin's count), mean over each phase.
+    pub admitted_per_second: Phases,
+}
+
+/// Mean admissions per second before, during and after a slowdown.
+#[derive(Debug, Default, PartialEq, Serialize)]
+pub struct Phases {
+    /// Before the factor fell.
+    pub before: f64,
+    /// From the fall to the recovery.
+    pub slowed: f64,
+    /// The highest second after the recovery.
+    pub peak_after_recovery: f64,
 }
 
 /// How soon waiters learnt it was sold out.
@@ -425,6 +499,10 @@ pub fn build(inp: &Inputs, scenario: serde_json::Value, metrics: Vec<String>) ->
         },
     };
 
+    let holds = holds(logs, inp.hold_seconds);
+    let adaptive = (inp.target_booking_p99_ms.is_some() || inp.slow_payment_s.is_some())
+        .then(|| adaptive(inp, &per_second));
+
     let mut errors = BTreeMap::new();
     for l in logs {
         for (k, n) in &l.errors {
@@ -460,6 +538,8 @@ pub fn build(inp: &Inputs, scenario: serde_json::Value, metrics: Vec<String>) ->
         fairness,
         capacity,
         seats,
+        holds,
+        adaptive,
         sold_out_notice: notice,
         errors,
         unexpected_errors,
@@ -489,6 +569,151 @@ pub fn admitted_at(samples: &[Sample], t: f64) -> f64 {
                 v(k) + (v(k + 1) - v(k)) * (t - t0) / (t1 - t0)
             }
         }
+    }
+}
+
+/// Every hold the visitors took, by how it ended.
+pub fn holds(logs: &[VisitorLog], hold_seconds: u64) -> Holds {
+    let mut h = Holds {
+        hold_seconds,
+        ..Holds::default()
+    };
+    let mut to_booking = Vec::new();
+    for l in logs {
+        let Some(held) = l.held_ms else { continue };
+        h.taken += 1;
+        match l.outcome {
+            Outcome::Booked => {
+                h.booked += 1;
+                if let Some((at, _)) = &l.booked {
+                    to_booking.push(at.saturating_sub(held) as f64 / 1000.0);
+                }
+            }
+            Outcome::LetHoldExpire => h.let_run_out += 1,
+            Outcome::HoldExpired | Outcome::SessionEnded => h.ran_out_while_buying += 1,
+            // Nobody holds seats while waiting, abandoning or reading
+            // sold_out; those outcomes cannot follow a hold.
+            Outcome::TimedOut
+            | Outcome::Failed
+            | Outcome::Abandoned
+            | Outcome::SoldOut
+            | Outcome::Closed
+            | Outcome::NoSeat => h.unfinished += 1,
+        }
+    }
+    h.hold_to_booking_s = stats::spread(to_booking);
+    h
+}
+
+/// The p99 of the booking calls answered in each second of a run `secs` long.
+pub fn booking_p99_per_second(logs: &[VisitorLog], secs: usize) -> Vec<Option<f64>> {
+    let mut by_second: Vec<Vec<f64>> = vec![Vec::new(); secs];
+    for l in logs {
+        for &(at, took) in &l.booking_calls {
+            if let Some(b) = by_second.get_mut((at / 1000) as usize) {
+                b.push(f64::from(took));
+            }
+        }
+    }
+    by_second
+        .into_iter()
+        .map(|mut b| {
+            b.sort_by(f64::total_cmp);
+            (!b.is_empty()).then(|| stats::percentile(&b, 99.0))
+        })
+        .collect()
+}
+
+/// How long after the payment is fast again its slow answers may still
+/// hold the factor down: the origin measures booking's p99 over the last
+/// 5 s (`origin/src/sale.rs`), and a slow call in flight at the end of
+/// the window still answers up to its latency later.
+const MEASURE_LAG_S: f64 = 7.0;
+
+/// The factor's course over the samples, and the admissions of each phase.
+/// With a slow window, the fall and the lowest point are looked for from
+/// its start (to its end plus [`MEASURE_LAG_S`]), so a dip the machine's
+/// own load caused earlier is not taken for the answer to the slowdown;
+/// such dips are counted apart.
+fn adaptive(inp: &Inputs, per_second: &[f64]) -> Adaptive {
+    let samples = inp.samples;
+    const ONE: f64 = 1.0 - 1e-9;
+    let (from, until) = match inp.slow_payment_s {
+        Some((from, to)) => (from, to + MEASURE_LAG_S),
+        None => (0.0, f64::MAX),
+    };
+    let in_window = |s: &&Sample| s.t >= from && s.t <= until;
+    let lowest_factor = samples
+        .iter()
+        .filter(in_window)
+        .map(|s| s.live.rate_factor)
+        .fold(1.0, f64::min);
+    let fell_at_s = samples
+        .iter()
+        .filter(in_window)
+        .find(|s| s.live.rate_factor < ONE)
+        .map(|s| s.t);
+    let lowest_at = samples.iter().position(|s| {
+        in_window(&s) && s.live.rate_factor <= lowest_factor && s.live.rate_factor < ONE
+    });
+    let recovered_at_s = lowest_at.and_then(|i| {
+        samples[i..]
+            .iter()
+            .find(|s| s.live.rate_factor >= ONE)
+            .map(|s| s.t)
+    });
+    // Falls from 1 outside [fall, recovery]: the machine's own slowness.
+    let (span_from, span_to) = (
+        fell_at_s.unwrap_or(f64::MAX),
+        recovered_at_s.unwrap_or(f64::MAX),
+    );
+    let other_dips = samples
+        .windows(2)
+        .filter(|w| w[0].live.rate_factor >= ONE && w[1].live.rate_factor < ONE)
+        .filter(|w| w[1].t < span_from || w[1].t > span_to)
+        .count();
+    let mean = |from: f64, to: f64| {
+        let secs: Vec<f64> = per_second
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| (*i as f64) >= from && (*i as f64) + 1.0 <= to)
+            .map(|(_, v)| *v)
+            .collect();
+        if secs.is_empty() {
+            0.0
+        } else {
+            secs.iter().sum::<f64>() / secs.len() as f64
+        }
+    };
+    // The first second is the arrivals' own burst: left out of "before".
+    let admitted_per_second = match fell_at_s {
+        Some(fell) => Phases {
+            before: mean(1.0, fell.floor()),
+            slowed: mean(fell.ceil(), recovered_at_s.map_or(f64::MAX, f64::floor)),
+            peak_after_recovery: recovered_at_s.map_or(0.0, |r| {
+                per_second
+                    .iter()
+                    .skip(r.ceil() as usize)
+                    .copied()
+                    .fold(0.0, f64::max)
+            }),
+        },
+        None => Phases {
+            before: mean(1.0, f64::MAX),
+            ..Phases::default()
+        },
+    };
+    Adaptive {
+        target_booking_p99_ms: inp.target_booking_p99_ms,
+        slow_from_s: inp.slow_payment_s.map(|w| w.0),
+        slow_to_s: inp.slow_payment_s.map(|w| w.1),
+        booking_p99_ms_per_second: booking_p99_per_second(inp.logs, per_second.len()),
+        lowest_factor,
+        fell_at_s,
+        lowest_at_s: lowest_at.map(|i| samples[i].t),
+        recovered_at_s,
+        other_dips,
+        admitted_per_second,
     }
 }
 
@@ -566,7 +791,11 @@ fn checks(r: &Report, sold_out: bool) -> Vec<Check> {
     let mut add = |name: &str, target: &str, value: String, ok: bool| {
         let invariant = !matches!(
             name,
-            "sold out" | "waiters told sold out within 2 s" | "ETA error p50, waits over 30 s"
+            "sold out"
+                | "waiters told sold out within 2 s"
+                | "ETA error p50, waits over 30 s"
+                | "holds that ran out while buying"
+                | "adaptive admission: rate fell and recovered"
         );
         c.push(Check {
             name: name.into(),
@@ -628,6 +857,39 @@ fn checks(r: &Report, sold_out: bool) -> Vec<Check> {
         value,
         e.is_nan() || e <= 0.2,
     );
+    let h = &r.holds;
+    add(
+        "holds that ran out while buying",
+        "0",
+        format!(
+            "{} of {} ({} let run out on purpose; {} unfinished: gave up after failed answers or out of time)",
+            h.ran_out_while_buying, h.taken, h.let_run_out, h.unfinished
+        ),
+        h.ran_out_while_buying == 0,
+    );
+    if let Some(a) = r.adaptive.as_ref().filter(|a| a.slow_from_s.is_some()) {
+        let configured = r.admissions.configured_per_second;
+        let value = match (a.fell_at_s, a.recovered_at_s) {
+            (Some(f), Some(rec)) => format!(
+                "fell at {f:.1} s to ×{:.2}, back to ×1 at {rec:.1} s, then up to {:.0}/s ({} other dips)",
+                a.lowest_factor, a.admitted_per_second.peak_after_recovery, a.other_dips
+            ),
+            (Some(f), None) => format!(
+                "fell at {f:.1} s to ×{:.2}, not back by the end",
+                a.lowest_factor
+            ),
+            _ => "never fell".to_owned(),
+        };
+        add(
+            "adaptive admission: rate fell and recovered",
+            "falls while payment is slow, then back",
+            value,
+            a.fell_at_s.is_some()
+                && a.lowest_factor < 0.5
+                && a.recovered_at_s.is_some()
+                && a.admitted_per_second.peak_after_recovery >= 0.8 * configured,
+        );
+    }
     let unexpected: u64 = r.unexpected_errors.values().sum();
     add(
         "unexpected errors",
@@ -651,6 +913,203 @@ mod tests {
             },
             seats: Seats::default(),
         }
+    }
+
+    fn log(outcome: Outcome, held_ms: Option<u64>, booked_ms: Option<u64>) -> VisitorLog {
+        VisitorLog {
+            index: 0,
+            seq: None,
+            joined_ms: Some(0),
+            last_waiting_sent_ms: Some(0),
+            admitted_ms: held_ms.map(|_| 0),
+            promises: Vec::new(),
+            first_position: None,
+            queue_requests: 1,
+            left_line_ms: Some(0),
+            sold_out_ms: None,
+            held_ms,
+            booked: booked_ms.map(|t| (t, vec!["A-1-1".to_owned()])),
+            booking_calls: Vec::new(),
+            errors: BTreeMap::new(),
+            outcome,
+        }
+    }
+
+    fn factor_sample(t: f64, admitted_total: u64, rate_factor: f64) -> Sample {
+        Sample {
+            t,
+            live: Live {
+                admitted_total,
+                rate_factor,
+                ..Live::default()
+            },
+            seats: Seats::default(),
+        }
+    }
+
+    fn inputs<'a>(logs: &'a [VisitorLog], samples: &'a [Sample]) -> Inputs<'a> {
+        Inputs {
+            logs,
+            samples,
+            opens_ms: 0,
+            admit_per_second: 20.0,
+            capacity: 100,
+            seats_total: 100,
+            duration_ms: samples.last().map_or(0, |s| (s.t * 1000.0) as u64),
+            planned: logs.len(),
+            prequeue: false,
+            hold_seconds: 20,
+            target_booking_p99_ms: Some(400),
+            slow_payment_s: Some((3.0, 6.0)),
+        }
+    }
+
+    #[test]
+    fn a_walk_away_is_told_apart_from_a_hold_that_ran_out_while_buying() {
+        let logs = [
+            log(Outcome::Booked, Some(1_000), Some(2_500)),
+            log(Outcome::Booked, Some(1_000), Some(4_000)),
+            log(Outcome::LetHoldExpire, Some(1_000), None),
+            log(Outcome::HoldExpired, Some(1_000), None),
+            log(Outcome::SessionEnded, Some(1_000), None),
+            // The session ended before any hold: no hold to count.
+            log(Outcome::SessionEnded, None, None),
+            log(Outcome::TimedOut, Some(1_000), None),
+            log(Outcome::SoldOut, None, None),
+        ];
+        let h = holds(&logs, 20);
+        assert_eq!(
+            (
+                h.taken,
+                h.booked,
+                h.let_run_out,
+                h.ran_out_while_buying,
+                h.unfinished
+            ),
+            (6, 2, 1, 2, 1)
+        );
+        assert_eq!(h.hold_to_booking_s.count, 2);
+        assert_eq!(h.hold_to_booking_s.max, 3.0);
+        assert_eq!(h.hold_seconds, 20);
+    }
+
+    #[test]
+    fn booking_latency_is_a_p99_per_second_of_answers() {
+        let mut a = log(Outcome::Booked, Some(0), Some(0));
+        a.booking_calls = (1..=100).map(|ms| (1_500, ms)).collect();
+        let mut b = log(Outcome::Booked, Some(0), Some(0));
+        b.booking_calls = vec![(3_100, 1_500), (9_999, 7)];
+        let p = booking_p99_per_second(&[a, b], 4);
+        assert_eq!(p, vec![None, Some(99.0), None, Some(1_500.0)]);
+    }
+
+    #[test]
+    fn the_factor_falls_and_recovers_and_each_phase_has_its_rate() {
+        // 20/s until 3 s, the factor at 0.05 from 4 s to 7 s (1/s), back at
+        // 1 from 8 s, then 20/s again.
+        let mut samples = Vec::new();
+        let mut total = 0u64;
+        for i in 0..=48 {
+            let t = i as f64 * 0.25;
+            let f = match t {
+                t if t < 3.5 => 1.0,
+                t if t < 4.0 => 0.5,
+                t if t < 7.0 => 0.05,
+                t if t < 8.0 => 0.5,
+                _ => 1.0,
+            };
+            samples.push(factor_sample(t, total, f));
+            total += (20.0 * f * 0.25).round() as u64;
+        }
+        let logs = [log(Outcome::Booked, Some(0), Some(100))];
+        let r = build(
+            &inputs(&logs, &samples),
+            serde_json::Value::Null,
+            Vec::new(),
+        );
+        let a = r.adaptive.as_ref().unwrap();
+        assert_eq!(a.fell_at_s, Some(3.5));
+        assert_eq!(a.lowest_factor, 0.05);
+        assert_eq!(a.lowest_at_s, Some(4.0));
+        assert_eq!(a.recovered_at_s, Some(8.0));
+        assert_eq!(a.admitted_per_second.before, 20.0);
+        assert!(
+            a.admitted_per_second.slowed < 5.0,
+            "{:?}",
+            a.admitted_per_second
+        );
+        assert_eq!(a.admitted_per_second.peak_after_recovery, 20.0);
+        assert_eq!(a.other_dips, 0);
+        let check = r
+            .checks
+            .iter()
+            .find(|c| c.name == "adaptive admission: rate fell and recovered")
+            .unwrap();
+        assert!(check.ok && !check.invariant, "{check:?}");
+
+        // Never back to 1: no recovery, the check misses.
+        let stuck: Vec<Sample> = samples
+            .iter()
+            .map(|s| factor_sample(s.t, s.live.admitted_total, s.live.rate_factor.min(0.5)))
+            .collect();
+        let r = build(&inputs(&logs, &stuck), serde_json::Value::Null, Vec::new());
+        let a = r.adaptive.as_ref().unwrap();
+        assert_eq!((a.fell_at_s, a.recovered_at_s), (Some(3.0), None));
+        assert!(
+            r.checks
+                .iter()
+                .any(|c| c.name.starts_with("adaptive") && !c.ok)
+        );
+    }
+
+    #[test]
+    fn a_dip_before_the_slow_window_is_not_taken_for_its_answer() {
+        // The machine's own load: ×0.7 from 1 s to 1.5 s, then the slowdown's
+        // fall at 4 s and recovery at 9 s, then another dip at 11 s.
+        let factor = |t: f64| match t {
+            t if (1.0..1.5).contains(&t) => 0.7,
+            t if (4.0..9.0).contains(&t) => 0.1,
+            t if (11.0..11.5).contains(&t) => 0.7,
+            _ => 1.0,
+        };
+        let samples: Vec<Sample> = (0..=56)
+            .map(|i| {
+                let t = i as f64 * 0.25;
+                factor_sample(t, i * 5, factor(t))
+            })
+            .collect();
+        let logs = [log(Outcome::Booked, Some(0), Some(100))];
+        let r = build(
+            &inputs(&logs, &samples),
+            serde_json::Value::Null,
+            Vec::new(),
+        );
+        let a = r.adaptive.as_ref().unwrap();
+        assert_eq!(
+            (a.fell_at_s, a.lowest_at_s, a.recovered_at_s),
+            (Some(4.0), Some(4.0), Some(9.0))
+        );
+        assert_eq!(a.lowest_factor, 0.1);
+        assert_eq!(a.other_dips, 2);
+    }
+
+    #[test]
+    fn no_adaptive_section_without_a_target_or_a_slowdown() {
+        let samples = [factor_sample(0.0, 0, 1.0), factor_sample(1.0, 20, 1.0)];
+        let logs = [log(Outcome::LetHoldExpire, Some(0), None)];
+        let mut inp = inputs(&logs, &samples);
+        inp.target_booking_p99_ms = None;
+        inp.slow_payment_s = None;
+        let r = build(&inp, serde_json::Value::Null, Vec::new());
+        assert!(r.adaptive.is_none());
+        assert!(!r.checks.iter().any(|c| c.name.starts_with("adaptive")));
+        // A walk-away's hold is not a hold that ran out while buying.
+        let c = r
+            .checks
+            .iter()
+            .find(|c| c.name == "holds that ran out while buying")
+            .unwrap();
+        assert!(c.ok, "{c:?}");
     }
 
     #[test]

@@ -137,8 +137,13 @@ pub struct VisitorLog {
     pub left_line_ms: Option<u64>,
     /// When it first read `sold_out`.
     pub sold_out_ms: Option<u64>,
+    /// When its hold was granted.
+    pub held_ms: Option<u64>,
     /// When its booking was confirmed, and its seats.
     pub booked: Option<(u64, Vec<String>)>,
+    /// Every booking API call (`/api/...`) answered: (when the answer came,
+    /// how long it took in ms), what adaptive admission measures.
+    pub booking_calls: Vec<(u64, u32)>,
     /// Failed answers by kind (`"409 seat_unavailable"`, `"timeout"`, ...).
     pub errors: BTreeMap<String, u64>,
     /// How it ended.
@@ -174,7 +179,9 @@ pub async fn play(ctx: Arc<Ctx>, plan: Plan) -> VisitorLog {
             queue_requests: 0,
             left_line_ms: None,
             sold_out_ms: None,
+            held_ms: None,
             booked: None,
+            booking_calls: Vec::new(),
             errors: BTreeMap::new(),
             outcome: Outcome::TimedOut,
         },
@@ -217,11 +224,16 @@ impl Visit<'_> {
         headers: &[(&str, &str)],
     ) -> Result<Reply, String> {
         self.ctx.counters.requests.fetch_add(1, Relaxed);
+        let sent = Instant::now();
         let r = self
             .ctx
             .http
             .send(method, path, &mut self.jar, body, headers)
             .await;
+        if path.starts_with("/api/") {
+            let took = sent.elapsed().as_millis().min(u32::MAX as u128) as u32;
+            self.log.booking_calls.push((self.ctx.now_ms(), took));
+        }
         if let Err(kind) = &r {
             self.error(kind.clone());
         }
@@ -437,7 +449,10 @@ impl Visit<'_> {
                 }
             };
             match (r.status, r.code()) {
-                (201, _) => break r.body["hold_id"].as_str().unwrap_or("").to_owned(),
+                (201, _) => {
+                    self.log.held_ms = Some(self.ctx.now_ms());
+                    break r.body["hold_id"].as_str().unwrap_or("").to_owned();
+                }
                 _ if r.session_over() => return Outcome::SessionEnded,
                 (409, "seat_unavailable") => {
                     self.error(r.kind());

@@ -247,7 +247,7 @@ async function startEdgeOnce({
     "dev", "--config", path.join(home, "wrangler.toml"),
     "--ip", "127.0.0.1", "--port", String(port),
     "--inspector-ip", "127.0.0.1", "--inspector-port", String(inspectorPort),
-    "--show-interactive-dev-session=false", "--log-level", "warn",
+    "--show-interactive-dev-session=false", "--log-level", process.env.WR_EDGE_LOG_LEVEL || "warn",
   ], {
     cwd: home,
     env: {

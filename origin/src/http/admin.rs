@@ -126,6 +126,11 @@ struct Live {
     /// How long the visitor at the front has waited; null when nobody waits.
     #[schema(required = true)]
     oldest_wait_seconds: Option<u64>,
+    /// The share of `admit_per_second` admission runs at now: 1 unless
+    /// adaptive admission (`target_booking_p99_ms`) has slowed it because
+    /// booking is slow.
+    #[schema(minimum = 0, maximum = 1)]
+    rate_factor: f64,
 }
 
 /// Every room.
@@ -153,6 +158,7 @@ impl AdminRoom {
                     0.0
                 },
                 oldest_wait_seconds: f.oldest_wait_seconds,
+                rate_factor: f.sale.rate_factor,
             },
         }
     }
