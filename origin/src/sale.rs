@@ -13,13 +13,18 @@
 //!   target, and climbs back (+0.1 a second) once it is comfortably under.
 //!
 //! The loop also sweeps ended holds, so counts and the signal see freed
-//! seats promptly. The queue knows nothing of booking and booking nothing of
+//! seats promptly. A hold or a booking made through this instance nudges it
+//! ([`SeatsMoved`]) to run its next pass soon rather than at the end of the
+//! interval: the last seat held stops admission, and the last seat booked
+//! tells the waiters (held status polls wake on it), within a fraction of
+//! a pass. The queue knows nothing of booking and booking nothing of
 //! the queue: this module is where the two meet.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::booking::{BookingStore, RoomSeats};
@@ -30,6 +35,22 @@ use crate::room::RoomId;
 
 /// How often the signal is recomputed and ended holds are swept.
 pub const PASS: Duration = Duration::from_millis(250);
+/// Least time between two passes, however often seats move: a nudge
+/// brings the next pass forward, never closer than this to the last.
+pub const MIN_GAP: Duration = Duration::from_millis(100);
+
+/// Seats changed hands through this instance (held, booked): the sale loop
+/// should look again soon. Nudges while a pass runs or waits its gap
+/// collapse into one.
+#[derive(Default)]
+pub struct SeatsMoved(Notify);
+
+impl SeatsMoved {
+    /// Brings the next pass forward.
+    pub fn nudge(&self) {
+        self.0.notify_one();
+    }
+}
 /// How far back booking latency is measured.
 const WINDOW: Duration = Duration::from_secs(5);
 /// Most latency samples kept per room (the oldest go first).
@@ -115,6 +136,7 @@ pub async fn run(
     booking: Arc<BookingStore>,
     latency: Arc<Latency>,
     history: Arc<History>,
+    moved: Arc<SeatsMoved>,
     clock: Clock,
     cancel: CancellationToken,
 ) {
@@ -144,7 +166,12 @@ pub async fn run(
         }
         tokio::select! {
             () = cancel.cancelled() => break,
-            () = tokio::time::sleep(PASS) => {}
+            () = tokio::time::sleep(MIN_GAP) => {}
+        }
+        tokio::select! {
+            () = cancel.cancelled() => break,
+            () = tokio::time::sleep(PASS - MIN_GAP) => {}
+            () = moved.0.notified() => {}
         }
     }
     tracing::info!("sale signal stopped");
