@@ -30,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 use crate::booking::{BookingStore, RoomSeats};
 use crate::clock::Clock;
 use crate::history::History;
+use crate::queue::snapshot::Snapshots;
 use crate::queue::{QueueStore, SaleSignal, SeatsLeft, StoreError};
 use crate::room::RoomId;
 
@@ -41,11 +42,17 @@ pub const MIN_GAP: Duration = Duration::from_millis(100);
 
 /// Seats changed hands through this instance (held, booked): the sale loop
 /// should look again soon. Nudges while a pass runs or waits its gap
-/// collapse into one.
+/// collapse into one. It also carries this instance's status views, which
+/// take a signal the loop writes at once (held polls wake on it).
 #[derive(Default)]
-pub struct SeatsMoved(Notify);
+pub struct SeatsMoved(Notify, Option<Arc<Snapshots>>);
 
 impl SeatsMoved {
+    /// Nudges that also hand the signals written to `views`.
+    pub fn with_views(views: Arc<Snapshots>) -> SeatsMoved {
+        SeatsMoved(Notify::new(), Some(views))
+    }
+
     /// Brings the next pass forward.
     pub fn nudge(&self) {
         self.0.notify_one();
@@ -148,6 +155,7 @@ pub async fn run(
             &booking,
             &latency,
             &history,
+            &moved,
             &clock,
             &mut followed,
         )
@@ -182,6 +190,7 @@ async fn pass(
     booking: &BookingStore,
     latency: &Latency,
     history: &History,
+    moved: &SeatsMoved,
     clock: &Clock,
     followed: &mut HashMap<RoomId, Followed>,
 ) -> Result<(), String> {
@@ -230,6 +239,9 @@ async fn pass(
             }
             if figures.sale.seats != signal.seats {
                 tracing::info!(%room, seats = ?signal.seats, "sale signal");
+            }
+            if let Some(views) = &moved.1 {
+                views.sale_written(&room, signal);
             }
         }
     }

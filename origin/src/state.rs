@@ -131,6 +131,7 @@ impl AppState {
     /// `tick` (the promoter's interval).
     pub fn with_status_snapshots(mut self, tick: std::time::Duration) -> AppState {
         self.snapshots = Arc::new(Snapshots::new(tick));
+        self.seats_moved = Arc::new(SeatsMoved::with_views(self.snapshots.clone()));
         self
     }
 

@@ -46,8 +46,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::{
-    DEPARTURES_KEPT_MS, LineView, Observation, QueueStore, SeatsLeft, Snapshot, Standing,
-    StoreError, Watch,
+    DEPARTURES_KEPT_MS, LineView, Observation, QueueStore, SaleSignal, SeatsLeft, Snapshot,
+    Standing, StoreError, Watch,
 };
 use crate::room::{QueueingMethod, RoomId, RoomState};
 
@@ -240,6 +240,29 @@ impl Snapshots {
         Some(v.signal.subscribe())
     }
 
+    /// This instance just wrote `sale` for `room` to the store: the view
+    /// takes it at once (the rest of the observation stands), so held polls
+    /// wake now rather than at the next observation.
+    pub fn sale_written(&self, room: &RoomId, sale: SaleSignal) {
+        if !self.enabled {
+            return;
+        }
+        let Some(view) = self.view(room) else {
+            return;
+        };
+        let mut v = view.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some((obs, _)) = v.latest.as_mut() else {
+            return;
+        };
+        obs.line.sale = sale;
+        let signal = Some(RoomSignal::of(obs));
+        v.signal.send_if_modified(|s| {
+            let changed = *s != signal;
+            *s = signal;
+            changed
+        });
+    }
+
     /// The interval views are refreshed at.
     pub fn tick(&self) -> Duration {
         self.tick
@@ -403,6 +426,39 @@ mod tests {
             drawn: Vec::new(),
             departed: Vec::new(),
         }
+    }
+
+    #[test]
+    fn the_signal_changes_with_an_observation_or_a_sale_written_here() {
+        let views = Snapshots::new(Duration::from_millis(100));
+        let room = RoomId::parse("r").unwrap();
+        assert!(views.signal(&room).is_none(), "nothing observed yet");
+        let view = views.view_or_new(&room);
+        let install = |obs: Observation| {
+            let mut v = view.lock().unwrap();
+            v.install(&Watch::default(), obs);
+        };
+        install(observed(&[1, 2, 3]));
+        let mut rx = views.signal(&room).expect("observed");
+        assert_eq!(rx.borrow().unwrap().seats, SeatsLeft::Available);
+        // The line moving is no change.
+        install(observed(&[2, 3, 4, 5]));
+        assert!(!rx.has_changed().unwrap());
+        views.sale_written(
+            &room,
+            SaleSignal {
+                seats: SeatsLeft::SoldOut,
+                rate_factor: 1.0,
+            },
+        );
+        assert!(rx.has_changed().unwrap());
+        assert_eq!(rx.borrow_and_update().unwrap().seats, SeatsLeft::SoldOut);
+        // An observation that still shows the old sale changes it back.
+        install(observed(&[2, 3]));
+        assert!(rx.has_changed().unwrap());
+        views.retain(&[]);
+        drop(view);
+        assert!(rx.has_changed().is_err(), "the view is gone");
     }
 
     #[test]
