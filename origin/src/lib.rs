@@ -307,7 +307,7 @@ pub async fn run_with(
             booking.clone(),
             state.latency.clone(),
             state.history.clone(),
-            state.seats_moved.clone(),
+            state.snapshots.clone(),
             state.clock.clone(),
             cancel.clone(),
         ));

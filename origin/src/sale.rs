@@ -13,18 +13,19 @@
 //!   target, and climbs back (+0.1 a second) once it is comfortably under.
 //!
 //! The loop also sweeps ended holds, so counts and the signal see freed
-//! seats promptly. A hold or a booking made through this instance nudges it
-//! ([`SeatsMoved`]) to run its next pass soon rather than at the end of the
-//! interval: the last seat held stops admission, and the last seat booked
-//! tells the waiters (held status polls wake on it), within a fraction of
-//! a pass. The queue knows nothing of booking and booking nothing of
-//! the queue: this module is where the two meet.
+//! seats promptly. A signal it writes reaches this instance's status views
+//! at once, so held status polls wake on the last seat booked without
+//! waiting for the next observation. (Running a pass at once after every
+//! hold and booking was tried and dropped: on the loaded two-core machine
+//! the extra passes cost more than the 250 ms they saved; BENCHMARKS.md.)
+//!
+//! The queue knows nothing of booking and booking nothing of the queue:
+//! this module is where the two meet.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::booking::{BookingStore, RoomSeats};
@@ -36,28 +37,6 @@ use crate::room::RoomId;
 
 /// How often the signal is recomputed and ended holds are swept.
 pub const PASS: Duration = Duration::from_millis(250);
-/// Least time between two passes, however often seats move: a nudge
-/// brings the next pass forward, never closer than this to the last.
-pub const MIN_GAP: Duration = Duration::from_millis(100);
-
-/// Seats changed hands through this instance (held, booked): the sale loop
-/// should look again soon. Nudges while a pass runs or waits its gap
-/// collapse into one. It also carries this instance's status views, which
-/// take a signal the loop writes at once (held polls wake on it).
-#[derive(Default)]
-pub struct SeatsMoved(Notify, Option<Arc<Snapshots>>);
-
-impl SeatsMoved {
-    /// Nudges that also hand the signals written to `views`.
-    pub fn with_views(views: Arc<Snapshots>) -> SeatsMoved {
-        SeatsMoved(Notify::new(), Some(views))
-    }
-
-    /// Brings the next pass forward.
-    pub fn nudge(&self) {
-        self.0.notify_one();
-    }
-}
 /// How far back booking latency is measured.
 const WINDOW: Duration = Duration::from_secs(5);
 /// Most latency samples kept per room (the oldest go first).
@@ -143,7 +122,7 @@ pub async fn run(
     booking: Arc<BookingStore>,
     latency: Arc<Latency>,
     history: Arc<History>,
-    moved: Arc<SeatsMoved>,
+    views: Arc<Snapshots>,
     clock: Clock,
     cancel: CancellationToken,
 ) {
@@ -155,7 +134,7 @@ pub async fn run(
             &booking,
             &latency,
             &history,
-            &moved,
+            &views,
             &clock,
             &mut followed,
         )
@@ -174,12 +153,7 @@ pub async fn run(
         }
         tokio::select! {
             () = cancel.cancelled() => break,
-            () = tokio::time::sleep(MIN_GAP) => {}
-        }
-        tokio::select! {
-            () = cancel.cancelled() => break,
-            () = tokio::time::sleep(PASS - MIN_GAP) => {}
-            () = moved.0.notified() => {}
+            () = tokio::time::sleep(PASS) => {}
         }
     }
     tracing::info!("sale signal stopped");
@@ -190,7 +164,7 @@ async fn pass(
     booking: &BookingStore,
     latency: &Latency,
     history: &History,
-    moved: &SeatsMoved,
+    views: &Snapshots,
     clock: &Clock,
     followed: &mut HashMap<RoomId, Followed>,
 ) -> Result<(), String> {
@@ -240,9 +214,7 @@ async fn pass(
             if figures.sale.seats != signal.seats {
                 tracing::info!(%room, seats = ?signal.seats, "sale signal");
             }
-            if let Some(views) = &moved.1 {
-                views.sale_written(&room, signal);
-            }
+            views.sale_written(&room, signal);
         }
     }
     Ok(())

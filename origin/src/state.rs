@@ -14,7 +14,7 @@ use crate::http::strikes::Strikes;
 use crate::queue::QueueStore;
 use crate::queue::joins::{DEFAULT_JOIN_WINDOW, Joins};
 use crate::queue::snapshot::Snapshots;
-use crate::sale::{Latency, SeatsMoved};
+use crate::sale::Latency;
 use crate::sessions::Sessions;
 
 /// The application state handed to every handler.
@@ -32,8 +32,6 @@ pub struct AppState {
     pub sessions: Arc<Sessions>,
     /// Booking's recent latency per room, which adaptive admission follows.
     pub latency: Arc<Latency>,
-    /// Nudges the sale loop when a hold or booking is made here.
-    pub seats_moved: Arc<SeatsMoved>,
     /// Origins besides the site's own whose pages may change state
     /// (`scheme://host[:port]`, from `--allowed-origins`).
     pub allowed_origins: Arc<[String]>,
@@ -70,7 +68,6 @@ impl AppState {
             clock: Clock::System,
             booking: None,
             latency: Arc::new(Latency::default()),
-            seats_moved: Arc::new(SeatsMoved::default()),
             sessions: Arc::new(Sessions::default()),
             allowed_origins: Arc::from(Vec::new()),
             keys: Arc::new(keys),
@@ -131,7 +128,6 @@ impl AppState {
     /// `tick` (the promoter's interval).
     pub fn with_status_snapshots(mut self, tick: std::time::Duration) -> AppState {
         self.snapshots = Arc::new(Snapshots::new(tick));
-        self.seats_moved = Arc::new(SeatsMoved::with_views(self.snapshots.clone()));
         self
     }
 

@@ -264,7 +264,6 @@ async fn hold(
         )
         .await?;
     tracing::info!(hold = %hold.hold_id, seats = hold.seats.len(), "held");
-    state.seats_moved.nudge();
     Ok((StatusCode::CREATED, Json(hold)).into_response())
 }
 
@@ -347,7 +346,6 @@ async fn confirm(
             .ok_or(ApiError::SessionEnded)?
     };
     let booking = result?;
-    state.seats_moved.nudge();
     // The sale is made: the slot goes to the next waiter now (a repeat
     // finds the session gone already, which is fine).
     end_session(&state, room, claims.seq, claims.visitor).await?;
