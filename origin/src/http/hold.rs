@@ -119,7 +119,7 @@ impl Holds {
     /// Holds a waiter's poll: waits on `signal` (subscribed before its
     /// answer was computed, so no change since is missed) for at most
     /// `secs` seconds, until a change that can change the answer of the
-    /// waiter at `position` (see the module doc). `None` when it was not
+    /// waiter at `position` (see the module doc). False when it was not
     /// held at all (the cap, shutdown): answer at once, without
     /// `Preference-Applied`.
     pub async fn hold(
@@ -128,41 +128,33 @@ impl Holds {
         position: Option<u64>,
         line: &LineView,
         secs: u64,
-    ) -> Option<HoldEnd> {
-        let held = self.enter()?;
+    ) -> bool {
+        let Some(held) = self.enter() else {
+            return false;
+        };
         let wait = Duration::from_secs(secs);
         // The signal the answer in hand was computed under; a change since
         // subscribing is judged against it too.
-        let start = (*signal.borrow())?;
+        let Some(start) = *signal.borrow() else {
+            return false;
+        };
         let near_front = position.is_none_or(|p| p <= front_zone(line, wait));
         let timeout = tokio::time::sleep(wait);
         tokio::pin!(timeout);
         loop {
             tokio::select! {
-                () = &mut timeout => return Some(HoldEnd::TimedOut),
-                () = held.0.released.cancelled() => return Some(HoldEnd::Woken),
+                () = &mut timeout => break,
+                () = held.0.released.cancelled() => break,
                 changed = signal.changed() => {
-                    let Ok(()) = changed else { return Some(HoldEnd::Woken) };
+                    let Ok(()) = changed else { break };
                     if wakes(start, *signal.borrow_and_update(), near_front) {
-                        return Some(HoldEnd::Woken);
+                        break;
                     }
                 }
             }
         }
+        true
     }
-}
-
-/// How a hold ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HoldEnd {
-    /// Something changed that can change the answer (or the instance is
-    /// shutting down): compute it afresh.
-    Woken,
-    /// Its time passed with nothing that could change the answer: the one
-    /// computed when it began still stands (a position only falls while one
-    /// waits, and nobody near enough to be let in was kept), and the client
-    /// polls again at once, which computes a fresh one.
-    TimedOut,
 }
 
 /// One poll's place among the holds; given back when dropped (also when

@@ -22,7 +22,7 @@ use super::api_doc::{PreferWait, RoomPath};
 use super::client::{Client, ClientKey};
 use super::entry::end_session;
 use super::extract::{Room, clear_cookie, optional_json, presented_ticket, set_cookie, verify};
-use super::hold::{self, HoldEnd};
+use super::hold;
 use super::responses::{BadBody, BadTicket, CrossSite, JoinLimits, NoRoom, StoreDown, TicketAuth};
 use super::site::SameSite;
 use crate::error::ApiError;
@@ -394,19 +394,10 @@ async fn status(
         && snap.line.endgame()
     {
         let secs = hold::wait_secs(preferred, snap.standing, &snap.line);
-        let end = match secs {
-            0 => None,
-            _ => state.holds.hold(signal, position, &snap.line, secs).await,
-        };
-        match end {
-            Some(HoldEnd::Woken) => {
-                snap = current_status(&state, &room, &claims, client).await?;
-            }
-            // The answer in hand stands; only its clock moves on.
-            Some(HoldEnd::TimedOut) => snap.line.now_ms += secs * 1000,
-            None => {}
+        if secs > 0 && state.holds.hold(signal, position, &snap.line, secs).await {
+            snap = current_status(&state, &room, &claims, client).await?;
+            applied = Some(secs);
         }
-        applied = end.map(|_| secs);
     }
     let rules = state.sessions.rules_for(&room, state.queue.as_ref()).await;
     let mut response = respond(&state, &room, &snap, claims.visitor, None, rules);
