@@ -112,6 +112,14 @@ redis_pid=$!
 wait_port "$redis_port" redis-server
 
 mariadb -h 127.0.0.1 -u root -e "CREATE DATABASE $db"
+# Held status polls (Prefer: wait) keep a connection open each while the
+# sale's last seats are held: every waiter at once, in the tool and in the
+# origin. Both may open as many files as the system lets them, and the
+# origin's connection and hold caps sit just under that.
+files=$(ulimit -Hn)
+[[ $files =~ ^[0-9]+$ ]] || files=1048576
+ulimit -n "$files" 2>/dev/null || true
+max_connections=$((files > 40500 ? 40000 : files - 500))
 mkdir -p target/rehearsal
 edge_args=()
 # The operator's knob on the simulated payment, which the tool turns mid-sale.
@@ -123,6 +131,7 @@ if [[ $mode == edge ]]; then
 fi
 # shellcheck disable=SC2086 # the extra origin flags are words on purpose
 WR_ADMIN_KEY="$admin_key" WR_SIGNING_KEYS="$signing_keys" RUST_LOG="${RUST_LOG:-warn}" \
+  WR_MAX_CONNECTIONS="$max_connections" WR_MAX_HELD_POLLS="$((max_connections - 1000))" \
   "$origin_bin" "${edge_args[@]}" "${knob_args[@]}" --listen "127.0.0.1:$port" --redis-url "redis://127.0.0.1:$redis_port" \
   --redis-prefix "$prefix" --database-url "mysql://root@127.0.0.1:3306/$db" \
   ${WR_REHEARSAL_ORIGIN_ARGS:-} >target/rehearsal/origin.log 2>&1 &

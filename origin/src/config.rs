@@ -159,6 +159,14 @@ pub struct Config {
     /// status asks the store (the design before snapshots; for comparison).
     #[arg(long, env = "WR_STATUS_SNAPSHOT", value_enum, default_value_t = OnOff::On)]
     pub status_snapshot: OnOff,
+
+    /// Most status polls held at once in a sale's endgame (`Prefer: wait`);
+    /// past it polls are answered at once. Each keeps its connection open:
+    /// keep this under --max-connections. 0: never hold (also the case
+    /// with --status-snapshot off, whose views wake held polls).
+    #[arg(long, env = "WR_MAX_HELD_POLLS", default_value_t = crate::http::hold::DEFAULT_MAX_HELD as u64,
+        value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub max_held_polls: u64,
 }
 
 /// A switch.
@@ -201,6 +209,7 @@ impl std::fmt::Debug for Config {
             ipv6_prefix,
             join_window_us,
             status_snapshot,
+            max_held_polls,
         } = self;
         f.debug_struct("Config")
             .field("listen", listen)
@@ -230,6 +239,7 @@ impl std::fmt::Debug for Config {
             .field("ipv6_prefix", ipv6_prefix)
             .field("join_window_us", join_window_us)
             .field("status_snapshot", status_snapshot)
+            .field("max_held_polls", max_held_polls)
             .finish()
     }
 }

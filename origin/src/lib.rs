@@ -123,7 +123,8 @@ pub fn app_state(config: &Config, store: Arc<dyn QueueStore>, keys: Keyring) -> 
         )
         .with_allowed_origins(config.allowed_origins.clone())
         .with_secure_cookies(config.secure_cookies())
-        .with_join_window(std::time::Duration::from_micros(config.join_window_us));
+        .with_join_window(std::time::Duration::from_micros(config.join_window_us))
+        .with_max_held_polls(usize::try_from(config.max_held_polls).unwrap_or(usize::MAX));
     if config.status_snapshot == config::OnOff::On {
         state = state.with_status_snapshots(config.tick());
     }
@@ -306,13 +307,17 @@ pub async fn run_with(
             booking.clone(),
             state.latency.clone(),
             state.history.clone(),
+            state.snapshots.clone(),
             state.clock.clone(),
             cancel.clone(),
         ));
     }
     let stop = cancel.clone();
+    let holds = state.holds.clone();
     let served = http::conn::serve(listener, http::app(state), limits, async move {
         shutdown.await;
+        // Held polls answer now: the drain must not wait out their holds.
+        holds.release_all();
         stop.cancel();
     })
     .await;

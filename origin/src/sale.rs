@@ -13,8 +13,14 @@
 //!   target, and climbs back (+0.1 a second) once it is comfortably under.
 //!
 //! The loop also sweeps ended holds, so counts and the signal see freed
-//! seats promptly. The queue knows nothing of booking and booking nothing of
-//! the queue: this module is where the two meet.
+//! seats promptly. A signal it writes reaches this instance's status views
+//! at once, so held status polls wake on the last seat booked without
+//! waiting for the next observation. (Running a pass at once after every
+//! hold and booking was tried and dropped: on the loaded two-core machine
+//! the extra passes cost more than the 250 ms they saved; BENCHMARKS.md.)
+//!
+//! The queue knows nothing of booking and booking nothing of the queue:
+//! this module is where the two meet.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -25,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 use crate::booking::{BookingStore, RoomSeats};
 use crate::clock::Clock;
 use crate::history::History;
+use crate::queue::snapshot::Snapshots;
 use crate::queue::{QueueStore, SaleSignal, SeatsLeft, StoreError};
 use crate::room::RoomId;
 
@@ -115,6 +122,7 @@ pub async fn run(
     booking: Arc<BookingStore>,
     latency: Arc<Latency>,
     history: Arc<History>,
+    views: Arc<Snapshots>,
     clock: Clock,
     cancel: CancellationToken,
 ) {
@@ -126,6 +134,7 @@ pub async fn run(
             &booking,
             &latency,
             &history,
+            &views,
             &clock,
             &mut followed,
         )
@@ -155,6 +164,7 @@ async fn pass(
     booking: &BookingStore,
     latency: &Latency,
     history: &History,
+    views: &Snapshots,
     clock: &Clock,
     followed: &mut HashMap<RoomId, Followed>,
 ) -> Result<(), String> {
@@ -204,6 +214,7 @@ async fn pass(
             if figures.sale.seats != signal.seats {
                 tracing::info!(%room, seats = ?signal.seats, "sale signal");
             }
+            views.sale_written(&room, signal);
         }
     }
     Ok(())

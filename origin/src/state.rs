@@ -10,6 +10,7 @@ use crate::booking::BookingStore;
 use crate::clock::Clock;
 use crate::history::History;
 use crate::http::client::ClientPolicy;
+use crate::http::hold::Holds;
 use crate::http::strikes::Strikes;
 use crate::queue::QueueStore;
 use crate::queue::joins::{DEFAULT_JOIN_WINDOW, Joins};
@@ -63,6 +64,8 @@ pub struct Shared {
     pub joins: Joins,
     /// Per-room status snapshots (`--status-snapshot`); off unless turned on.
     pub snapshots: Arc<Snapshots>,
+    /// Status polls held in a sale's endgame (`Prefer: wait`), and their cap.
+    pub holds: Arc<Holds>,
 }
 
 impl AppState {
@@ -85,6 +88,7 @@ impl AppState {
             metrics_key: None,
             history: Arc::new(History::default()),
             snapshots: Arc::new(Snapshots::off()),
+            holds: Arc::new(Holds::default()),
         }))
     }
 
@@ -134,6 +138,12 @@ impl AppState {
     /// `tick` (the promoter's interval).
     pub fn with_status_snapshots(mut self, tick: std::time::Duration) -> AppState {
         self.snapshots = Arc::new(Snapshots::new(tick));
+        self
+    }
+
+    /// Holds at most `max` status polls at once (0: none).
+    pub fn with_max_held_polls(mut self, max: usize) -> AppState {
+        self.holds = Arc::new(Holds::new(max));
         self
     }
 

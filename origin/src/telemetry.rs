@@ -41,6 +41,8 @@ pub const STORE_UP: &str = "wr_store_up";
 pub const JOINS_RATE_LIMITED: &str = "wr_joins_rate_limited_total";
 /// Sessions ended for being used from too many client addresses.
 pub const SESSIONS_SHARED: &str = "wr_sessions_shared_total";
+/// Gauge: status polls held now (`Prefer: wait`, see `http::hold`).
+pub const HELD_POLLS: &str = "wr_held_polls";
 
 /// Latency buckets in seconds: a join is about a millisecond on loopback
 /// Redis; the slow end is the store timeout.
@@ -112,6 +114,10 @@ fn describe() {
     describe_counter!(
         SESSIONS_SHARED,
         "Sessions ended for being used from more client addresses than the room allows."
+    );
+    describe_gauge!(
+        HELD_POLLS,
+        "Status polls held now (Prefer: wait, in a sale's endgame)."
     );
 }
 

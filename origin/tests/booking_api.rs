@@ -197,6 +197,7 @@ impl Sale {
             self.state.booking.clone().unwrap(),
             self.state.latency.clone(),
             self.state.history.clone(),
+            self.state.snapshots.clone(),
             self.state.clock.clone(),
             cancel.clone(),
         ));

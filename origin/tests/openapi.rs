@@ -296,3 +296,20 @@ async fn metrics_show_rooms_and_request_latency_and_stop_with_the_server() {
         .await
         .expect("the server, promoter and metrics task stop");
 }
+
+/// The status poll documents `Prefer: wait` and `Preference-Applied`.
+#[test]
+fn the_status_poll_documents_its_hold() {
+    let doc = doc();
+    let op = &doc["paths"]["/queue/{room}/status"]["get"];
+    let prefer = op["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "Prefer")
+        .unwrap_or_else(|| panic!("no Prefer parameter: {op}"));
+    assert_eq!(prefer["in"], "header");
+    assert_ne!(prefer["required"], true);
+    let headers = &op["responses"]["200"]["headers"];
+    assert!(headers["Preference-Applied"].is_object(), "{headers}");
+}

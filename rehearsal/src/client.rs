@@ -32,6 +32,8 @@ pub struct Reply {
     /// `wrangler dev`'s own 503 for a request caught in a restart of the
     /// worker (local development only).
     pub dev_restart: bool,
+    /// The origin held the request (`Preference-Applied` came back).
+    pub held: bool,
 }
 
 /// How `wrangler dev` begins that 503's body.
@@ -79,6 +81,9 @@ const TIMEOUT: Duration = Duration::from_secs(15);
 /// the same reason). The resets measured through `wrangler dev` were not
 /// all this race: BENCHMARKS.md, "Why wrangler dev reset connections".
 const POOL_IDLE: Duration = Duration::from_secs(4);
+/// The longest hold a request with `Prefer: wait` may meet (the origin's
+/// cap), added to its [`TIMEOUT`].
+const MAX_HOLD: Duration = Duration::from_secs(20);
 
 impl Http {
     /// A client for visitors of `room` at `base` (`http://127.0.0.1:8080`).
@@ -181,12 +186,20 @@ impl Http {
         for (name, value) in headers {
             req = req.header(*name, *value);
         }
+        if headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("prefer"))
+        {
+            // A held poll may take its hold before answering.
+            req = req.timeout(TIMEOUT + MAX_HOLD);
+        }
         if let Some(body) = body {
             req = req.json(body);
         }
         let res = req.send().await?;
         let status = res.status().as_u16();
         self.keep_cookies(res.headers(), jar);
+        let held = res.headers().contains_key("preference-applied");
         let retry_after = res
             .headers()
             .get(RETRY_AFTER)
@@ -199,6 +212,7 @@ impl Http {
             body,
             retry_after,
             dev_restart: status == 503 && bytes.starts_with(DEV_RESTART),
+            held,
         })
     }
 
@@ -368,6 +382,7 @@ mod tests {
             body,
             retry_after: None,
             dev_restart: false,
+            held: false,
         };
         let in_queue = serde_json::json!({"error": {"code": "in_queue"}});
         assert!(reply(401, serde_json::Value::Null).session_over());

@@ -19,6 +19,9 @@ use crate::rng::Rng;
 const MIN_POLL_MS: f64 = 1_000.0;
 /// The page's backoff ceiling.
 const MAX_BACKOFF_MS: f64 = 30_000.0;
+/// What the page sends on status polls: the origin may hold them (up to
+/// its own cap) while the sale's last seats are held.
+const PREFER_WAIT: (&str, &str) = ("Prefer", "wait=20");
 /// How often an admitted visitor looks again when every seat is held.
 const SEAT_RETRY: Duration = Duration::from_secs(2);
 /// Hold attempts on one seat list before listing again.
@@ -276,7 +279,7 @@ impl Visit<'_> {
             self.log.queue_requests += 1;
             let r = match step {
                 Step::Join => self.send(Method::POST, &join, None, &[]).await,
-                Step::Status => self.send(Method::GET, &status, None, &[]).await,
+                Step::Status => self.send(Method::GET, &status, None, &[PREFER_WAIT]).await,
             };
             let got = self.ctx.now_ms();
             match r {
@@ -307,7 +310,13 @@ impl Visit<'_> {
                                 .as_f64()
                                 .filter(|v| *v > 0.0)
                                 .unwrap_or(5_000.0);
-                            let delay = MIN_POLL_MS.max(self.rng.jitter(after, 0.2));
+                            // After a held answer, at once (the floor counts
+                            // from when the poll was sent), as the page does.
+                            let delay = if r.held {
+                                MIN_POLL_MS - self.ctx.now_ms().saturating_sub(sent) as f64
+                            } else {
+                                MIN_POLL_MS.max(self.rng.jitter(after, 0.2))
+                            };
                             step = Step::Status;
                             self.sleep_ms(delay).await;
                         }

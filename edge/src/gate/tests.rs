@@ -638,6 +638,8 @@ fn forwarded_headers() {
         ("Accept", true),
         ("CF-Connecting-IP", true),
         ("Content-Type", true),
+        // A status poll's wish to be held (the origin's long poll).
+        ("Prefer", true),
         ("Waiting-Room-Edges", true),
         ("X-Waiting-Room-Edge", true),
         ("", true),

@@ -109,6 +109,18 @@ pub struct RoomPath {
     room: String,
 }
 
+/// A status poll's `Prefer` header (RFC 7240): `wait=N` lets the origin
+/// hold the poll in a sale's endgame until the sale changes, for at most
+/// min(N, the poll interval, 20) seconds. Anything else in it is ignored.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Header)]
+#[allow(dead_code)] // read by the documentation only; the handler reads the header itself
+pub struct PreferWait {
+    /// `wait=N`, N in seconds.
+    #[param(rename = "Prefer", example = "wait=20", required = false)]
+    prefer: Option<String>,
+}
+
 /// The route that serves the document.
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(openapi_json))

@@ -14,6 +14,7 @@ pub mod entry;
 pub mod extract;
 mod health;
 mod history;
+pub mod hold;
 mod metrics;
 mod pages;
 mod payment;

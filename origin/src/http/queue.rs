@@ -16,12 +16,13 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::api_doc::RoomPath;
-use super::client::Client;
+use super::api_doc::{PreferWait, RoomPath};
+use super::client::{Client, ClientKey};
 use super::entry::end_session;
 use super::extract::{
     Presented, RoomTicket, SmallBody, clear_cookie, optional_object, set_cookie, verify,
 };
+use super::hold::{self, Preferred};
 use super::responses::{BadBody, BadTicket, CrossSite, JoinLimits, NoRoom, StoreDown, TicketAuth};
 use super::site::SameSite;
 use crate::error::ApiError;
@@ -373,15 +374,25 @@ async fn join(
 /// Also records that the visitor still polls (a waiter who stops polling
 /// for the room's abandon time loses the place). When admitted, the answer
 /// carries the entry token, also set as the cookie `wr_entry_{room}`.
+///
+/// With `Prefer: wait=N` (RFC 7240), a waiter in a sale's endgame (open,
+/// every seat held or booked, not sold out) is answered when the sale
+/// changes (sold out, seats back, closed, paused) or after at most
+/// min(N, the poll interval, 20) seconds, with `Preference-Applied: wait=N`;
+/// poll again right after such an answer. Any other poll is answered at
+/// once, as without the header.
 #[utoipa::path(
     get,
     path = "/queue/{room}/status",
     tag = "queue",
-    params(RoomPath),
+    params(RoomPath, PreferWait),
     security(("ticket" = [])),
     responses(
         (status = 200, description = "Where the visitor stands", body = StatusBody,
-            headers(("Set-Cookie" = String, description = "`wr_entry_{room}` when admitted"))),
+            headers(
+                ("Set-Cookie" = String, description = "`wr_entry_{room}` when admitted"),
+                ("Preference-Applied" = String, description = "`wait=N` when the poll was held (at most N seconds)"),
+            )),
         TicketAuth, NoRoom, StoreDown,
     ),
 )]
@@ -390,29 +401,61 @@ async fn status(
     State(state): State<AppState>,
     RoomTicket { room, presented }: RoomTicket,
     Client(client): Client,
+    Preferred(preferred): Preferred,
 ) -> Result<Response, ApiError> {
     let claims = required_claims(&state, presented, &room, state.clock.now_secs()).await?;
-    // Far back in line: the instance's snapshot answers, no store round trip.
-    if let Some(snap) = state.snapshots.answer(&room, claims.seq) {
-        return Ok(respond(&state, &room, &snap, claims.visitor, None).await);
+    // Subscribed before the answer is computed, so no change after it is missed.
+    let signal = preferred.and_then(|_| state.snapshots.signal(&room));
+    let mut snap = current_status(&state, &room, &claims, client).await?;
+    let mut applied = None;
+    if let (Some(preferred), Some(signal)) = (preferred, signal)
+        && let Standing::Waiting { position } = snap.standing
+        && snap.line.endgame()
+    {
+        let secs = hold::wait_secs(preferred, snap.standing, &snap.line);
+        if secs > 0 && state.holds.hold(signal, position, &snap.line, secs).await {
+            snap = current_status(&state, &room, &claims, client).await?;
+            applied = Some(secs);
+        }
     }
-    let mut snap = state.queue.status(&room, claims.seq).await?;
-    state.snapshots.saw(&room, claims.seq, snap.standing);
+    let mut response = respond(&state, &room, &snap, claims.visitor, None).await;
+    if let Some(Ok(value)) = applied.map(|secs| HeaderValue::try_from(format!("wait={secs}"))) {
+        response
+            .headers_mut()
+            .insert(hold::PREFERENCE_APPLIED, value);
+    }
+    Ok(response)
+}
+
+/// Where `claims`' holder stands now: from the instance's snapshot when it
+/// can answer (far back in line: no store round trip), else from the store;
+/// an admission used from too many addresses ends here.
+async fn current_status(
+    state: &AppState,
+    room: &RoomId,
+    claims: &Claims,
+    client: ClientKey,
+) -> Result<Snapshot, ApiError> {
+    if let Some(snap) = state.snapshots.answer(room, claims.seq) {
+        return Ok(snap);
+    }
+    let mut snap = state.queue.status(room, claims.seq).await?;
+    state.snapshots.saw(room, claims.seq, snap.standing);
     if let Standing::Admitted { until_ms } = snap.standing {
         // The watch counts addresses against the room's rules: learn them
         // first (the store is asked once per room and instance).
-        state.sessions.rules_for(&room, state.queue.as_ref()).await;
+        state.sessions.rules_for(room, state.queue.as_ref()).await;
         let now = state.clock.now_ms();
         if state
             .sessions
-            .watch(&room, claims.seq, until_ms, client, now)
+            .watch(room, claims.seq, until_ms, client, now)
             == Watch::Shared
         {
-            end_shared(&state, &room, claims.seq, claims.visitor).await?;
+            end_shared(state, room, claims.seq, claims.visitor).await?;
             snap.standing = Standing::Gone;
         }
     }
-    Ok(respond(&state, &room, &snap, claims.visitor, None).await)
+    Ok(snap)
 }
 
 /// Give up the place in line or the session.

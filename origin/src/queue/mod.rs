@@ -174,6 +174,16 @@ impl LineView {
     pub fn before_opening(&self) -> bool {
         self.opens_at_ms.is_some_and(|at| self.now_ms < at)
     }
+
+    /// Whether the sale is in its endgame: open and past its opening, but
+    /// no seat is available (all held or booked) and not every seat is
+    /// booked. Nothing changes for a waiter until holds end or the last
+    /// seat sells, which is when a held status poll pays off.
+    pub fn endgame(&self) -> bool {
+        self.state == RoomState::Open
+            && self.sale.seats == SeatsLeft::NoneAvailable
+            && !self.before_opening()
+    }
 }
 
 /// One visitor's answer: its sequence number (when it holds or just got a

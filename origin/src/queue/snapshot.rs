@@ -7,7 +7,9 @@
 //! What makes an answer from memory safe to give (every check in
 //! [`Snapshots::answer`]; anything else asks the store exactly as before):
 //! - the view is at most two ticks old;
-//! - the room is `fifo`, open or paused, past its opening, with seats to sell;
+//! - the room is `fifo`, open or paused, past its opening, and not sold
+//!   out (no seat available is fine: nobody is admitted then, and when
+//!   seats come back admission starts within the budget's reach, as below);
 //! - this instance saw the waiter in line at an observation, by a mark it
 //!   sent (so it is not a pre-queue draw), recently enough that the
 //!   abandonment rule cannot have dropped it since;
@@ -22,20 +24,30 @@
 //!   plus [`FRONT_MARGIN`]. A rate raised more than twofold shows from the
 //!   next tick.
 //!
+//! Once every seat is booked, such a waiter (checked the same way, but
+//! without the position bound: nobody is admitted in a sold-out room) reads
+//! `sold_out` from the view.
+//!
 //! Such a waiter's position only falls while it waits (joins go behind it),
 //! so the bound stays an upper bound for the view's life, and is within
 //! max(10, 1%) of the true one when the samples were taken. Random rooms
 //! never answer from memory: any waiter may be admitted by the next tick.
 //! An instance started with `--status-snapshot off` keeps no view and sends
 //! no marks: every status asks the store.
+//!
+//! Each view also publishes its room's [`RoomSignal`] on a `watch`
+//! channel, changed by the observation that first sees a new one: held
+//! status polls (`Prefer: wait`, in `http::hold`) wait on it.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
+use tokio::sync::watch;
+
 use super::{
-    DEPARTURES_KEPT_MS, LineView, Observation, QueueStore, SeatsLeft, Snapshot, Standing,
-    StoreError, Watch,
+    DEPARTURES_KEPT_MS, LineView, Observation, QueueStore, SaleSignal, SeatsLeft, Snapshot,
+    Standing, StoreError, Watch,
 };
 use crate::room::{QueueingMethod, RoomId, RoomState};
 
@@ -54,8 +66,37 @@ pub struct Snapshots {
     rooms: RwLock<HashMap<RoomId, Arc<Mutex<RoomView>>>>,
 }
 
+/// What a held status poll waits on: the part of a room's view whose change
+/// can change a waiter's answer at once. Figures that move every tick (the
+/// line's length, the achieved rate) are not in it, so it changes only when
+/// the room's state, its sale or its settings do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RoomSignal {
+    /// Open, paused or closed.
+    pub state: RoomState,
+    /// What the seats leave to sell.
+    pub seats: SeatsLeft,
+    /// How the room picks whom to admit.
+    pub method: QueueingMethod,
+    /// The opening (unix ms), if any.
+    pub opens_at_ms: Option<u64>,
+    /// The abandon time (ms), which bounds how long a poll may be held.
+    pub abandon_ms: u64,
+}
+
+impl RoomSignal {
+    fn of(obs: &Observation) -> RoomSignal {
+        RoomSignal {
+            state: obs.line.state,
+            seats: obs.line.sale.seats,
+            method: obs.method,
+            opens_at_ms: obs.line.opens_at_ms,
+            abandon_ms: obs.line.abandon_ms,
+        }
+    }
+}
+
 /// One room's view.
-#[derive(Default)]
 struct RoomView {
     /// The latest observation, and when this instance got it.
     latest: Option<(Observation, Instant)>,
@@ -68,6 +109,22 @@ struct RoomView {
     since_ms: u64,
     /// Store time the seen-in-line map was last pruned.
     pruned_ms: u64,
+    /// The room's signal as the latest observation saw it (`None` before
+    /// the first).
+    signal: watch::Sender<Option<RoomSignal>>,
+}
+
+impl Default for RoomView {
+    fn default() -> Self {
+        RoomView {
+            latest: None,
+            marks: HashSet::new(),
+            seen_in_line: HashMap::new(),
+            since_ms: 0,
+            pruned_ms: 0,
+            signal: watch::Sender::new(None),
+        }
+    }
 }
 
 impl Default for Snapshots {
@@ -130,11 +187,7 @@ impl Snapshots {
         }
         let line = &obs.line;
         let open = matches!(line.state, RoomState::Open | RoomState::Paused);
-        if obs.method != QueueingMethod::Fifo
-            || !open
-            || line.before_opening()
-            || line.sale.seats != SeatsLeft::Available
-        {
+        if obs.method != QueueingMethod::Fifo || !open || line.before_opening() {
             return None;
         }
         let seen = *v.seen_in_line.get(&seq)?;
@@ -147,10 +200,18 @@ impl Snapshots {
         if obs.front?.seq.is_some_and(|front| front > seq) {
             return None;
         }
-        let position = obs.bound(seq)?;
-        if position <= front_zone(line, 2 * self.tick) {
-            return None;
-        }
+        let standing = if line.sale.seats == SeatsLeft::SoldOut {
+            // Nobody is admitted while every seat is booked: no bound needed.
+            Standing::SoldOut
+        } else {
+            let position = obs.bound(seq)?;
+            if position <= front_zone(line, 2 * self.tick) {
+                return None;
+            }
+            Standing::Waiting {
+                position: Some(position),
+            }
+        };
         let line = LineView {
             now_ms: line.now_ms + age.as_millis() as u64,
             ..*line
@@ -161,11 +222,50 @@ impl Snapshots {
         v.marks.insert(seq);
         Some(Snapshot {
             seq: Some(seq),
-            standing: Standing::Waiting {
-                position: Some(position),
-            },
+            standing,
             line,
         })
+    }
+
+    /// The room's signal, to wait for its next change; `None` when views are
+    /// off or this instance has not observed the room yet (nothing would
+    /// ever change it).
+    pub fn signal(&self, room: &RoomId) -> Option<watch::Receiver<Option<RoomSignal>>> {
+        if !self.enabled {
+            return None;
+        }
+        let view = self.view(room)?;
+        let v = view.lock().unwrap_or_else(PoisonError::into_inner);
+        v.latest.as_ref()?;
+        Some(v.signal.subscribe())
+    }
+
+    /// This instance just wrote `sale` for `room` to the store: the view
+    /// takes it at once (the rest of the observation stands), so held polls
+    /// wake now rather than at the next observation.
+    pub fn sale_written(&self, room: &RoomId, sale: SaleSignal) {
+        if !self.enabled {
+            return;
+        }
+        let Some(view) = self.view(room) else {
+            return;
+        };
+        let mut v = view.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some((obs, _)) = v.latest.as_mut() else {
+            return;
+        };
+        obs.line.sale = sale;
+        let signal = Some(RoomSignal::of(obs));
+        v.signal.send_if_modified(|s| {
+            let changed = *s != signal;
+            *s = signal;
+            changed
+        });
+    }
+
+    /// The interval views are refreshed at.
+    pub fn tick(&self) -> Duration {
+        self.tick
     }
 
     /// Time the abandonment rule must leave a waiter after its last mark
@@ -268,7 +368,14 @@ impl RoomView {
             self.pruned_ms = now;
         }
         self.since_ms = now;
+        let signal = Some(RoomSignal::of(&obs));
         self.latest = Some((obs, Instant::now()));
+        // Only a change wakes the held polls.
+        self.signal.send_if_modified(|s| {
+            let changed = *s != signal;
+            *s = signal;
+            changed
+        });
     }
 }
 
@@ -316,6 +423,39 @@ mod tests {
             drawn: Vec::new(),
             departed: Vec::new(),
         }
+    }
+
+    #[test]
+    fn the_signal_changes_with_an_observation_or_a_sale_written_here() {
+        let views = Snapshots::new(Duration::from_millis(100));
+        let room = RoomId::parse("r").unwrap();
+        assert!(views.signal(&room).is_none(), "nothing observed yet");
+        let view = views.view_or_new(&room);
+        let install = |obs: Observation| {
+            let mut v = view.lock().unwrap();
+            v.install(&Watch::default(), obs);
+        };
+        install(observed(&[1, 2, 3]));
+        let mut rx = views.signal(&room).expect("observed");
+        assert_eq!(rx.borrow().unwrap().seats, SeatsLeft::Available);
+        // The line moving is no change.
+        install(observed(&[2, 3, 4, 5]));
+        assert!(!rx.has_changed().unwrap());
+        views.sale_written(
+            &room,
+            SaleSignal {
+                seats: SeatsLeft::SoldOut,
+                rate_factor: 1.0,
+            },
+        );
+        assert!(rx.has_changed().unwrap());
+        assert_eq!(rx.borrow_and_update().unwrap().seats, SeatsLeft::SoldOut);
+        // An observation that still shows the old sale changes it back.
+        install(observed(&[2, 3]));
+        assert!(rx.has_changed().unwrap());
+        views.retain(&[]);
+        drop(view);
+        assert!(rx.has_changed().is_err(), "the view is gone");
     }
 
     #[test]

@@ -12,6 +12,10 @@
 
   var MIN_POLL_MS = 1000;    // never faster than this, whatever a response says
   var MAX_BACKOFF_MS = 30000; // well under a room's abandon time
+  // Status polls ask the origin to hold them while the sale's last seats
+  // are held (Prefer: wait, RFC 7240): a held answer comes when the sale
+  // changes, so a sell-out is heard at once; the origin caps the hold.
+  var HOLD_S = 20;
   var timer = null;          // the one pending step; a new one replaces it
   var clock = null;          // the pre-queue countdown's 1 s ticker
   var errors = 0;            // failures in a row, for the backoff
@@ -49,16 +53,19 @@
   }
 
   function request(method, url) {
+    var headers = { Accept: "application/json" };
+    if (method === "GET") { headers.Prefer = "wait=" + HOLD_S; }
     return fetch(url, {
       method: method,
       credentials: "same-origin",
       cache: "no-store",
-      headers: { Accept: "application/json" }
+      headers: headers
     }).then(function (res) {
       var date = Date.parse(res.headers.get("Date") || "");
       if (!isNaN(date)) { skew = date - Date.now(); }
       return res.json().catch(function () { return null; }).then(function (body) {
-        return { status: res.status, body: body, retryAfter: res.headers.get("Retry-After") };
+        return { status: res.status, body: body, retryAfter: res.headers.get("Retry-After"),
+          held: res.headers.get("Preference-Applied") !== null };
       });
     });
   }
@@ -67,12 +74,13 @@
   // cleared by the origin, so it is tried once more; a status that meets
   // 401 has no ticket at all, so it joins.
   function step(kind) {
+    var sent = Date.now();
     var call = kind === "join" ? request("POST", cfg.api.join) : request("GET", cfg.api.status);
     call.then(function (r) {
       if (r.status === 200 && r.body && typeof r.body.state === "string") {
         errors = 0;
         counter("wr-down", 0);
-        show(r.body);
+        show(r.body, r.held ? sent : null);
       } else if (r.status === 401 && (kind === "status" || !retriedJoin)) {
         retriedJoin = retriedJoin || kind === "join";
         later(function () { step("join"); }, jitter(500, 0.5));
@@ -116,7 +124,8 @@
     clock = setInterval(tick, 1000);
   }
 
-  function show(s) {
+  // heldSince: when a poll the origin held was sent (null: not held).
+  function show(s, heldSince) {
     var room = s.room || {};
     var opensAt = room.opens_at ? Date.parse(room.opens_at) : NaN;
     var prequeue = s.state === "waiting" && s.position === null && opensAt > Date.now() + skew;
@@ -158,7 +167,11 @@
       } else {
         say(t.msg_waiting);
       }
-      later(function () { step("status"); }, Math.max(MIN_POLL_MS, jitter(+s.poll_after_ms || 5000, 0.2)));
+      // After a held answer, poll again at once (the floor still counts,
+      // from when the held poll was sent); otherwise as the server says.
+      var next = heldSince !== null ? Math.max(0, MIN_POLL_MS - (Date.now() - heldSince))
+        : Math.max(MIN_POLL_MS, jitter(+s.poll_after_ms || 5000, 0.2));
+      later(function () { step("status"); }, next);
       return;
     }
     $("wr-pos").textContent = "–";

@@ -1,0 +1,330 @@
+//! Held status polls (a long poll for the end of a sale). A status request
+//! that says `Prefer: wait=N` (RFC 7240) and would read `waiting` while the
+//! sale is in its endgame (open, no seat available, not sold out:
+//! [`LineView::endgame`]) is held until the room's signal changes in a way
+//! that can change its answer, or until min(N, its poll interval,
+//! [`MAX_WAIT_SECS`]) seconds pass; the status route then answers afresh,
+//! with `Preference-Applied: wait=N`. Every waiter so hears `sold_out`
+//! within a tick or two of this instance's view seeing it, at no more
+//! requests than its poll interval already asks for.
+//!
+//! What wakes a hold (compared with the signal when it began):
+//! - the room's state, queueing method, opening or abandon time changed;
+//! - every seat is booked (`sold_out`);
+//! - seats came back and the waiter is near enough the front to be let in
+//!   before its hold would end ([`front_zone`]); one far back keeps waiting
+//!   (its answer would only gain an ETA), so seats coming and going do not
+//!   send the whole line back at once;
+//! - this instance stopped viewing the room (deleted), or shuts down.
+//!
+//! What bounds it: at most [`Holds::max`] holds per instance (beyond that a
+//! poll is answered at once, as without the header); the wait is clamped
+//! and never longer than the poll interval the answer gives, which stays
+//! under a third of the abandon time, so a client that polls again right
+//! after a held answer is never dropped as abandoned (it was marked as
+//! polling when its hold began); a `Prefer` this module cannot read is
+//! ignored, as a preference may be. A hold is only the handler's own future
+//! (no task, no timer of its own beyond its sleep): a client that goes
+//! away drops it, and [`Held`] gives its place back.
+//!
+//! Not here: what the answer is (`http::queue`), what the view knows and
+//! when its signal changes (`queue::snapshot`).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use std::convert::Infallible;
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderName};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::queue::LineView;
+use crate::queue::snapshot::{RoomSignal, front_zone};
+use crate::queue::{SeatsLeft, Standing, pacing};
+use crate::telemetry;
+
+/// Longest hold, whatever the client prefers.
+pub const MAX_WAIT_SECS: u64 = 20;
+/// Most holds one instance keeps at once unless told otherwise: each keeps
+/// a connection open, and the default `--max-connections` is 10,000.
+pub const DEFAULT_MAX_HELD: usize = 8_000;
+/// The response header that says a poll was held, and for how long at most.
+pub const PREFERENCE_APPLIED: HeaderName = HeaderName::from_static("preference-applied");
+/// Most characters of `Prefer` values read: a longer one is not a client
+/// that means it.
+const MAX_PREFER_LEN: usize = 256;
+
+/// The instance's holds: how many there are, the cap, and the release that
+/// ends them all at shutdown.
+pub struct Holds {
+    max: usize,
+    held: AtomicUsize,
+    released: CancellationToken,
+}
+
+impl Default for Holds {
+    fn default() -> Self {
+        Holds::new(DEFAULT_MAX_HELD)
+    }
+}
+
+impl Holds {
+    /// At most `max` holds at once (0: none).
+    pub fn new(max: usize) -> Holds {
+        Holds {
+            max,
+            held: AtomicUsize::new(0),
+            released: CancellationToken::new(),
+        }
+    }
+
+    /// The cap.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    /// Polls held now.
+    pub fn held(&self) -> usize {
+        self.held.load(Ordering::Acquire)
+    }
+
+    /// Ends every hold at once, and refuses new ones: graceful shutdown
+    /// must not wait for them.
+    pub fn release_all(&self) {
+        self.released.cancel();
+    }
+
+    /// A place for one hold, if the cap allows and the instance is not
+    /// shutting down.
+    fn enter(&self) -> Option<Held<'_>> {
+        if self.released.is_cancelled() {
+            return None;
+        }
+        let mut n = self.held.load(Ordering::Acquire);
+        loop {
+            if n >= self.max {
+                return None;
+            }
+            match self
+                .held
+                .compare_exchange_weak(n, n + 1, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => break,
+                Err(now) => n = now,
+            }
+        }
+        metrics::gauge!(telemetry::HELD_POLLS).increment(1.0);
+        Some(Held(self))
+    }
+
+    /// Holds a waiter's poll: waits on `signal` (subscribed before its
+    /// answer was computed, so no change since is missed) for at most
+    /// `secs` seconds, until a change that can change the answer of the
+    /// waiter at `position` (see the module doc). False when it was not
+    /// held at all (the cap, shutdown): answer at once, without
+    /// `Preference-Applied`.
+    pub async fn hold(
+        &self,
+        mut signal: watch::Receiver<Option<RoomSignal>>,
+        position: Option<u64>,
+        line: &LineView,
+        secs: u64,
+    ) -> bool {
+        let Some(held) = self.enter() else {
+            return false;
+        };
+        let wait = Duration::from_secs(secs);
+        // The signal the answer in hand was computed under; a change since
+        // subscribing is judged against it too.
+        let Some(start) = *signal.borrow() else {
+            return false;
+        };
+        let near_front = position.is_none_or(|p| p <= front_zone(line, wait));
+        let timeout = tokio::time::sleep(wait);
+        tokio::pin!(timeout);
+        loop {
+            tokio::select! {
+                () = &mut timeout => break,
+                () = held.0.released.cancelled() => break,
+                changed = signal.changed() => {
+                    let Ok(()) = changed else { break };
+                    if wakes(start, *signal.borrow_and_update(), near_front) {
+                        break;
+                    }
+                }
+            }
+        }
+        true
+    }
+}
+
+/// One poll's place among the holds; given back when dropped (also when
+/// the client goes away and the handler's future is dropped mid-hold).
+struct Held<'a>(&'a Holds);
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.0.held.fetch_sub(1, Ordering::AcqRel);
+        metrics::gauge!(telemetry::HELD_POLLS).decrement(1.0);
+    }
+}
+
+/// Whether the room's signal moving from `start` to `now` can change a
+/// waiter's answer before its hold ends.
+fn wakes(start: RoomSignal, now: Option<RoomSignal>, near_front: bool) -> bool {
+    let Some(now) = now else {
+        return true;
+    };
+    let same_room = RoomSignal {
+        seats: start.seats,
+        ..now
+    } == start;
+    !same_room
+        || match now.seats {
+            SeatsLeft::SoldOut => true,
+            SeatsLeft::Available => near_front,
+            SeatsLeft::NoneAvailable => false,
+        }
+}
+
+/// The seconds a poll that prefers `preferred` may be held: never longer
+/// than its answer's poll interval (rounded down to whole seconds) nor
+/// [`MAX_WAIT_SECS`]; 0 means not at all.
+pub fn wait_secs(preferred: u64, standing: Standing, line: &LineView) -> u64 {
+    let interval = pacing::poll_after_ms(standing, line) / 1000;
+    preferred.min(interval).min(MAX_WAIT_SECS)
+}
+
+/// The request's `wait` preference ([`prefer_wait`]), read from its headers
+/// in place (the status route takes no copy of them).
+pub struct Preferred(pub Option<u64>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Preferred {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(Preferred(prefer_wait(&parts.headers)))
+    }
+}
+
+/// The `wait` preference of a request's `Prefer` headers, in seconds (the
+/// first one given); `None` when there is none or it cannot be read. A
+/// value too large for a number is unreadable; a large number is clamped
+/// later ([`wait_secs`]).
+pub fn prefer_wait(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get_all("prefer")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .filter(|v| v.len() <= MAX_PREFER_LEN)
+        .flat_map(|v| v.split(','))
+        .find_map(|preference| {
+            // `wait=10; param` or `wait="10"`: the token and its value only.
+            let head = preference.split(';').next()?;
+            let (name, value) = head.split_once('=')?;
+            if !name.trim().eq_ignore_ascii_case("wait") {
+                return None;
+            }
+            let value = value.trim();
+            let value = value
+                .strip_prefix('"')
+                .and_then(|v| v.strip_suffix('"'))
+                .unwrap_or(value);
+            if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            value.parse().ok()
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn prefer(values: &[&str]) -> Option<u64> {
+        let mut headers = HeaderMap::new();
+        for v in values {
+            headers.append("prefer", HeaderValue::from_str(v).unwrap());
+        }
+        prefer_wait(&headers)
+    }
+
+    #[test]
+    fn the_wait_preference_is_read_leniently_and_anything_odd_is_ignored() {
+        let table: &[(&[&str], Option<u64>)] = &[
+            (&[], None),
+            (&["wait=10"], Some(10)),
+            (&["WAIT = 7"], Some(7)),
+            (&["respond-async, wait=5"], Some(5)),
+            (&["wait=\"12\""], Some(12)),
+            (&["wait=3; foo=bar"], Some(3)),
+            (&["handling=lenient", "wait=4"], Some(4)),
+            (&["wait=0"], Some(0)),
+            (&["wait=999999999999"], Some(999_999_999_999)),
+            (&["wait"], None),
+            (&["wait="], None),
+            (&["wait=-1"], None),
+            (&["wait=1.5"], None),
+            (&["wait=abc"], None),
+            (&["waiting=10"], None),
+            (&["wait=99999999999999999999999999"], None),
+            (&["wait=\"5"], None),
+        ];
+        for (values, want) in table {
+            assert_eq!(prefer(values), *want, "{values:?}");
+        }
+        let long = format!("{}wait=5", "x, ".repeat(100));
+        assert_eq!(prefer(&[&long]), None, "a long Prefer is not read");
+    }
+
+    fn signal(seats: SeatsLeft) -> RoomSignal {
+        RoomSignal {
+            state: crate::room::RoomState::Open,
+            seats,
+            method: crate::room::QueueingMethod::Fifo,
+            opens_at_ms: None,
+            abandon_ms: 60_000,
+        }
+    }
+
+    #[test]
+    fn a_hold_wakes_when_the_answer_can_change() {
+        let start = signal(SeatsLeft::NoneAvailable);
+        assert!(wakes(start, Some(signal(SeatsLeft::SoldOut)), false));
+        assert!(wakes(start, Some(signal(SeatsLeft::Available)), true));
+        assert!(!wakes(start, Some(signal(SeatsLeft::Available)), false));
+        assert!(!wakes(start, Some(start), true));
+        assert!(wakes(start, None, false), "the view is gone");
+        let paused = RoomSignal {
+            state: crate::room::RoomState::Paused,
+            ..start
+        };
+        assert!(wakes(start, Some(paused), false));
+        let shorter = RoomSignal {
+            abandon_ms: 9_000,
+            ..start
+        };
+        assert!(wakes(start, Some(shorter), false));
+    }
+
+    #[test]
+    fn the_cap_counts_holds_and_gives_places_back() {
+        let holds = Holds::new(2);
+        let a = holds.enter().expect("first");
+        let b = holds.enter().expect("second");
+        assert!(holds.enter().is_none(), "over the cap");
+        assert_eq!(holds.held(), 2);
+        drop(a);
+        assert_eq!(holds.held(), 1);
+        let c = holds.enter().expect("a place came back");
+        drop((b, c));
+        assert_eq!(holds.held(), 0);
+        holds.release_all();
+        assert!(holds.enter().is_none(), "none while shutting down");
+        assert_eq!(holds.held(), 0);
+    }
+}

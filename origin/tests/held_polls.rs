@@ -1,0 +1,448 @@
+//! Held status polls (`Prefer: wait=N`, `http::hold`) on a running origin
+//! (server and promoter on a short tick, status snapshots on) over real
+//! connections: in a sale's endgame a held poll hears `sold_out` within a
+//! few ticks of the sale's end; anything else is answered at once; a hold
+//! that times out answers `waiting`, and back-to-back holds keep the place
+//! for several abandon times; an unreadable `Prefer` is ignored; the cap
+//! holds; a client that goes away mid-hold leaves nothing behind; shutdown
+//! does not wait for holds. The sale signal is set on the store by the test
+//! (as the sale loop would).
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use origin::queue::{QueueStore, SaleSignal, SeatsLeft};
+use origin::room::{RoomId, RoomSettings, RoomState};
+use origin::state::AppState;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// The promoter's tick (and so the views' refresh).
+const TICK: Duration = Duration::from_millis(50);
+
+fn sale(seats: SeatsLeft) -> SaleSignal {
+    SaleSignal {
+        seats,
+        rate_factor: 1.0,
+    }
+}
+
+/// An origin with snapshots on and at most `max_held` holds.
+struct Origin {
+    running: Running,
+    state: AppState,
+    store: Arc<dyn QueueStore>,
+    http: reqwest::Client,
+}
+
+async fn origin(store: Arc<dyn QueueStore>, max_held: usize) -> Origin {
+    let state = common::state(store.clone())
+        .with_status_snapshots(TICK)
+        .with_max_held_polls(max_held);
+    let running = spawn(state.clone(), Some(TICK)).await;
+    Origin {
+        running,
+        state,
+        store,
+        http: reqwest::Client::new(),
+    }
+}
+
+/// One status answer and how long it took.
+struct Answer {
+    json: Value,
+    applied: Option<String>,
+    took: Duration,
+    done: Instant,
+}
+
+impl Origin {
+    /// Joins `n` visitors; their tickets.
+    async fn join(&self, room: &RoomId, n: usize) -> Vec<String> {
+        let mut tickets = Vec::new();
+        for _ in 0..n {
+            let r = self
+                .http
+                .post(self.running.url(&format!("/queue/{room}/join")))
+                .send()
+                .await
+                .unwrap();
+            let json: Value = r.json().await.unwrap();
+            assert_eq!(json["state"], "waiting", "{json}");
+            tickets.push(json["ticket"].as_str().unwrap().to_owned());
+        }
+        tickets
+    }
+
+    async fn status(&self, room: &RoomId, ticket: &str, prefer: Option<&str>) -> Answer {
+        let mut req = self
+            .http
+            .get(self.running.url(&format!("/queue/{room}/status")))
+            .bearer_auth(ticket);
+        if let Some(p) = prefer {
+            req = req.header("prefer", p);
+        }
+        let start = Instant::now();
+        let r = req.send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        let applied = r
+            .headers()
+            .get("preference-applied")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let json = r.json().await.unwrap();
+        Answer {
+            json,
+            applied,
+            took: start.elapsed(),
+            done: Instant::now(),
+        }
+    }
+
+    /// Waits until `n` polls are held (or fails after 5 s).
+    async fn until_held(&self, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.state.holds.held() != n {
+            assert!(
+                Instant::now() < deadline,
+                "{} held, not {n}",
+                self.state.holds.held()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+/// A room in its endgame: open, no seat available.
+async fn endgame_room(store: &dyn QueueStore, id: &str, settings: RoomSettings) -> RoomId {
+    let room = make_room(store, id, settings).await;
+    store
+        .set_sale(&room, sale(SeatsLeft::NoneAvailable))
+        .await
+        .unwrap();
+    room
+}
+
+/// Lets the instance observe the room at least once more.
+async fn ticks(n: u32) {
+    tokio::time::sleep(TICK * (n + 1)).await;
+}
+
+#[tokio::test]
+async fn a_held_poll_hears_sold_out_within_a_few_ticks() {
+    let t = test_store();
+    let room = endgame_room(t.store.as_ref(), "held-sold", RoomSettings::default()).await;
+    let o = origin(t.store.clone(), 100).await;
+    let tickets = o.join(&room, 3).await;
+    ticks(2).await;
+
+    let first = o.status(&room, &tickets[0], Some("wait=10"));
+    let third = o.status(&room, &tickets[2], Some("wait=10"));
+    let sell_out = async {
+        o.until_held(2).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(o.state.holds.held(), 2, "still held");
+        o.store
+            .set_sale(&room, sale(SeatsLeft::SoldOut))
+            .await
+            .unwrap();
+        Instant::now()
+    };
+    let (first, third, sold_at) = tokio::join!(first, third, sell_out);
+    for a in [first, third] {
+        assert_eq!(a.json["state"], "sold_out", "{}", a.json);
+        assert_eq!(a.applied.as_deref(), Some("wait=10"));
+        assert!(a.took >= Duration::from_millis(300), "held: {:?}", a.took);
+        let late = a.done.saturating_duration_since(sold_at);
+        assert!(
+            late < Duration::from_secs(1),
+            "told {late:?} after the sale"
+        );
+    }
+    assert_eq!(o.state.holds.held(), 0);
+}
+
+#[tokio::test]
+async fn polls_are_answered_at_once_outside_the_endgame_or_without_the_header() {
+    let t = test_store();
+    let room = endgame_room(t.store.as_ref(), "held-not", settings(1)).await;
+    let o = origin(t.store.clone(), 100).await;
+    let store = o.store.as_ref();
+    let tickets = o.join(&room, 2).await;
+    ticks(2).await;
+    let quick = |a: &Answer, state: &str| {
+        assert_eq!(a.json["state"], state, "{}", a.json);
+        assert_eq!(a.applied, None, "not held");
+        assert!(a.took < Duration::from_millis(500), "took {:?}", a.took);
+    };
+
+    // The endgame, but no header, a zero wait or another preference.
+    for prefer in [None, Some("wait=0"), Some("respond-async")] {
+        quick(&o.status(&room, &tickets[1], prefer).await, "waiting");
+    }
+    // Paused: no endgame.
+    store.set_state(&room, RoomState::Paused).await.unwrap();
+    ticks(2).await;
+    quick(
+        &o.status(&room, &tickets[1], Some("wait=10")).await,
+        "waiting",
+    );
+    // Seats to sell: the first is let in, the second still waits.
+    store.set_state(&room, RoomState::Open).await.unwrap();
+    store
+        .set_sale(&room, sale(SeatsLeft::Available))
+        .await
+        .unwrap();
+    ticks(3).await;
+    quick(
+        &o.status(&room, &tickets[0], Some("wait=10")).await,
+        "admitted",
+    );
+    quick(
+        &o.status(&room, &tickets[1], Some("wait=10")).await,
+        "waiting",
+    );
+    // Sold out: told at once.
+    store
+        .set_sale(&room, sale(SeatsLeft::SoldOut))
+        .await
+        .unwrap();
+    ticks(2).await;
+    quick(
+        &o.status(&room, &tickets[1], Some("wait=10")).await,
+        "sold_out",
+    );
+    assert_eq!(o.state.holds.held(), 0);
+}
+
+#[tokio::test]
+async fn back_to_back_holds_time_out_waiting_and_keep_the_place() {
+    let t = test_store();
+    // Abandon time 3 s: the poll interval, and so every hold, is 1 s.
+    let s = RoomSettings {
+        abandon_seconds: 3,
+        ..RoomSettings::default()
+    };
+    let room = endgame_room(t.store.as_ref(), "held-long", s).await;
+    let o = origin(t.store.clone(), 100).await;
+    let tickets = o.join(&room, 2).await;
+    ticks(2).await;
+
+    // Four abandon times of holds, each polled again the moment it ends
+    // (the second waiter never polls).
+    let until = Instant::now() + Duration::from_secs(12);
+    let mut holds = 0;
+    while Instant::now() < until {
+        let a = o.status(&room, &tickets[0], Some("wait=20")).await;
+        assert_eq!(a.json["state"], "waiting", "{}", a.json);
+        assert_eq!(a.json["position"], 1);
+        assert_eq!(
+            a.applied.as_deref(),
+            Some("wait=1"),
+            "clamped to the interval"
+        );
+        assert!(a.took >= Duration::from_millis(950), "held {:?}", a.took);
+        assert!(a.took < Duration::from_millis(1_500), "held {:?}", a.took);
+        holds += 1;
+    }
+    assert!(holds >= 8, "{holds} holds");
+    let f = o.store.figures(&room).await.unwrap();
+    assert_eq!((f.waiting, f.abandoned_total), (1, 1), "{f:?}");
+    let gone = o.status(&room, &tickets[1], None).await;
+    assert_eq!(
+        gone.json["state"], "expired",
+        "who stopped polling is dropped"
+    );
+}
+
+#[tokio::test]
+async fn an_unreadable_prefer_is_ignored_and_a_large_wait_clamped() {
+    let t = test_store();
+    let s = RoomSettings {
+        abandon_seconds: 3,
+        ..RoomSettings::default()
+    };
+    let room = endgame_room(t.store.as_ref(), "held-odd", s).await;
+    let o = origin(t.store.clone(), 100).await;
+    let tickets = o.join(&room, 1).await;
+    ticks(2).await;
+    let long = format!("wait=5, {}", "x".repeat(4_000));
+    for prefer in [
+        "wait=abc",
+        "wait=-3",
+        "wait=99999999999999999999999999",
+        "wait",
+        long.as_str(),
+    ] {
+        let a = o.status(&room, &tickets[0], Some(prefer)).await;
+        assert_eq!(a.json["state"], "waiting");
+        assert_eq!(a.applied, None, "{prefer}");
+        assert!(
+            a.took < Duration::from_millis(500),
+            "{prefer}: {:?}",
+            a.took
+        );
+    }
+    let a = o.status(&room, &tickets[0], Some("wait=86400")).await;
+    assert_eq!(a.applied.as_deref(), Some("wait=1"));
+}
+
+#[tokio::test]
+async fn past_the_cap_polls_are_answered_at_once() {
+    let t = test_store();
+    let room = endgame_room(t.store.as_ref(), "held-cap", RoomSettings::default()).await;
+    let o = origin(t.store.clone(), 2).await;
+    let tickets = o.join(&room, 3).await;
+    ticks(2).await;
+    let held: Vec<_> = tickets[..2]
+        .iter()
+        .map(|ticket| {
+            let (http, url, ticket) = (
+                o.http.clone(),
+                o.running.url(&format!("/queue/{room}/status")),
+                ticket.clone(),
+            );
+            tokio::spawn(async move {
+                http.get(url)
+                    .bearer_auth(ticket)
+                    .header("prefer", "wait=10")
+                    .send()
+                    .await
+            })
+        })
+        .collect();
+    o.until_held(2).await;
+    let third = o.status(&room, &tickets[2], Some("wait=10")).await;
+    assert_eq!(third.json["state"], "waiting");
+    assert_eq!(third.applied, None, "over the cap: not held");
+    assert!(third.took < Duration::from_millis(500));
+    for h in held {
+        h.abort();
+    }
+    // The aborted clients' connections close: their holds end.
+    o.until_held(0).await;
+    let again = tokio::time::timeout(
+        Duration::from_millis(300),
+        o.status(&room, &tickets[2], Some("wait=10")),
+    )
+    .await;
+    assert!(again.is_err(), "a place came back: held again");
+}
+
+#[tokio::test]
+async fn a_client_gone_mid_hold_leaves_nothing_behind() {
+    let t = test_store();
+    let room = endgame_room(t.store.as_ref(), "held-gone", RoomSettings::default()).await;
+    let o = origin(t.store.clone(), 100).await;
+    let tickets = o.join(&room, 1).await;
+    ticks(2).await;
+    for _ in 0..3 {
+        let mut tcp = tokio::net::TcpStream::connect(o.running.addr)
+            .await
+            .unwrap();
+        let head = format!(
+            "GET /queue/{room}/status HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer {}\r\nprefer: wait=10\r\n\r\n",
+            tickets[0]
+        );
+        tcp.write_all(head.as_bytes()).await.unwrap();
+        o.until_held(1).await;
+        drop(tcp);
+        // The connection's task drops the handler's future: the hold ends
+        // with it, long before its 10 s.
+        o.until_held(0).await;
+    }
+    // A client that half-closes (sends its request, then shuts its writing
+    // side) is gone too, as far as a hold can tell.
+    let mut tcp = tokio::net::TcpStream::connect(o.running.addr)
+        .await
+        .unwrap();
+    let head = format!(
+        "GET /queue/{room}/status HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer {}\r\nprefer: wait=10\r\n\r\n",
+        tickets[0]
+    );
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    o.until_held(1).await;
+    tcp.shutdown().await.unwrap();
+    o.until_held(0).await;
+    let mut rest = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(1), tcp.read_to_end(&mut rest)).await;
+}
+
+#[tokio::test]
+async fn shutdown_answers_held_polls_at_once() {
+    let t = test_store();
+    let room = endgame_room(t.store.as_ref(), "held-stop", RoomSettings::default()).await;
+    let o = origin(t.store.clone(), 100).await;
+    let tickets = o.join(&room, 1).await;
+    ticks(2).await;
+    let (http, url, ticket) = (
+        o.http.clone(),
+        o.running.url(&format!("/queue/{room}/status")),
+        tickets[0].clone(),
+    );
+    let poll = tokio::spawn(async move {
+        let r = http
+            .get(url)
+            .bearer_auth(ticket)
+            .header("prefer", "wait=10")
+            .send()
+            .await
+            .unwrap();
+        let held = r.headers().contains_key("preference-applied");
+        let json: Value = r.json().await.unwrap();
+        (held, json)
+    });
+    o.until_held(1).await;
+    let start = Instant::now();
+    tokio::time::timeout(Duration::from_secs(3), o.running.stop())
+        .await
+        .expect("the drain does not wait for the hold");
+    let (held, json) = poll.await.unwrap();
+    assert!(held);
+    assert_eq!(json["state"], "waiting", "{json}");
+    assert!(start.elapsed() < Duration::from_secs(3));
+    assert_eq!(o.state.holds.held(), 0);
+}
+
+#[tokio::test]
+async fn seats_back_wake_the_front_of_the_line_only() {
+    let t = test_store();
+    // 1 a second: the front zone of a 3 s hold is 2 x 1 x 5 + 100 places.
+    let s = RoomSettings {
+        capacity: 1,
+        admit_per_second: 1.0,
+        abandon_seconds: 9,
+        ..RoomSettings::default()
+    };
+    let room = endgame_room(t.store.as_ref(), "held-back", s).await;
+    let o = origin(t.store.clone(), 100).await;
+    let tickets = o.join(&room, 150).await;
+    ticks(2).await;
+    let (first, last) = (&tickets[0], &tickets[149]);
+    let front = o.status(&room, first, Some("wait=3"));
+    let back = o.status(&room, last, Some("wait=3"));
+    let seats_back = async {
+        o.until_held(2).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        o.store
+            .set_sale(&room, sale(SeatsLeft::Available))
+            .await
+            .unwrap();
+        Instant::now()
+    };
+    let (front, back, at) = tokio::join!(front, back, seats_back);
+    let woke = front.done.saturating_duration_since(at);
+    assert_eq!(front.applied.as_deref(), Some("wait=3"));
+    assert!(
+        woke < Duration::from_secs(1),
+        "the front wakes {woke:?} after the seats came back"
+    );
+    assert!(
+        back.took >= Duration::from_millis(2_900),
+        "far back keeps its hold: {:?}",
+        back.took
+    );
+    assert_eq!(back.json["state"], "waiting");
+}
