@@ -24,6 +24,11 @@ both!(
     sweeper_races_paying_hold,
     crash_after_payment_recorded,
     crash_during_payment,
+    good_card_after_a_decline,
+    good_card_after_a_dropped_decline,
+    decline_and_good_card_at_once,
+    recovery_beside_decline_then_good_card,
+    recovery_under_a_slower_clock,
 );
 
 const HOUR: u64 = 3_600_000;
@@ -618,4 +623,243 @@ async fn crash_during_payment(db: &TestDb) {
         .await
         .unwrap();
     assert_eq!(booking.seats.len(), 2);
+}
+
+/// The rehearsal's declined-first visitor: a decline under one key, then
+/// the good card under another is a new attempt and books (201), with the
+/// payment fast and slowed.
+async fn good_card_after_a_decline(db: &TestDb) {
+    for (i, latency) in [0u64, 300].into_iter().enumerate() {
+        let pay = Arc::new(CountingPayment::new(Duration::from_millis(latency)));
+        let store = db.store(pay.clone(), T0).await;
+        let room = format!("again{i}");
+        let room = room.as_str();
+        store
+            .put_performance(room, "p", &spec(&[("A", 1, 4, 100)]), T0)
+            .await
+            .unwrap();
+        let hold = store
+            .hold(room, "p", 1, &seats(&["A-1-1"]), T0 + HOUR, T0)
+            .await
+            .unwrap();
+        let declined = store
+            .confirm(
+                room,
+                1,
+                &hold.hold_id,
+                "r-1-declined",
+                "tok_decline",
+                T0 + 10,
+            )
+            .await;
+        assert_eq!(declined, Err(BookingError::PaymentDeclined), "{latency} ms");
+        let booked = store
+            .confirm(room, 1, &hold.hold_id, "r-1", "tok_ok", T0 + 20)
+            .await;
+        assert_eq!(
+            booked.map(|b| b.seats),
+            Ok(seats(&["A-1-1"])),
+            "{latency} ms"
+        );
+        assert_eq!(pay.charges(), 2);
+        assert_eq!(pay.refunds(), 0);
+    }
+}
+
+/// The declined confirm's client goes away mid-payment (its request future
+/// dropped, as the server drops a handler whose connection closed): the
+/// hold stays paying for the abandoned attempt, so the good card is 409
+/// `payment_in_progress` (never 402) until recovery gives that attempt up
+/// after the paying window; then it books.
+async fn good_card_after_a_dropped_decline(db: &TestDb) {
+    let pay = Arc::new(CountingPayment::new(Duration::from_millis(1500)));
+    let store = Arc::new(db.store(pay.clone(), T0).await);
+    let room = "dropped";
+    store
+        .put_performance(room, "p", &spec(&[("A", 1, 4, 100)]), T0)
+        .await
+        .unwrap();
+    let hold = store
+        .hold(room, "p", 1, &seats(&["A-1-1"]), T0 + HOUR, T0)
+        .await
+        .unwrap();
+    let declined = {
+        let (store, id) = (store.clone(), hold.hold_id.clone());
+        tokio::spawn(async move {
+            store
+                .confirm(room, 1, &id, "r-1-declined", "tok_decline", T0 + 10)
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    declined.abort();
+    assert!(declined.await.unwrap_err().is_cancelled());
+    assert_eq!(
+        store
+            .confirm(room, 1, &hold.hold_id, "r-1", "tok_ok", T0 + 20)
+            .await,
+        Err(BookingError::PaymentInProgress)
+    );
+    assert_eq!(store.sweep(T0 + 1000).await.unwrap().recovery.refunded, 0);
+    let later = T0 + 10 + 71_000;
+    assert_eq!(store.sweep(later).await.unwrap().recovery.refunded, 1);
+    let booked = store
+        .confirm(room, 1, &hold.hold_id, "r-1", "tok_ok", later)
+        .await;
+    assert_eq!(booked.map(|b| b.seats), Ok(seats(&["A-1-1"])));
+    // The abandoned key has an answer too, never a booking.
+    assert_eq!(
+        store
+            .confirm(room, 1, &hold.hold_id, "r-1-declined", "tok_decline", later)
+            .await,
+        Err(BookingError::PaymentFailed)
+    );
+}
+
+/// The decline and the good card at once, payment slowed: whichever starts
+/// second is 409 `payment_in_progress` (its key not kept), and the good
+/// card, sent again under its key, books.
+async fn decline_and_good_card_at_once(db: &TestDb) {
+    let pay = Arc::new(CountingPayment::new(Duration::from_millis(300)));
+    let store = Arc::new(db.store(pay.clone(), T0).await);
+    let room = "atonce";
+    store
+        .put_performance(room, "p", &spec(&[("A", 1, 4, 100)]), T0)
+        .await
+        .unwrap();
+    let hold = store
+        .hold(room, "p", 1, &seats(&["A-1-1"]), T0 + HOUR, T0)
+        .await
+        .unwrap();
+    let send = |key: &'static str, token: &'static str, at: u64| {
+        let (store, id) = (store.clone(), hold.hold_id.clone());
+        tokio::spawn(async move { store.confirm(room, 1, &id, key, token, at).await })
+    };
+    let declined = send("r-1-declined", "tok_decline", T0 + 10);
+    let good = send("r-1", "tok_ok", T0 + 10);
+    let declined = declined.await.unwrap();
+    let good = good.await.unwrap();
+    assert!(
+        matches!(
+            declined,
+            Err(BookingError::PaymentDeclined | BookingError::PaymentInProgress)
+        ),
+        "{declined:?}"
+    );
+    let booking = match good {
+        Ok(b) => b,
+        Err(BookingError::PaymentInProgress) => store
+            .confirm(room, 1, &hold.hold_id, "r-1", "tok_ok", T0 + 1000)
+            .await
+            .expect("the good card books once the decline is settled"),
+        other => panic!("good card: {other:?}"),
+    };
+    assert_eq!(booking.seats, seats(&["A-1-1"]));
+    let counts = store.room_seats(room, T0 + 1000).await.unwrap().unwrap();
+    assert_eq!((counts.booked, counts.held), (1, 0));
+}
+
+/// The sweeper running all along (as every 500 ms in the origin) while
+/// visitors decline then pay with the good card: every good card books,
+/// is charged once and never refunded, and nothing is left paying.
+async fn recovery_beside_decline_then_good_card(db: &TestDb) {
+    let pay = Arc::new(CountingPayment::new(Duration::from_millis(20)));
+    let store = Arc::new(db.store(pay.clone(), T0).await);
+    let room = "beside";
+    store
+        .put_performance(room, "p", &spec(&[("A", 4, 10, 100)]), T0)
+        .await
+        .unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sweeper = {
+        let (store, stop) = (store.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut errors = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if store.sweep(T0 + 5_000).await.is_err() {
+                    errors += 1;
+                }
+            }
+            errors
+        })
+    };
+    let mut visitors = Vec::new();
+    for v in 0..16u32 {
+        let store = store.clone();
+        visitors.push(tokio::spawn(async move {
+            let seat = format!("A-{}-{}", v / 10 + 1, v % 10 + 1);
+            let visitor = u128::from(v) + 1;
+            let hold = store
+                .hold(room, "p", visitor, &[seat], T0 + HOUR, T0)
+                .await
+                .unwrap();
+            for round in 0..5u64 {
+                let at = T0 + 100 + round;
+                let declined = format!("r-{v}-{round}-declined");
+                let good = format!("r-{v}-{round}");
+                let d = store
+                    .confirm(room, visitor, &hold.hold_id, &declined, "tok_decline", at)
+                    .await;
+                assert_eq!(d, Err(BookingError::PaymentDeclined), "visitor {v}");
+                if round < 4 {
+                    continue;
+                }
+                let b = store
+                    .confirm(room, visitor, &hold.hold_id, &good, "tok_ok", at + 1)
+                    .await;
+                assert!(b.is_ok(), "visitor {v}: {b:?}");
+            }
+        }));
+    }
+    for v in visitors {
+        v.await.unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(sweeper.await.unwrap(), 0, "no sweep failed");
+    let counts = store.room_seats(room, T0 + 5_000).await.unwrap().unwrap();
+    assert_eq!((counts.booked, counts.held), (16, 0));
+    assert_eq!(pay.charges(), 16 * 6);
+    assert_eq!(pay.refunds(), 0, "no good card charged and given back");
+}
+
+/// Instances' clocks differ: the good card's attempt starts under a clock
+/// behind the decline's. A sweep while it pays must leave it paying (the
+/// decline is settled), and it books.
+async fn recovery_under_a_slower_clock(db: &TestDb) {
+    let pay = Arc::new(CountingPayment::new(Duration::from_millis(400)));
+    let store = Arc::new(db.store(pay.clone(), T0).await);
+    let room = "skew";
+    store
+        .put_performance(room, "p", &spec(&[("A", 1, 4, 100)]), T0)
+        .await
+        .unwrap();
+    let hold = store
+        .hold(room, "p", 1, &seats(&["A-1-1"]), T0 + HOUR, T0)
+        .await
+        .unwrap();
+    let declined = store
+        .confirm(
+            room,
+            1,
+            &hold.hold_id,
+            "r-1-declined",
+            "tok_decline",
+            T0 + 2_000,
+        )
+        .await;
+    assert_eq!(declined, Err(BookingError::PaymentDeclined));
+    let good = {
+        let (store, id) = (store.clone(), hold.hold_id.clone());
+        tokio::spawn(async move {
+            store
+                .confirm(room, 1, &id, "r-1", "tok_ok", T0 + 1_000)
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let swept = store.sweep(T0 + 2_100).await.unwrap();
+    assert_eq!(swept.recovery, Default::default(), "nothing to recover");
+    let booked = good.await.unwrap();
+    assert_eq!(booked.map(|b| b.seats), Ok(seats(&["A-1-1"])));
+    assert_eq!(pay.refunds(), 0);
 }

@@ -538,6 +538,12 @@ impl Visit<'_> {
                     self.error(r.kind());
                     return Outcome::SessionEnded;
                 }
+                (402, "payment_declined") => {
+                    // The good card is never declined: tallied apart from
+                    // the planned declines, so it reads as unexpected.
+                    self.error(format!("{} (good card)", r.kind()));
+                    self.sleep_ms(1000.0).await;
+                }
                 _ => {
                     self.error(r.kind());
                     self.sleep_ms(1000.0).await;

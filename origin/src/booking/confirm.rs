@@ -2,8 +2,9 @@
 //! any transaction (the steps are in the module doc of `booking`); reading
 //! and cancelling bookings. The transactions that end a paying hold
 //! (`finalize`, `settle_unpaid`) are shared with recovery: each is
-//! conditional on the hold still paying, so whichever of the confirm and
-//! recovery comes second changes nothing.
+//! conditional on the hold still paying for the same attempt (that attempt
+//! still open), so whichever of the confirm and recovery comes second
+//! changes nothing, and neither touches a later attempt on the hold.
 
 use std::time::Duration;
 
@@ -497,15 +498,22 @@ impl BookingStore {
         now: i64,
     ) -> Result<Finalized, BookingError> {
         let hold = &paying.hold;
+        // Only while the hold pays for this very attempt (its success still
+        // open): a hold put back and paying for a later attempt is not this
+        // attempt's to book.
         let confirmed = sqlx::query(
             "UPDATE booking_holds SET state = ?, live_visitor = NULL, ended_at = ?, booking_id = ? \
-             WHERE hold_id = ? AND state = ?",
+             WHERE hold_id = ? AND state = ? AND EXISTS (SELECT 1 FROM booking_payments \
+             WHERE attempt_id = ? AND hold_id = ? AND state = ?)",
         )
         .bind(state::CONFIRMED)
         .bind(now)
         .bind(booking_id)
         .bind(hold.hold_id.as_str())
         .bind(state::PAYING)
+        .bind(paying.attempt_id.as_str())
+        .bind(hold.hold_id.as_str())
+        .bind(payment_state::SUCCEEDED)
         .execute(&mut *conn)
         .await?
         .rows_affected();
@@ -585,9 +593,11 @@ impl BookingStore {
     }
 
     /// Ends a paying hold without a booking: the attempt goes from `from`
-    /// to `to`, the hold back to held (or expired, if its own time is up),
-    /// the answer stored. False when the hold or attempt had already moved
-    /// on (someone else settled it).
+    /// (an open state: started or succeeded) to `to`, the hold back to held
+    /// (or expired, if its own time is up), the answer stored. False when
+    /// the attempt had already moved on (someone else settled it). An open
+    /// attempt is the one its hold pays for, so a hold found not paying
+    /// here is a broken invariant, not a race.
     pub(crate) async fn settle_unpaid(
         &self,
         paying: &Paying,

@@ -166,11 +166,10 @@ impl BookingStore {
             faults: Faults::default(),
         };
         let recovered = store.recover(now_ms).await?;
-        if recovered.completed + recovered.refunded + recovered.settled > 0 {
+        if recovered.completed + recovered.refunded > 0 {
             tracing::warn!(
                 completed = recovered.completed,
                 refunded = recovered.refunded,
-                settled = recovered.settled,
                 "booking: finished paying holds left by an earlier run"
             );
         }

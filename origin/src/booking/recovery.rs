@@ -1,12 +1,13 @@
 //! Finishing paying holds whose confirm did not (a crash, a lost answer):
 //! run at start and by every sweep. What the payment attempt recorded
-//! decides: a success becomes the booking at once; a decline or failure
-//! puts the hold back; an attempt with no result is refunded (voided,
-//! recorded, logged) once its paying window has passed, since until then
-//! its confirm may still be running. Never paid and no ticket.
+//! decides: a success becomes the booking at once; an attempt with no result
+//! is refunded (voided, recorded, logged) once its paying window has passed,
+//! since until then its confirm may still be running. A decline or failure
+//! needs nothing here: the confirm records it and puts the hold back in one
+//! transaction. Never paid and no ticket.
 
 use super::confirm::{Finalized, Outcome, Paying, payment_state};
-use super::holds::{HOLD_COLUMNS, HoldRow, HoldTuple, state};
+use super::holds::{HOLD_COLUMNS, HoldRow, state};
 use super::{BookingError, BookingStore, db_ms, new_id};
 
 /// What a recovery pass did.
@@ -16,9 +17,21 @@ pub struct RecoveryReport {
     pub completed: u64,
     /// Attempts with no known result, refunded and their holds put back.
     pub refunded: u64,
-    /// Declined or failed attempts whose holds were put back.
-    pub settled: u64,
 }
+
+/// A paying hold's columns and its open attempt's id and state.
+type PayingTuple = (
+    String,
+    i64,
+    String,
+    String,
+    i64,
+    String,
+    i64,
+    i64,
+    Option<String>,
+    Option<String>,
+);
 
 /// Most paying holds one pass looks at (the rest wait for the next pass).
 const BATCH: i64 = 200;
@@ -27,24 +40,31 @@ impl BookingStore {
     /// Finishes the paying holds that can be finished at `now_ms`.
     pub async fn recover(&self, now_ms: u64) -> Result<RecoveryReport, BookingError> {
         let now = db_ms(now_ms);
+        // Each paying hold with its open attempt (started or succeeded), read
+        // in one statement so the two agree: a hold's earlier attempts are all
+        // settled (settling one puts the hold back in the same transaction),
+        // so the open one is the attempt the hold pays for now. Picking "the
+        // latest" attempt instead, or reading it after the hold, could see a
+        // settled decline while the hold already pays for the next attempt,
+        // and settle that one over it (the good card then paid, unbooked).
+        let columns: Vec<String> = HOLD_COLUMNS.split(", ").map(|c| format!("h.{c}")).collect();
         let sql = format!(
-            "SELECT {HOLD_COLUMNS} FROM booking_holds WHERE state = ? ORDER BY expires_at LIMIT {BATCH}"
+            "SELECT {}, p.attempt_id, p.state FROM booking_holds h \
+             LEFT JOIN booking_payments p ON p.hold_id = h.hold_id AND p.state IN (?, ?) \
+             WHERE h.state = ? ORDER BY h.expires_at LIMIT {BATCH}",
+            columns.join(", ")
         );
-        let holds: Vec<HoldTuple> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        let holds: Vec<PayingTuple> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(payment_state::STARTED)
+            .bind(payment_state::SUCCEEDED)
             .bind(state::PAYING)
             .fetch_all(&self.db.pool)
             .await?;
         let mut report = RecoveryReport::default();
-        for hold in holds.into_iter().map(HoldRow::from) {
-            let attempt: Option<(String, String)> = sqlx::query_as(
-                "SELECT attempt_id, state FROM booking_payments WHERE hold_id = ? \
-                 ORDER BY created_at DESC, attempt_id DESC LIMIT 1",
-            )
-            .bind(hold.hold_id.as_str())
-            .fetch_optional(&self.db.pool)
-            .await?;
-            let Some((attempt_id, attempt_state)) = attempt else {
-                tracing::error!(hold = %hold.hold_id, "booking: paying hold without a payment attempt");
+        for (a, b, c, d, e, f, g, h, attempt_id, attempt_state) in holds {
+            let hold = HoldRow::from((a, b, c, d, e, f, g, h));
+            let (Some(attempt_id), Some(attempt_state)) = (attempt_id, attempt_state) else {
+                tracing::error!(hold = %hold.hold_id, "booking: paying hold without an open payment attempt");
                 continue;
             };
             let (performance,): (String,) =
@@ -84,20 +104,7 @@ impl BookingStore {
                         report.refunded += 1;
                     }
                 }
-                payment_state::STARTED => {}
-                settled => {
-                    let outcome = if settled == payment_state::DECLINED {
-                        Outcome::Declined
-                    } else {
-                        Outcome::Failed
-                    };
-                    if self
-                        .settle_unpaid(&paying, settled, settled, outcome, now)
-                        .await?
-                    {
-                        report.settled += 1;
-                    }
-                }
+                _ => {}
             }
         }
         Ok(report)
