@@ -13,7 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use origin::booking::{BookingError, BookingStatus, Faults, Payment, PaymentError, SeatState};
+use origin::booking::{
+    BookingError, BookingStatus, BookingStore, Faults, Hold, Payment, PaymentError, SeatState,
+};
 use support::*;
 
 both!(
@@ -167,14 +169,7 @@ async fn same_key_twenty_times(db: &TestDb) {
 async fn decline_is_remembered_and_the_hold_stays(db: &TestDb) {
     let (store, pay) = db.store_counting().await;
     let room = "decline";
-    store
-        .put_performance(room, "p", &spec(&[("A", 1, 4, 100)]), T0)
-        .await
-        .unwrap();
-    let hold = store
-        .hold(room, "p", 1, &seats(&["A-1-1"]), T0 + HOUR, T0)
-        .await
-        .unwrap();
+    let hold = one_seat_held(&store, room).await;
     for _ in 0..3 {
         assert_eq!(
             store
@@ -625,6 +620,19 @@ async fn crash_during_payment(db: &TestDb) {
     assert_eq!(booking.seats.len(), 2);
 }
 
+/// `room`'s performance `p` with one row of four seats, and visitor 1's
+/// hold on its first seat for an hour.
+async fn one_seat_held(store: &BookingStore, room: &str) -> Hold {
+    store
+        .put_performance(room, "p", &spec(&[("A", 1, 4, 100)]), T0)
+        .await
+        .unwrap();
+    store
+        .hold(room, "p", 1, &seats(&["A-1-1"]), T0 + HOUR, T0)
+        .await
+        .unwrap()
+}
+
 /// The rehearsal's declined-first visitor: a decline under one key, then
 /// the good card under another is a new attempt and books (201), with the
 /// payment fast and slowed.
@@ -634,14 +642,7 @@ async fn good_card_after_a_decline(db: &TestDb) {
         let store = db.store(pay.clone(), T0).await;
         let room = format!("again{i}");
         let room = room.as_str();
-        store
-            .put_performance(room, "p", &spec(&[("A", 1, 4, 100)]), T0)
-            .await
-            .unwrap();
-        let hold = store
-            .hold(room, "p", 1, &seats(&["A-1-1"]), T0 + HOUR, T0)
-            .await
-            .unwrap();
+        let hold = one_seat_held(&store, room).await;
         let declined = store
             .confirm(
                 room,
@@ -675,14 +676,7 @@ async fn good_card_after_a_dropped_decline(db: &TestDb) {
     let pay = Arc::new(CountingPayment::new(Duration::from_millis(1500)));
     let store = Arc::new(db.store(pay.clone(), T0).await);
     let room = "dropped";
-    store
-        .put_performance(room, "p", &spec(&[("A", 1, 4, 100)]), T0)
-        .await
-        .unwrap();
-    let hold = store
-        .hold(room, "p", 1, &seats(&["A-1-1"]), T0 + HOUR, T0)
-        .await
-        .unwrap();
+    let hold = one_seat_held(&store, room).await;
     let declined = {
         let (store, id) = (store.clone(), hold.hold_id.clone());
         tokio::spawn(async move {
@@ -723,14 +717,7 @@ async fn decline_and_good_card_at_once(db: &TestDb) {
     let pay = Arc::new(CountingPayment::new(Duration::from_millis(300)));
     let store = Arc::new(db.store(pay.clone(), T0).await);
     let room = "atonce";
-    store
-        .put_performance(room, "p", &spec(&[("A", 1, 4, 100)]), T0)
-        .await
-        .unwrap();
-    let hold = store
-        .hold(room, "p", 1, &seats(&["A-1-1"]), T0 + HOUR, T0)
-        .await
-        .unwrap();
+    let hold = one_seat_held(&store, room).await;
     let send = |key: &'static str, token: &'static str, at: u64| {
         let (store, id) = (store.clone(), hold.hold_id.clone());
         tokio::spawn(async move { store.confirm(room, 1, &id, key, token, at).await })
@@ -829,14 +816,7 @@ async fn recovery_under_a_slower_clock(db: &TestDb) {
     let pay = Arc::new(CountingPayment::new(Duration::from_millis(400)));
     let store = Arc::new(db.store(pay.clone(), T0).await);
     let room = "skew";
-    store
-        .put_performance(room, "p", &spec(&[("A", 1, 4, 100)]), T0)
-        .await
-        .unwrap();
-    let hold = store
-        .hold(room, "p", 1, &seats(&["A-1-1"]), T0 + HOUR, T0)
-        .await
-        .unwrap();
+    let hold = one_seat_held(&store, room).await;
     let declined = store
         .confirm(
             room,
