@@ -160,7 +160,7 @@ pub struct Config {
     #[arg(long, env = "WR_STATUS_SNAPSHOT", value_enum, default_value_t = OnOff::On)]
     pub status_snapshot: OnOff,
 
-    /// Most status polls held at once in a sale's endgame (`Prefer: wait`);
+    /// Most status polls held at once while a sale is on (`Prefer: wait`);
     /// past it polls are answered at once. Each keeps its connection open:
     /// keep this under --max-connections. 0: never hold (also the case
     /// with --status-snapshot off, whose views wake held polls).

@@ -64,7 +64,7 @@ pub struct Shared {
     pub joins: Joins,
     /// Per-room status snapshots (`--status-snapshot`); off unless turned on.
     pub snapshots: Arc<Snapshots>,
-    /// Status polls held in a sale's endgame (`Prefer: wait`), and their cap.
+    /// Status polls held while a sale is on (`Prefer: wait`), and their cap.
     pub holds: Arc<Holds>,
 }
 

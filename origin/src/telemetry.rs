@@ -117,7 +117,7 @@ fn describe() {
     );
     describe_gauge!(
         HELD_POLLS,
-        "Status polls held now (Prefer: wait, in a sale's endgame)."
+        "Status polls held now (Prefer: wait, while a sale is on)."
     );
 }
 

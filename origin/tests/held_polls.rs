@@ -1,7 +1,8 @@
 //! Held status polls (`Prefer: wait=N`, `http::hold`) on a running origin
 //! (server and promoter on a short tick, status snapshots on) over real
 //! connections: in a sale's endgame a held poll hears `sold_out` within a
-//! few ticks of the sale's end; anything else is answered at once; a hold
+//! few ticks of the sale's end, and so does one far back while seats are
+//! still to sell; anything else is answered at once; a hold
 //! that times out answers `waiting`, and back-to-back holds keep the place
 //! for several abandon times; an unreadable `Prefer` is ignored; the cap
 //! holds; a client that goes away mid-hold leaves nothing behind; shutdown
@@ -445,4 +446,48 @@ async fn seats_back_wake_the_front_of_the_line_only() {
         back.took
     );
     assert_eq!(back.json["state"], "waiting");
+}
+
+#[tokio::test]
+async fn with_seats_to_sell_the_far_back_is_held_and_the_front_answered_at_once() {
+    let t = test_store();
+    // 1 a second: the front zone of a 3 s hold is 2 x 1 x 5 + 100 places.
+    let s = RoomSettings {
+        capacity: 1,
+        admit_per_second: 1.0,
+        abandon_seconds: 9,
+        ..RoomSettings::default()
+    };
+    let room = make_room(t.store.as_ref(), "held-far", s).await;
+    t.store
+        .set_sale(&room, sale(SeatsLeft::Available))
+        .await
+        .unwrap();
+    let o = origin(t.store.clone(), 100).await;
+    let tickets = o.join(&room, 150).await;
+    ticks(2).await;
+
+    // Near the front: it may be let in any tick, so it hears at once.
+    let near = o.status(&room, &tickets[2], Some("wait=3")).await;
+    assert_eq!(near.json["state"], "waiting", "{}", near.json);
+    assert_eq!(near.applied, None, "not held");
+    assert!(near.took < Duration::from_millis(500), "took {:?}", near.took);
+
+    // Far back: held, and told the moment the last seat sells.
+    let far = o.status(&room, &tickets[149], Some("wait=3"));
+    let sell_out = async {
+        o.until_held(1).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        o.store
+            .set_sale(&room, sale(SeatsLeft::SoldOut))
+            .await
+            .unwrap();
+        Instant::now()
+    };
+    let (far, sold_at) = tokio::join!(far, sell_out);
+    assert_eq!(far.json["state"], "sold_out", "{}", far.json);
+    assert_eq!(far.applied.as_deref(), Some("wait=3"));
+    let late = far.done.saturating_duration_since(sold_at);
+    assert!(late < Duration::from_secs(1), "told {late:?} after the sale");
+    assert_eq!(o.state.holds.held(), 0);
 }

@@ -140,6 +140,8 @@ pub struct VisitorLog {
     pub left_line_ms: Option<u64>,
     /// When it first read `sold_out`.
     pub sold_out_ms: Option<u64>,
+    /// When the poll that read `sold_out` was sent.
+    pub sold_out_asked_ms: Option<u64>,
     /// When its hold was granted.
     pub held_ms: Option<u64>,
     /// When its booking was confirmed, and its seats.
@@ -182,6 +184,7 @@ pub async fn play(ctx: Arc<Ctx>, plan: Plan) -> VisitorLog {
             queue_requests: 0,
             left_line_ms: None,
             sold_out_ms: None,
+            sold_out_asked_ms: None,
             held_ms: None,
             booked: None,
             booking_calls: Vec::new(),
@@ -330,6 +333,7 @@ impl Visit<'_> {
                         }
                         "sold_out" => {
                             self.log.sold_out_ms = Some(got);
+                            self.log.sold_out_asked_ms = Some(sent);
                             self.log.outcome = Outcome::SoldOut;
                             break false;
                         }

@@ -110,8 +110,9 @@ pub struct RoomPath {
 }
 
 /// A status poll's `Prefer` header (RFC 7240): `wait=N` lets the origin
-/// hold the poll in a sale's endgame until the sale changes, for at most
-/// min(N, the poll interval, 20) seconds. Anything else in it is ignored.
+/// hold the poll of a waiter it cannot let in soon until the sale changes,
+/// for at most min(N, the poll interval, 20) seconds. Anything else in it
+/// is ignored.
 #[derive(IntoParams)]
 #[into_params(parameter_in = Header)]
 #[allow(dead_code)] // read by the documentation only; the handler reads the header itself

@@ -1,12 +1,24 @@
 //! Held status polls (a long poll for the end of a sale). A status request
 //! that says `Prefer: wait=N` (RFC 7240) and would read `waiting` while the
-//! sale is in its endgame (open, no seat available, not sold out:
-//! [`LineView::endgame`]) is held until the room's signal changes in a way
-//! that can change its answer, or until min(N, its poll interval,
+//! sale is on ([`LineView::selling`]: open, past its opening, not sold out)
+//! is held, when [`may_hold`] says so, until the room's signal changes in a
+//! way that can change its answer, or until min(N, its poll interval,
 //! [`MAX_WAIT_SECS`]) seconds pass; the status route then answers afresh,
 //! with `Preference-Applied: wait=N`. Every waiter so hears `sold_out`
 //! within a tick or two of this instance's view seeing it, at no more
 //! requests than its poll interval already asks for.
+//!
+//! Who is held: every waiter while no seat is available (the endgame:
+//! nothing changes for anyone until holds end or the last seat sells), and
+//! while seats are available, a waiter beyond the [`front_zone`] (nobody
+//! that far back can be let in before its hold ends, so its held answer
+//! is the one its next poll would have had). A waiter near the front with
+//! seats to sell is answered at once: it may be let in any tick. Holding
+//! only in the strict endgame was not enough: seats coming back from
+//! ended holds flip a sale near its end in and out of it many times a
+//! minute, and a waiter answered at once in such a moment was told to come
+//! back a whole poll interval later, so it heard of the sell-out that late
+//! (BENCHMARKS.md, the rehearsal through the edge).
 //!
 //! What wakes a hold (compared with the signal when it began):
 //! - the room's state, queueing method, opening or abandon time changed;
@@ -190,6 +202,15 @@ fn wakes(start: RoomSignal, now: Option<RoomSignal>, near_front: bool) -> bool {
         }
 }
 
+/// Whether a waiter at `position` (`None`: not known) whose poll may be
+/// held `secs` seconds is held at all (see the module doc).
+pub fn may_hold(line: &LineView, position: Option<u64>, secs: u64) -> bool {
+    secs > 0
+        && line.selling()
+        && (line.sale.seats == SeatsLeft::NoneAvailable
+            || position.is_some_and(|p| p > front_zone(line, Duration::from_secs(secs))))
+}
+
 /// The seconds a poll that prefers `preferred` may be held: never longer
 /// than its answer's poll interval (rounded down to whole seconds) nor
 /// [`MAX_WAIT_SECS`]; 0 means not at all.
@@ -309,6 +330,46 @@ mod tests {
             ..start
         };
         assert!(wakes(start, Some(shorter), false));
+    }
+
+    #[test]
+    fn held_while_the_sale_is_on_unless_near_the_front_with_seats_to_sell() {
+        let line = |state, seats| LineView {
+            state,
+            opens_at_ms: None,
+            waiting: 1_000,
+            admit_rate: 1.0,
+            abandon_ms: 60_000,
+            sale: crate::queue::SaleSignal {
+                seats,
+                rate_factor: 1.0,
+            },
+            now_ms: 0,
+            schedule: None,
+        };
+        use crate::room::RoomState::{Closed, Open, Paused};
+        use SeatsLeft::{Available, NoneAvailable, SoldOut};
+        // A 3 s hold at 1 a second: the front zone is 2 x 1 x 5 + 100.
+        let zone = front_zone(&line(Open, Available), Duration::from_secs(3));
+        assert_eq!(zone, 110);
+        let table = [
+            (Open, NoneAvailable, Some(1), 3, true),
+            (Open, NoneAvailable, None, 3, true),
+            (Open, Available, Some(zone + 1), 3, true),
+            (Open, Available, Some(zone), 3, false),
+            (Open, Available, None, 3, false),
+            (Open, Available, Some(zone + 1), 0, false),
+            (Open, SoldOut, Some(zone + 1), 3, false),
+            (Paused, NoneAvailable, Some(zone + 1), 3, false),
+            (Closed, Available, Some(zone + 1), 3, false),
+        ];
+        for (state, seats, position, secs, held) in table {
+            assert_eq!(
+                may_hold(&line(state, seats), position, secs),
+                held,
+                "{state:?} {seats:?} {position:?} {secs}"
+            );
+        }
     }
 
     #[test]

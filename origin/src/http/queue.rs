@@ -375,12 +375,13 @@ async fn join(
 /// for the room's abandon time loses the place). When admitted, the answer
 /// carries the entry token, also set as the cookie `wr_entry_{room}`.
 ///
-/// With `Prefer: wait=N` (RFC 7240), a waiter in a sale's endgame (open,
-/// every seat held or booked, not sold out) is answered when the sale
-/// changes (sold out, seats back, closed, paused) or after at most
-/// min(N, the poll interval, 20) seconds, with `Preference-Applied: wait=N`;
-/// poll again right after such an answer. Any other poll is answered at
-/// once, as without the header.
+/// With `Prefer: wait=N` (RFC 7240), a waiter of a sale that is on (open,
+/// not sold out) is held when every seat is held or booked, or when it is
+/// too far back to be let in before its hold ends; it is answered when the
+/// sale changes (sold out, seats back near the front, closed, paused) or
+/// after at most min(N, the poll interval, 20) seconds, with
+/// `Preference-Applied: wait=N`; poll again right after such an answer.
+/// Any other poll is answered at once, as without the header.
 #[utoipa::path(
     get,
     path = "/queue/{room}/status",
@@ -410,10 +411,11 @@ async fn status(
     let mut applied = None;
     if let (Some(preferred), Some(signal)) = (preferred, signal)
         && let Standing::Waiting { position } = snap.standing
-        && snap.line.endgame()
     {
         let secs = hold::wait_secs(preferred, snap.standing, &snap.line);
-        if secs > 0 && state.holds.hold(signal, position, &snap.line, secs).await {
+        if hold::may_hold(&snap.line, position, secs)
+            && state.holds.hold(signal, position, &snap.line, secs).await
+        {
             snap = current_status(&state, &room, &claims, client).await?;
             applied = Some(secs);
         }

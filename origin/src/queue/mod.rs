@@ -175,13 +175,12 @@ impl LineView {
         self.opens_at_ms.is_some_and(|at| self.now_ms < at)
     }
 
-    /// Whether the sale is in its endgame: open and past its opening, but
-    /// no seat is available (all held or booked) and not every seat is
-    /// booked. Nothing changes for a waiter until holds end or the last
-    /// seat sells, which is when a held status poll pays off.
-    pub fn endgame(&self) -> bool {
+    /// Whether the sale is on: open, past its opening, and not every seat
+    /// booked. A waiter's answer can then change only as the line moves or
+    /// the sale ends, which is when a held status poll pays off.
+    pub fn selling(&self) -> bool {
         self.state == RoomState::Open
-            && self.sale.seats == SeatsLeft::NoneAvailable
+            && self.sale.seats != SeatsLeft::SoldOut
             && !self.before_opening()
     }
 }
