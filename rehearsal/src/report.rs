@@ -483,7 +483,8 @@ pub fn build(inp: &Inputs, scenario: serde_json::Value, metrics: Vec<String>) ->
                         && l.outcome != Outcome::Abandoned
                 })
                 .collect();
-            let delay = |l: &&VisitorLog| l.sold_out_ms.map(|s| s.saturating_sub(t) as f64 / 1000.0);
+            let delay =
+                |l: &&VisitorLog| l.sold_out_ms.map(|s| s.saturating_sub(t) as f64 / 1000.0);
             let delays: Vec<f64> = at_sell_out.iter().filter_map(delay).collect();
             let (before, after): (Vec<&VisitorLog>, Vec<&VisitorLog>) = at_sell_out
                 .iter()
