@@ -1,7 +1,7 @@
 //! Held status polls (a long poll for the end of a sale). A status request
 //! that says `Prefer: wait=N` (RFC 7240) and would read `waiting` while the
 //! sale is on ([`LineView::selling`]: open, past its opening, not sold out)
-//! is held, when [`may_hold`] says so, until the room's signal changes in a
+//! may be held ([`may_hold`]) until the room's signal changes in a
 //! way that can change its answer, or until min(N, its poll interval,
 //! [`MAX_WAIT_SECS`]) seconds pass; the status route then answers afresh,
 //! with `Preference-Applied: wait=N`. Every waiter so hears `sold_out`
@@ -9,16 +9,21 @@
 //! requests than its poll interval already asks for.
 //!
 //! Who is held: every waiter while no seat is available (the endgame:
-//! nothing changes for anyone until holds end or the last seat sells), and
-//! while seats are available, a waiter beyond the [`front_zone`] (nobody
-//! that far back can be let in before its hold ends, so its held answer
-//! is the one its next poll would have had). A waiter near the front with
-//! seats to sell is answered at once: it may be let in any tick. Holding
-//! only in the strict endgame was not enough: seats coming back from
-//! ended holds flip a sale near its end in and out of it many times a
-//! minute, and a waiter answered at once in such a moment was told to come
-//! back a whole poll interval later, so it heard of the sell-out that late
-//! (BENCHMARKS.md, the rehearsal through the edge).
+//! nothing changes for anyone until holds end or the last seat sells), and,
+//! once the seats have run out since the room opened
+//! ([`RoomSignal::ran_out`]), a waiter beyond the [`front_zone`] while a few
+//! seats are back (nobody that far back can be let in before its hold
+//! ends, so its held answer is the one its next poll would have had). A
+//! waiter near the front with seats to sell is answered at once: it may be
+//! let in any tick. Holding only while no seat is available was not
+//! enough: seats coming back from ended holds flip a sale near its end in
+//! and out of that many times a minute, and a waiter answered at once in
+//! such a moment was told to come back a whole poll interval later, so it
+//! heard of the sell-out that late (BENCHMARKS.md, the rehearsal through
+//! the edge). Holding far-back waiters from the opening on was tried and
+//! dropped: every waiter then keeps a connection open for the whole sale,
+//! and 20,000 visitors on a machine that allows 20,000 open files per
+//! process met refused connections (BENCHMARKS.md, run F).
 //!
 //! What wakes a hold (compared with the signal when it began):
 //! - the room's state, queueing method, opening or abandon time changed;
@@ -192,6 +197,7 @@ fn wakes(start: RoomSignal, now: Option<RoomSignal>, near_front: bool) -> bool {
     };
     let same_room = RoomSignal {
         seats: start.seats,
+        ran_out: start.ran_out,
         ..now
     } == start;
     !same_room
@@ -203,12 +209,14 @@ fn wakes(start: RoomSignal, now: Option<RoomSignal>, near_front: bool) -> bool {
 }
 
 /// Whether a waiter at `position` (`None`: not known) whose poll may be
-/// held `secs` seconds is held at all (see the module doc).
-pub fn may_hold(line: &LineView, position: Option<u64>, secs: u64) -> bool {
+/// held `secs` seconds is held at all, in a room whose seats have run out
+/// since it opened or not (`ran_out`, [`RoomSignal::ran_out`]; see the
+/// module doc).
+pub fn may_hold(line: &LineView, ran_out: bool, position: Option<u64>, secs: u64) -> bool {
     secs > 0
         && line.selling()
         && (line.sale.seats == SeatsLeft::NoneAvailable
-            || position.is_some_and(|p| p > front_zone(line, Duration::from_secs(secs))))
+            || ran_out && position.is_some_and(|p| p > front_zone(line, Duration::from_secs(secs))))
 }
 
 /// The seconds a poll that prefers `preferred` may be held: never longer
@@ -309,6 +317,7 @@ mod tests {
             method: crate::room::QueueingMethod::Fifo,
             opens_at_ms: None,
             abandon_ms: 60_000,
+            ran_out: true,
         }
     }
 
@@ -365,11 +374,15 @@ mod tests {
         ];
         for (state, seats, position, secs, held) in table {
             assert_eq!(
-                may_hold(&line(state, seats), position, secs),
+                may_hold(&line(state, seats), true, position, secs),
                 held,
                 "{state:?} {seats:?} {position:?} {secs}"
             );
         }
+        // Before the seats first ran out, only the endgame holds.
+        let (open, full) = (line(Open, Available), line(Open, NoneAvailable));
+        assert!(!may_hold(&open, false, Some(zone + 1), 3));
+        assert!(may_hold(&full, false, Some(zone + 1), 3));
     }
 
     #[test]

@@ -376,8 +376,9 @@ async fn join(
 /// carries the entry token, also set as the cookie `wr_entry_{room}`.
 ///
 /// With `Prefer: wait=N` (RFC 7240), a waiter of a sale that is on (open,
-/// not sold out) is held when every seat is held or booked, or when it is
-/// too far back to be let in before its hold ends; it is answered when the
+/// not sold out) is held when every seat is held or booked, or, once the
+/// seats have run out since the room opened, when it is too far back to be
+/// let in before its hold ends; it is answered when the
 /// sale changes (sold out, seats back near the front, closed, paused) or
 /// after at most min(N, the poll interval, 20) seconds, with
 /// `Preference-Applied: wait=N`; poll again right after such an answer.
@@ -413,7 +414,8 @@ async fn status(
         && let Standing::Waiting { position } = snap.standing
     {
         let secs = hold::wait_secs(preferred, snap.standing, &snap.line);
-        if hold::may_hold(&snap.line, position, secs)
+        let ran_out = signal.borrow().is_some_and(|s| s.ran_out);
+        if hold::may_hold(&snap.line, ran_out, position, secs)
             && state.holds.hold(signal, position, &snap.line, secs).await
         {
             snap = current_status(&state, &room, &claims, client).await?;
