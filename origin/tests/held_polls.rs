@@ -475,7 +475,7 @@ async fn before_the_seats_first_run_out_the_far_back_is_answered_at_once() {
 }
 
 #[tokio::test]
-async fn with_seats_back_the_far_back_is_held_and_the_front_answered_at_once() {
+async fn with_seats_back_the_far_back_is_held_and_the_front_a_second_at_most() {
     let t = test_store();
     // 1 a second: the front zone of a 3 s hold is 2 x 1 x 5 + 100 places.
     let s = RoomSettings {
@@ -495,12 +495,13 @@ async fn with_seats_back_the_far_back_is_held_and_the_front_answered_at_once() {
         .unwrap();
     ticks(2).await;
 
-    // Near the front: it may be let in any tick, so it hears at once.
+    // Near the front: it may be let in any tick (a hold does not wake on
+    // that), so it is held a second at most.
     let near = o.status(&room, &tickets[2], Some("wait=3")).await;
     assert_eq!(near.json["state"], "waiting", "{}", near.json);
-    assert_eq!(near.applied, None, "not held");
+    assert_eq!(near.applied.as_deref(), Some("wait=1"));
     assert!(
-        near.took < Duration::from_millis(500),
+        near.took >= Duration::from_millis(950) && near.took < Duration::from_millis(1_500),
         "took {:?}",
         near.took
     );

@@ -1,7 +1,7 @@
 //! Held status polls (a long poll for the end of a sale). A status request
 //! that says `Prefer: wait=N` (RFC 7240) and would read `waiting` while the
 //! sale is on ([`LineView::selling`]: open, past its opening, not sold out)
-//! may be held ([`may_hold`]) until the room's signal changes in a
+//! may be held ([`hold_secs`]) until the room's signal changes in a
 //! way that can change its answer, or until min(N, its poll interval,
 //! [`MAX_WAIT_SECS`]) seconds pass; the status route then answers afresh,
 //! with `Preference-Applied: wait=N`. Every waiter so hears `sold_out`
@@ -13,14 +13,16 @@
 //! once the seats have run out since the room opened
 //! ([`RoomSignal::ran_out`]), a waiter beyond the [`front_zone`] while a few
 //! seats are back (nobody that far back can be let in before its hold
-//! ends, so its held answer is the one its next poll would have had). A
-//! waiter near the front with seats to sell is answered at once: it may be
-//! let in any tick. Holding only while no seat is available was not
-//! enough: seats coming back from ended holds flip a sale near its end in
-//! and out of that many times a minute, and a waiter answered at once in
-//! such a moment was told to come back a whole poll interval later, so it
-//! heard of the sell-out that late (BENCHMARKS.md, the rehearsal through
-//! the edge). Holding far-back waiters from the opening on was tried and
+//! ends, so its held answer is the one its next poll would have had); one
+//! near the front then is held [`NEAR_FRONT_SECS`] at most, since it may be
+//! let in any tick and a hold does not wake on that. Before the seats first
+//! run out, a waiter near the front with seats to sell is answered at once.
+//! Holding only while no seat is available was not enough: seats coming
+//! back from ended holds flip a sale near its end in and out of that many
+//! times a minute, and a waiter answered at once in such a moment was told
+//! to come back a whole poll interval later (up to 6 s), so it heard of the
+//! sell-out that late (BENCHMARKS.md, run F and the rehearsal through the
+//! edge). Holding far-back waiters from the opening on was tried and
 //! dropped: every waiter then keeps a connection open for the whole sale,
 //! and 20,000 visitors on a machine that allows 20,000 open files per
 //! process met refused connections (BENCHMARKS.md, run F).
@@ -65,6 +67,9 @@ use crate::telemetry;
 
 /// Longest hold, whatever the client prefers.
 pub const MAX_WAIT_SECS: u64 = 20;
+/// Longest hold near the front while a few seats are back: such a waiter
+/// may be let in any tick, and a hold does not wake on that.
+pub const NEAR_FRONT_SECS: u64 = 1;
 /// Most holds one instance keeps at once unless told otherwise: each keeps
 /// a connection open, and the default `--max-connections` is 10,000.
 pub const DEFAULT_MAX_HELD: usize = 8_000;
@@ -208,15 +213,22 @@ fn wakes(start: RoomSignal, now: Option<RoomSignal>, near_front: bool) -> bool {
         }
 }
 
-/// Whether a waiter at `position` (`None`: not known) whose poll may be
-/// held `secs` seconds is held at all, in a room whose seats have run out
-/// since it opened or not (`ran_out`, [`RoomSignal::ran_out`]; see the
-/// module doc).
-pub fn may_hold(line: &LineView, ran_out: bool, position: Option<u64>, secs: u64) -> bool {
-    secs > 0
-        && line.selling()
-        && (line.sale.seats == SeatsLeft::NoneAvailable
-            || ran_out && position.is_some_and(|p| p > front_zone(line, Duration::from_secs(secs))))
+/// How long the poll of a waiter at `position` (`None`: not known) that
+/// may be held `secs` seconds is held, in a room whose seats have run out
+/// since it opened or not (`ran_out`, [`RoomSignal::ran_out`]); 0: answered
+/// at once (see the module doc).
+pub fn hold_secs(line: &LineView, ran_out: bool, position: Option<u64>, secs: u64) -> u64 {
+    if !line.selling() {
+        return 0;
+    }
+    match line.sale.seats {
+        SeatsLeft::NoneAvailable => secs,
+        SeatsLeft::Available if ran_out => {
+            let far = position.is_some_and(|p| p > front_zone(line, Duration::from_secs(secs)));
+            if far { secs } else { secs.min(NEAR_FRONT_SECS) }
+        }
+        SeatsLeft::Available | SeatsLeft::SoldOut => 0,
+    }
 }
 
 /// The seconds a poll that prefers `preferred` may be held: never longer
@@ -342,7 +354,7 @@ mod tests {
     }
 
     #[test]
-    fn held_while_the_sale_is_on_unless_near_the_front_with_seats_to_sell() {
+    fn how_long_a_poll_is_held_follows_the_seats_and_the_place() {
         let line = |state, seats| LineView {
             state,
             opens_at_ms: None,
@@ -362,27 +374,29 @@ mod tests {
         let zone = front_zone(&line(Open, Available), Duration::from_secs(3));
         assert_eq!(zone, 110);
         let table = [
-            (Open, NoneAvailable, Some(1), 3, true),
-            (Open, NoneAvailable, None, 3, true),
-            (Open, Available, Some(zone + 1), 3, true),
-            (Open, Available, Some(zone), 3, false),
-            (Open, Available, None, 3, false),
-            (Open, Available, Some(zone + 1), 0, false),
-            (Open, SoldOut, Some(zone + 1), 3, false),
-            (Paused, NoneAvailable, Some(zone + 1), 3, false),
-            (Closed, Available, Some(zone + 1), 3, false),
+            (Open, NoneAvailable, Some(1), 3, 3),
+            (Open, NoneAvailable, None, 3, 3),
+            (Open, Available, Some(zone + 1), 3, 3),
+            (Open, Available, Some(zone), 3, 1),
+            (Open, Available, None, 3, 1),
+            (Open, Available, Some(zone + 1), 0, 0),
+            (Open, Available, Some(1), 0, 0),
+            (Open, SoldOut, Some(zone + 1), 3, 0),
+            (Paused, NoneAvailable, Some(zone + 1), 3, 0),
+            (Closed, Available, Some(zone + 1), 3, 0),
         ];
         for (state, seats, position, secs, held) in table {
             assert_eq!(
-                may_hold(&line(state, seats), true, position, secs),
+                hold_secs(&line(state, seats), true, position, secs),
                 held,
                 "{state:?} {seats:?} {position:?} {secs}"
             );
         }
         // Before the seats first ran out, only the endgame holds.
         let (open, full) = (line(Open, Available), line(Open, NoneAvailable));
-        assert!(!may_hold(&open, false, Some(zone + 1), 3));
-        assert!(may_hold(&full, false, Some(zone + 1), 3));
+        assert_eq!(hold_secs(&open, false, Some(zone + 1), 3), 0);
+        assert_eq!(hold_secs(&open, false, Some(1), 3), 0);
+        assert_eq!(hold_secs(&full, false, Some(zone + 1), 3), 3);
     }
 
     #[test]

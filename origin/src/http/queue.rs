@@ -377,8 +377,8 @@ async fn join(
 ///
 /// With `Prefer: wait=N` (RFC 7240), a waiter of a sale that is on (open,
 /// not sold out) is held when every seat is held or booked, or, once the
-/// seats have run out since the room opened, when it is too far back to be
-/// let in before its hold ends; it is answered when the
+/// seats have run out since the room opened, when a few seats are back (at
+/// most 1 s near the front of the line); it is answered when the
 /// sale changes (sold out, seats back near the front, closed, paused) or
 /// after at most min(N, the poll interval, 20) seconds, with
 /// `Preference-Applied: wait=N`; poll again right after such an answer.
@@ -413,11 +413,10 @@ async fn status(
     if let (Some(preferred), Some(signal)) = (preferred, signal)
         && let Standing::Waiting { position } = snap.standing
     {
-        let secs = hold::wait_secs(preferred, snap.standing, &snap.line);
         let ran_out = signal.borrow().is_some_and(|s| s.ran_out);
-        if hold::may_hold(&snap.line, ran_out, position, secs)
-            && state.holds.hold(signal, position, &snap.line, secs).await
-        {
+        let most = hold::wait_secs(preferred, snap.standing, &snap.line);
+        let secs = hold::hold_secs(&snap.line, ran_out, position, most);
+        if secs > 0 && state.holds.hold(signal, position, &snap.line, secs).await {
             snap = current_status(&state, &room, &claims, client).await?;
             applied = Some(secs);
         }
