@@ -145,25 +145,21 @@ impl Holds {
     /// Holds a waiter's poll: waits on `signal` (subscribed before its
     /// answer was computed, so no change since is missed) for at most
     /// `secs` seconds, until a change that can change the answer of the
-    /// waiter at `position` (see the module doc). False when it was not
+    /// waiter at `position` (see the module doc). `None` when it was not
     /// held at all (the cap, shutdown): answer at once, without
-    /// `Preference-Applied`.
+    /// `Preference-Applied`; else the room's signal when the hold ended.
     pub async fn hold(
         &self,
         mut signal: watch::Receiver<Option<RoomSignal>>,
         position: Option<u64>,
         line: &LineView,
         secs: u64,
-    ) -> bool {
-        let Some(held) = self.enter() else {
-            return false;
-        };
+    ) -> Option<Option<RoomSignal>> {
+        let held = self.enter()?;
         let wait = Duration::from_secs(secs);
         // The signal the answer in hand was computed under; a change since
         // subscribing is judged against it too.
-        let Some(start) = *signal.borrow() else {
-            return false;
-        };
+        let start = (*signal.borrow())?;
         let near_front = position.is_none_or(|p| p <= front_zone(line, wait));
         let timeout = tokio::time::sleep(wait);
         tokio::pin!(timeout);
@@ -172,14 +168,14 @@ impl Holds {
                 () = &mut timeout => break,
                 () = held.0.released.cancelled() => break,
                 changed = signal.changed() => {
-                    let Ok(()) = changed else { break };
+                    let Ok(()) = changed else { return Some(None) };
                     if wakes(start, *signal.borrow_and_update(), near_front) {
                         break;
                     }
                 }
             }
         }
-        true
+        Some(*signal.borrow())
     }
 }
 

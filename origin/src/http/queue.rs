@@ -26,7 +26,7 @@ use super::hold::{self, Preferred};
 use super::responses::{BadBody, BadTicket, CrossSite, JoinLimits, NoRoom, StoreDown, TicketAuth};
 use super::site::SameSite;
 use crate::error::ApiError;
-use crate::queue::{Joined, PREQUEUE_SPAN, Snapshot, Standing, pacing};
+use crate::queue::{Joined, PREQUEUE_SPAN, SeatsLeft, Snapshot, Standing, pacing};
 use crate::room::{RoomId, RoomState};
 use crate::sessions::{Watch, entry_expiry};
 use crate::state::AppState;
@@ -416,8 +416,18 @@ async fn status(
         let ran_out = signal.borrow().is_some_and(|s| s.ran_out);
         let most = hold::wait_secs(preferred, snap.standing, &snap.line);
         let secs = hold::hold_secs(&snap.line, ran_out, position, most);
-        if secs > 0 && state.holds.hold(signal, position, &snap.line, secs).await {
-            snap = current_status(&state, &room, &claims, client).await?;
+        if secs > 0
+            && let Some(ended) = state.holds.hold(signal, position, &snap.line, secs).await
+        {
+            snap = match ended {
+                // Every held waiter of the room wakes at once on the last
+                // seat: all read the same terminal answer, from the signal
+                // itself, rather than ask the view or the store each (a
+                // view aged by that very rush sent thousands to the store,
+                // which timed out: BENCHMARKS.md, run F).
+                Some(signal) if signal.seats == SeatsLeft::SoldOut => sold_out(snap),
+                _ => current_status(&state, &room, &claims, client).await?,
+            };
             applied = Some(secs);
         }
     }
@@ -428,6 +438,13 @@ async fn status(
             .insert(hold::PREFERENCE_APPLIED, value);
     }
     Ok(response)
+}
+
+/// The answer for a waiter of a room that has just sold out.
+fn sold_out(mut snap: Snapshot) -> Snapshot {
+    snap.standing = Standing::SoldOut;
+    snap.line.sale.seats = SeatsLeft::SoldOut;
+    snap
 }
 
 /// Where `claims`' holder stands now: from the instance's snapshot when it
