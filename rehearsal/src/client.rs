@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use reqwest::header::{COOKIE, HeaderMap, RETRY_AFTER, SET_COOKIE};
 use reqwest::{Client, Method};
+use tokio::sync::Semaphore;
 
 /// A visitor's cookies for the room.
 #[derive(Clone, Debug, Default)]
@@ -70,6 +71,14 @@ pub struct Http {
     entry_name: String,
     resets_retried: Arc<AtomicU64>,
     dev_restarts_retried: Arc<AtomicU64>,
+    /// One permit per request in flight: a connection each, and this
+    /// process may open only so many files (see [`Http::new`]).
+    slots: Arc<Semaphore>,
+    /// Requests that found every permit taken and waited for one.
+    waited: Arc<AtomicU64>,
+    /// Connections this process could not open for lack of files, and
+    /// tried again.
+    out_of_files: Arc<AtomicU64>,
 }
 
 /// How long one request may take before it counts as failed.
@@ -81,17 +90,29 @@ const TIMEOUT: Duration = Duration::from_secs(15);
 /// the same reason). The resets measured through `wrangler dev` were not
 /// all this race: BENCHMARKS.md, "Why wrangler dev reset connections".
 const POOL_IDLE: Duration = Duration::from_secs(4);
+/// Most idle connections kept for reuse: they take files from the
+/// requests' budget, which in an endgame needs nearly all of them.
+pub const IDLE_KEPT: usize = 256;
+/// Most tries, 100 ms apart, of a connection this process had no file for.
+const FILE_RETRIES: usize = 50;
 /// The longest hold a request with `Prefer: wait` may meet (the origin's
 /// cap), added to its [`TIMEOUT`].
 const MAX_HOLD: Duration = Duration::from_secs(20);
 
 impl Http {
-    /// A client for visitors of `room` at `base` (`http://127.0.0.1:8080`).
-    pub fn new(base: &str, room: &str) -> Result<Http, reqwest::Error> {
+    /// A client for visitors of `room` at `base` (`http://127.0.0.1:8080`),
+    /// with at most `max_in_flight` requests at once. Each needs a
+    /// connection, and in a sale's endgame nearly every waiter has a held
+    /// poll in flight: 20,000 visitors in one process that may open 20,000
+    /// files ran out of them (EMFILE) and the run fell apart
+    /// (BENCHMARKS.md, run F). A browser has no such shared limit; past it
+    /// a request here waits for a permit, and the report counts how many did.
+    pub fn new(base: &str, room: &str, max_in_flight: usize) -> Result<Http, reqwest::Error> {
         let client = Client::builder()
             .timeout(TIMEOUT)
             .pool_idle_timeout(POOL_IDLE)
-            .pool_max_idle_per_host(1024)
+            // Idle connections take files from the requests' budget.
+            .pool_max_idle_per_host(IDLE_KEPT)
             .redirect(reqwest::redirect::Policy::none())
             .build()?;
         Ok(Http {
@@ -101,7 +122,20 @@ impl Http {
             entry_name: token::entry_cookie(room),
             resets_retried: Arc::default(),
             dev_restarts_retried: Arc::default(),
+            slots: Arc::new(Semaphore::new(max_in_flight.max(1))),
+            waited: Arc::default(),
+            out_of_files: Arc::default(),
         })
+    }
+
+    /// Requests that waited for a permit (see [`Http::new`]).
+    pub fn waited_for_a_connection(&self) -> u64 {
+        self.waited.load(Relaxed)
+    }
+
+    /// Connections tried again because this process was out of files.
+    pub fn out_of_files(&self) -> u64 {
+        self.out_of_files.load(Relaxed)
     }
 
     /// Requests sent again after their connection was reset before any
@@ -134,9 +168,35 @@ impl Http {
         body: Option<&serde_json::Value>,
         headers: &[(&str, &str)],
     ) -> Result<Reply, String> {
-        let first = self
+        let _slot = match self.slots.try_acquire() {
+            Ok(slot) => slot,
+            Err(_) => {
+                self.waited.fetch_add(1, Relaxed);
+                // Never closed: the semaphore lives as long as `self`.
+                self.slots
+                    .acquire()
+                    .await
+                    .map_err(|_| "closed".to_owned())?
+            }
+        };
+        let mut first = self
             .send_once(method.clone(), path, jar, body, headers)
             .await;
+        // Out of files for a moment (connections the pool is closing still
+        // count): the tool's limit, so wait for one rather than report the
+        // target; counted apart. A browser would have files of its own.
+        for _ in 0..FILE_RETRIES {
+            match &first {
+                Err(e) if out_of_files(e) => {
+                    self.out_of_files.fetch_add(1, Relaxed);
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    first = self
+                        .send_once(method.clone(), path, jar, body, headers)
+                        .await;
+                }
+                _ => break,
+            }
+        }
         let again = match &first {
             Ok(reply) => reply.dev_restart,
             Err(e) => is_reset(e),
@@ -250,6 +310,21 @@ pub fn parse_set_cookie(text: &str) -> Option<(&str, &str, bool)> {
 }
 
 /// The request's connection was reset, or closed, before any answer.
+/// Whether `e` is this process running out of files (EMFILE, ENFILE) as it
+/// opened a connection: the tool's own limit, not the target's answer.
+fn out_of_files(e: &reqwest::Error) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(err) = source {
+        if let Some(io) = err.downcast_ref::<std::io::Error>()
+            && matches!(io.raw_os_error(), Some(23 | 24))
+        {
+            return true;
+        }
+        source = err.source();
+    }
+    false
+}
+
 fn is_reset(e: &reqwest::Error) -> bool {
     if !e.is_request() {
         return false;
@@ -335,7 +410,7 @@ mod tests {
     #[tokio::test]
     async fn a_request_reset_before_any_answer_is_sent_once_more() {
         let addr = fails_first_request("");
-        let http = Http::new(&format!("http://{addr}"), "r").expect("client");
+        let http = Http::new(&format!("http://{addr}"), "r", 16).expect("client");
         let mut jar = Jar::default();
         let reply = http
             .send(Method::GET, "/queue/r/status", &mut jar, None, &[])
@@ -351,7 +426,7 @@ mod tests {
         let addr = fails_first_request(
             "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 33\r\nconnection: close\r\n\r\nYour worker restarted mid-request",
         );
-        let http = Http::new(&format!("http://{addr}"), "r").expect("client");
+        let http = Http::new(&format!("http://{addr}"), "r", 16).expect("client");
         let reply = http
             .send(Method::POST, "/api/r/holds", &mut Jar::default(), None, &[])
             .await
@@ -366,7 +441,7 @@ mod tests {
             let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
             l.local_addr().expect("addr").port()
         };
-        let http = Http::new(&format!("http://127.0.0.1:{port}"), "r").expect("client");
+        let http = Http::new(&format!("http://127.0.0.1:{port}"), "r", 16).expect("client");
         let err = http
             .send(Method::GET, "/", &mut Jar::default(), None, &[])
             .await

@@ -162,6 +162,13 @@ struct Args {
     /// Where the report goes (`report.json`, `chart.svg`).
     #[arg(long, default_value = "target/rehearsal")]
     out: PathBuf,
+    /// Most requests in flight at once (a connection each); past it a
+    /// visitor's request waits, and the report counts how many did. By
+    /// default this process's open-file limit less 1,256 for everything
+    /// else (the origin's connection cap, set by `scripts/rehearsal.sh`
+    /// from the same limit, stays above it).
+    #[arg(long)]
+    max_in_flight: Option<usize>,
     /// No progress bars (logs and CI).
     #[arg(long)]
     no_progress: bool,
@@ -352,7 +359,8 @@ async fn run(args: Args) -> Result<bool, Error> {
         })
         .collect();
 
-    let http = client::Http::new(&args.url, &room).map_err(|e| Error::Http {
+    let max_in_flight = args.max_in_flight.unwrap_or_else(open_file_budget);
+    let http = client::Http::new(&args.url, &room, max_in_flight).map_err(|e| Error::Http {
         what: "client".into(),
         detail: e.to_string(),
     })?;
@@ -450,6 +458,9 @@ async fn run(args: Args) -> Result<bool, Error> {
         "expire_share": args.expire_share, "max_seats": args.max_seats, "seed": args.seed,
         "max_seconds": args.max_seconds, "started_at": rfc3339(now),
         "resets_retried": ctx.http.resets_retried(),
+        "max_in_flight": max_in_flight,
+        "waited_for_a_connection": ctx.http.waited_for_a_connection(),
+        "out_of_files_retried": ctx.http.out_of_files(),
         "dev_restarts_retried": ctx.http.dev_restarts_retried(),
         "slow_payment": args.slow_payment_ms.map(|ms| json!({
             "latency_ms": ms, "from_s": args.slow_payment_at,
@@ -487,7 +498,36 @@ async fn run(args: Args) -> Result<bool, Error> {
         ctx.http.resets_retried(),
         ctx.http.dev_restarts_retried()
     );
+    println!(
+        "  requests that waited for one of the tool's {max_in_flight} connections: {}; \
+         connections tried again for lack of files in the tool: {}",
+        ctx.http.waited_for_a_connection(),
+        ctx.http.out_of_files()
+    );
     Ok(!args.check || report.checks.iter().all(|c| c.ok || !c.invariant))
+}
+
+/// Requests this process may have in flight by default: its open-file
+/// limit (raised to the hard limit first) less the idle connections kept
+/// and 1,000 for connections being opened and closed, the admin client and
+/// the rest.
+fn open_file_budget() -> usize {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if let (Some(_), Some(max)) = (limit.current, limit.maximum) {
+        // Failing leaves the soft limit as it was, which is then the budget.
+        let _ = setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: Some(max),
+                maximum: Some(max),
+            },
+        );
+    }
+    let files = getrlimit(Resource::Nofile).current.unwrap_or(1 << 20);
+    usize::try_from(files.saturating_sub(1_000 + client::IDLE_KEPT as u64))
+        .unwrap_or(usize::MAX)
+        .max(64)
 }
 
 fn write(dir: &std::path::Path, report: &report::Report, title: &str) -> Result<(), Error> {

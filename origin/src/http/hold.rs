@@ -1,7 +1,7 @@
 //! Held status polls (a long poll for the end of a sale). A status request
 //! that says `Prefer: wait=N` (RFC 7240) and would read `waiting` while the
 //! sale is on ([`LineView::selling`]: open, past its opening, not sold out)
-//! is held, when [`may_hold`] says so, until the room's signal changes in a
+//! may be held ([`hold_secs`]) until the room's signal changes in a
 //! way that can change its answer, or until min(N, its poll interval,
 //! [`MAX_WAIT_SECS`]) seconds pass; the status route then answers afresh,
 //! with `Preference-Applied: wait=N`. Every waiter so hears `sold_out`
@@ -9,16 +9,23 @@
 //! requests than its poll interval already asks for.
 //!
 //! Who is held: every waiter while no seat is available (the endgame:
-//! nothing changes for anyone until holds end or the last seat sells), and
-//! while seats are available, a waiter beyond the [`front_zone`] (nobody
-//! that far back can be let in before its hold ends, so its held answer
-//! is the one its next poll would have had). A waiter near the front with
-//! seats to sell is answered at once: it may be let in any tick. Holding
-//! only in the strict endgame was not enough: seats coming back from
-//! ended holds flip a sale near its end in and out of it many times a
-//! minute, and a waiter answered at once in such a moment was told to come
-//! back a whole poll interval later, so it heard of the sell-out that late
-//! (BENCHMARKS.md, the rehearsal through the edge).
+//! nothing changes for anyone until holds end or the last seat sells), and,
+//! once the seats have run out since the room opened
+//! ([`RoomSignal::ran_out`]), a waiter beyond the [`front_zone`] while a few
+//! seats are back (nobody that far back can be let in before its hold
+//! ends, so its held answer is the one its next poll would have had); one
+//! near the front then is held [`NEAR_FRONT_SECS`] at most, since it may be
+//! let in any tick and a hold does not wake on that. Before the seats first
+//! run out, a waiter near the front with seats to sell is answered at once.
+//! Holding only while no seat is available was not enough: seats coming
+//! back from ended holds flip a sale near its end in and out of that many
+//! times a minute, and a waiter answered at once in such a moment was told
+//! to come back a whole poll interval later (up to 6 s), so it heard of the
+//! sell-out that late (BENCHMARKS.md, run F and the rehearsal through the
+//! edge). Holding far-back waiters from the opening on was tried and
+//! dropped: every waiter then keeps a connection open for the whole sale,
+//! and 20,000 visitors on a machine that allows 20,000 open files per
+//! process met refused connections (BENCHMARKS.md, run F).
 //!
 //! What wakes a hold (compared with the signal when it began):
 //! - the room's state, queueing method, opening or abandon time changed;
@@ -38,6 +45,10 @@
 //! ignored, as a preference may be. A hold is only the handler's own future
 //! (no task, no timer of its own beyond its sleep): a client that goes
 //! away drops it, and [`Held`] gives its place back.
+//!
+//! [`Holds::hold`] returns the signal it ended on: a hold the sell-out
+//! ended is answered `sold_out` from it, with no store or view read (every
+//! held waiter of the room wakes in the same instant).
 //!
 //! Not here: what the answer is (`http::queue`), what the view knows and
 //! when its signal changes (`queue::snapshot`).
@@ -60,6 +71,9 @@ use crate::telemetry;
 
 /// Longest hold, whatever the client prefers.
 pub const MAX_WAIT_SECS: u64 = 20;
+/// Longest hold near the front while a few seats are back: such a waiter
+/// may be let in any tick, and a hold does not wake on that.
+pub const NEAR_FRONT_SECS: u64 = 1;
 /// Most holds one instance keeps at once unless told otherwise: each keeps
 /// a connection open, and the default `--max-connections` is 10,000.
 pub const DEFAULT_MAX_HELD: usize = 8_000;
@@ -135,25 +149,21 @@ impl Holds {
     /// Holds a waiter's poll: waits on `signal` (subscribed before its
     /// answer was computed, so no change since is missed) for at most
     /// `secs` seconds, until a change that can change the answer of the
-    /// waiter at `position` (see the module doc). False when it was not
+    /// waiter at `position` (see the module doc). `None` when it was not
     /// held at all (the cap, shutdown): answer at once, without
-    /// `Preference-Applied`.
+    /// `Preference-Applied`; else the room's signal when the hold ended.
     pub async fn hold(
         &self,
         mut signal: watch::Receiver<Option<RoomSignal>>,
         position: Option<u64>,
         line: &LineView,
         secs: u64,
-    ) -> bool {
-        let Some(held) = self.enter() else {
-            return false;
-        };
+    ) -> Option<Option<RoomSignal>> {
+        let held = self.enter()?;
         let wait = Duration::from_secs(secs);
         // The signal the answer in hand was computed under; a change since
         // subscribing is judged against it too.
-        let Some(start) = *signal.borrow() else {
-            return false;
-        };
+        let start = (*signal.borrow())?;
         let near_front = position.is_none_or(|p| p <= front_zone(line, wait));
         let timeout = tokio::time::sleep(wait);
         tokio::pin!(timeout);
@@ -162,14 +172,14 @@ impl Holds {
                 () = &mut timeout => break,
                 () = held.0.released.cancelled() => break,
                 changed = signal.changed() => {
-                    let Ok(()) = changed else { break };
+                    let Ok(()) = changed else { return Some(None) };
                     if wakes(start, *signal.borrow_and_update(), near_front) {
                         break;
                     }
                 }
             }
         }
-        true
+        Some(*signal.borrow())
     }
 }
 
@@ -192,6 +202,7 @@ fn wakes(start: RoomSignal, now: Option<RoomSignal>, near_front: bool) -> bool {
     };
     let same_room = RoomSignal {
         seats: start.seats,
+        ran_out: start.ran_out,
         ..now
     } == start;
     !same_room
@@ -202,13 +213,22 @@ fn wakes(start: RoomSignal, now: Option<RoomSignal>, near_front: bool) -> bool {
         }
 }
 
-/// Whether a waiter at `position` (`None`: not known) whose poll may be
-/// held `secs` seconds is held at all (see the module doc).
-pub fn may_hold(line: &LineView, position: Option<u64>, secs: u64) -> bool {
-    secs > 0
-        && line.selling()
-        && (line.sale.seats == SeatsLeft::NoneAvailable
-            || position.is_some_and(|p| p > front_zone(line, Duration::from_secs(secs))))
+/// How long the poll of a waiter at `position` (`None`: not known) that
+/// may be held `secs` seconds is held, in a room whose seats have run out
+/// since it opened or not (`ran_out`, [`RoomSignal::ran_out`]); 0: answered
+/// at once (see the module doc).
+pub fn hold_secs(line: &LineView, ran_out: bool, position: Option<u64>, secs: u64) -> u64 {
+    if !line.selling() {
+        return 0;
+    }
+    match line.sale.seats {
+        SeatsLeft::NoneAvailable => secs,
+        SeatsLeft::Available if ran_out => {
+            let far = position.is_some_and(|p| p > front_zone(line, Duration::from_secs(secs)));
+            if far { secs } else { secs.min(NEAR_FRONT_SECS) }
+        }
+        SeatsLeft::Available | SeatsLeft::SoldOut => 0,
+    }
 }
 
 /// The seconds a poll that prefers `preferred` may be held: never longer
@@ -309,6 +329,7 @@ mod tests {
             method: crate::room::QueueingMethod::Fifo,
             opens_at_ms: None,
             abandon_ms: 60_000,
+            ran_out: true,
         }
     }
 
@@ -333,7 +354,7 @@ mod tests {
     }
 
     #[test]
-    fn held_while_the_sale_is_on_unless_near_the_front_with_seats_to_sell() {
+    fn how_long_a_poll_is_held_follows_the_seats_and_the_place() {
         let line = |state, seats| LineView {
             state,
             opens_at_ms: None,
@@ -353,23 +374,29 @@ mod tests {
         let zone = front_zone(&line(Open, Available), Duration::from_secs(3));
         assert_eq!(zone, 110);
         let table = [
-            (Open, NoneAvailable, Some(1), 3, true),
-            (Open, NoneAvailable, None, 3, true),
-            (Open, Available, Some(zone + 1), 3, true),
-            (Open, Available, Some(zone), 3, false),
-            (Open, Available, None, 3, false),
-            (Open, Available, Some(zone + 1), 0, false),
-            (Open, SoldOut, Some(zone + 1), 3, false),
-            (Paused, NoneAvailable, Some(zone + 1), 3, false),
-            (Closed, Available, Some(zone + 1), 3, false),
+            (Open, NoneAvailable, Some(1), 3, 3),
+            (Open, NoneAvailable, None, 3, 3),
+            (Open, Available, Some(zone + 1), 3, 3),
+            (Open, Available, Some(zone), 3, 1),
+            (Open, Available, None, 3, 1),
+            (Open, Available, Some(zone + 1), 0, 0),
+            (Open, Available, Some(1), 0, 0),
+            (Open, SoldOut, Some(zone + 1), 3, 0),
+            (Paused, NoneAvailable, Some(zone + 1), 3, 0),
+            (Closed, Available, Some(zone + 1), 3, 0),
         ];
         for (state, seats, position, secs, held) in table {
             assert_eq!(
-                may_hold(&line(state, seats), position, secs),
+                hold_secs(&line(state, seats), true, position, secs),
                 held,
                 "{state:?} {seats:?} {position:?} {secs}"
             );
         }
+        // Before the seats first ran out, only the endgame holds.
+        let (open, full) = (line(Open, Available), line(Open, NoneAvailable));
+        assert_eq!(hold_secs(&open, false, Some(zone + 1), 3), 0);
+        assert_eq!(hold_secs(&open, false, Some(1), 3), 0);
+        assert_eq!(hold_secs(&full, false, Some(zone + 1), 3), 3);
     }
 
     #[test]

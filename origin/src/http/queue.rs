@@ -26,7 +26,7 @@ use super::hold::{self, Preferred};
 use super::responses::{BadBody, BadTicket, CrossSite, JoinLimits, NoRoom, StoreDown, TicketAuth};
 use super::site::SameSite;
 use crate::error::ApiError;
-use crate::queue::{Joined, PREQUEUE_SPAN, Snapshot, Standing, pacing};
+use crate::queue::{Joined, PREQUEUE_SPAN, SeatsLeft, Snapshot, Standing, pacing};
 use crate::room::{RoomId, RoomState};
 use crate::sessions::{Watch, entry_expiry};
 use crate::state::AppState;
@@ -459,8 +459,9 @@ async fn join(
 /// carries the entry token, also set as the cookie `wr_entry_{room}`.
 ///
 /// With `Prefer: wait=N` (RFC 7240), a waiter of a sale that is on (open,
-/// not sold out) is held when every seat is held or booked, or when it is
-/// too far back to be let in before its hold ends; it is answered when the
+/// not sold out) is held when every seat is held or booked, or, once the
+/// seats have run out since the room opened, when a few seats are back (at
+/// most 1 s near the front of the line); it is answered when the
 /// sale changes (sold out, seats back near the front, closed, paused) or
 /// after at most min(N, the poll interval, 20) seconds, with
 /// `Preference-Applied: wait=N`; poll again right after such an answer.
@@ -495,11 +496,21 @@ async fn status(
     if let (Some(preferred), Some(signal)) = (preferred, signal)
         && let Standing::Waiting { position } = snap.standing
     {
-        let secs = hold::wait_secs(preferred, snap.standing, &snap.line);
-        if hold::may_hold(&snap.line, position, secs)
-            && state.holds.hold(signal, position, &snap.line, secs).await
+        let ran_out = signal.borrow().is_some_and(|s| s.ran_out);
+        let most = hold::wait_secs(preferred, snap.standing, &snap.line);
+        let secs = hold::hold_secs(&snap.line, ran_out, position, most);
+        if secs > 0
+            && let Some(ended) = state.holds.hold(signal, position, &snap.line, secs).await
         {
-            snap = current_status(&state, &room, &claims, client).await?;
+            snap = match ended {
+                // Every held waiter of the room wakes at once on the last
+                // seat: all read the same terminal answer, from the signal
+                // itself, rather than ask the view or the store each (a
+                // view aged by that very rush sent thousands to the store,
+                // which timed out: BENCHMARKS.md, run F).
+                Some(signal) if signal.seats == SeatsLeft::SoldOut => sold_out(snap),
+                _ => current_status(&state, &room, &claims, client).await?,
+            };
             applied = Some(secs);
         }
     }
@@ -510,6 +521,13 @@ async fn status(
             .insert(hold::PREFERENCE_APPLIED, value);
     }
     Ok(response)
+}
+
+/// The answer for a waiter of a room that has just sold out.
+fn sold_out(mut snap: Snapshot) -> Snapshot {
+    snap.standing = Standing::SoldOut;
+    snap.line.sale.seats = SeatsLeft::SoldOut;
+    snap
 }
 
 /// Where `claims`' holder stands now: from the instance's snapshot when it

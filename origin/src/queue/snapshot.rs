@@ -82,16 +82,24 @@ pub struct RoomSignal {
     pub opens_at_ms: Option<u64>,
     /// The abandon time (ms), which bounds how long a poll may be held.
     pub abandon_ms: u64,
+    /// Every seat has been held or booked at some moment since the room
+    /// was last seen open: seats available now are returns (ended holds),
+    /// soon taken again. Changes only with `seats` or `state`.
+    pub ran_out: bool,
 }
 
 impl RoomSignal {
-    fn of(obs: &Observation) -> RoomSignal {
+    /// The signal of `obs`, following `before` (this view's last one).
+    fn of(obs: &Observation, before: Option<RoomSignal>) -> RoomSignal {
+        let open = obs.line.state == RoomState::Open;
+        let seats = obs.line.sale.seats;
         RoomSignal {
             state: obs.line.state,
-            seats: obs.line.sale.seats,
+            seats,
             method: obs.method,
             opens_at_ms: obs.line.opens_at_ms,
             abandon_ms: obs.line.abandon_ms,
+            ran_out: open && (seats != SeatsLeft::Available || before.is_some_and(|b| b.ran_out)),
         }
     }
 }
@@ -251,11 +259,12 @@ impl Snapshots {
             return;
         };
         let mut v = view.lock().unwrap_or_else(PoisonError::into_inner);
+        let before = *v.signal.borrow();
         let Some((obs, _)) = v.latest.as_mut() else {
             return;
         };
         obs.line.sale = sale;
-        let signal = Some(RoomSignal::of(obs));
+        let signal = Some(RoomSignal::of(obs, before));
         v.signal.send_if_modified(|s| {
             let changed = *s != signal;
             *s = signal;
@@ -368,7 +377,7 @@ impl RoomView {
             self.pruned_ms = now;
         }
         self.since_ms = now;
-        let signal = Some(RoomSignal::of(&obs));
+        let signal = Some(RoomSignal::of(&obs, *self.signal.borrow()));
         self.latest = Some((obs, Instant::now()));
         // Only a change wakes the held polls.
         self.signal.send_if_modified(|s| {
@@ -488,6 +497,33 @@ mod tests {
         let later: Vec<u64> = seqs.iter().copied().filter(|s| s % 5 != 0).collect();
         for (i, &seq) in later.iter().enumerate() {
             assert!(obs.bound(seq).unwrap() > i as u64);
+        }
+    }
+
+    #[test]
+    fn ran_out_holds_from_the_first_time_no_seat_is_left_until_the_room_closes() {
+        let at = |state, seats| {
+            let mut obs = observed(&[1]);
+            obs.line.state = state;
+            obs.line.sale.seats = seats;
+            obs
+        };
+        use RoomState::{Open, Paused};
+        use SeatsLeft::{Available, NoneAvailable, SoldOut};
+        let steps = [
+            (Open, Available, false),
+            (Open, NoneAvailable, true),
+            (Open, Available, true),
+            (Open, SoldOut, true),
+            (Open, Available, true),
+            (Paused, Available, false),
+            (Open, Available, false),
+        ];
+        let mut before = None;
+        for (state, seats, ran_out) in steps {
+            let now = RoomSignal::of(&at(state, seats), before);
+            assert_eq!(now.ran_out, ran_out, "{state:?} {seats:?}");
+            before = Some(now);
         }
     }
 }
