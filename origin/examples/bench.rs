@@ -55,6 +55,12 @@ const KEYS: &str = "bench:bench-secret-0123456789abcdef";
 /// The room of the big line.
 const LINE_ROOM: &str = "bench-line";
 
+/// The allocator the `origin` binary ships with (its `main.rs`), so the
+/// origin is measured as it is deployed. One process has one allocator:
+/// the load generator's runtime uses it too.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser, Debug)]
 #[command(about = "Benchmarks the queue: HTTP throughput and p99, store memory, promoter tick")]
 struct Args {

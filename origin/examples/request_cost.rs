@@ -22,12 +22,17 @@
 //! status snapshot, refreshed here every `REFRESH_EVERY` requests as the
 //! promoter would every tick). Nothing leaves this process but the Redis
 //! connection (`--redis-url`, a key prefix of its own).
+//!
+//! `--in-flight` sends that many requests at a time (each its own task), as
+//! the bench's connections do: on Redis, joins then reach the store in
+//! batches as they do under load, which one at a time they never do. The
+//! origin's allocator is the binary's (mimalloc), as in the bench.
 
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::ConnectInfo;
 use axum::http::{Method, Request, StatusCode, header};
 use clap::{Parser, ValueEnum};
@@ -47,6 +52,10 @@ const TICK: Duration = Duration::from_millis(100);
 /// requests take longer than the snapshot's life.
 const REFRESH_EVERY: u64 = 50;
 
+/// The allocator the `origin` binary ships with (its `main.rs`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser, Debug)]
 #[command(about = "Runs one request kind through the origin's router in-process, for callgrind")]
 struct Args {
@@ -59,6 +68,10 @@ struct Args {
     /// Waiters in the status phases' line.
     #[arg(long, default_value_t = 10_000)]
     line: u64,
+    /// Requests sent at a time (each a task of its own); 1 sends them one
+    /// after another, with no task per request.
+    #[arg(long, default_value_t = 1)]
+    in_flight: u64,
     /// Run on this Redis (a key prefix of this process's own) rather than
     /// the embedded store.
     #[arg(long)]
@@ -187,16 +200,29 @@ async fn run(args: &Args) -> Result<(), Error> {
     // The first status marks the waiter; the refresh after it finds the
     // waiter in line, so later polls from the back are the snapshot's.
     let mut last_body = Vec::new();
-    for i in 0..args.requests {
-        if i % REFRESH_EVERY == 0 && args.phase != PhaseKind::Healthz {
+    let in_flight = args.in_flight.max(1);
+    let (mut i, mut next_refresh) = (0, 0);
+    while i < args.requests {
+        if i >= next_refresh && args.phase != PhaseKind::Healthz {
             state.snapshots.refresh(store.as_ref(), &room).await?;
+            next_refresh = i + REFRESH_EVERY;
         }
-        let response = app.clone().oneshot(request()?).await?;
-        if response.status() != StatusCode::OK {
-            return Err(format!("request {i}: {}", response.status()).into());
-        }
-        let body = response.into_body().collect().await?.to_bytes();
-        if i + 1 == args.requests {
+        let n = in_flight.min(args.requests - i);
+        let body = if n == 1 {
+            answer(app.clone(), request()?).await?
+        } else {
+            let mut tasks = tokio::task::JoinSet::new();
+            for _ in 0..n {
+                tasks.spawn(answer(app.clone(), request()?));
+            }
+            let mut body = Bytes::new();
+            while let Some(done) = tasks.join_next().await {
+                body = done??;
+            }
+            body
+        };
+        i += n;
+        if i == args.requests {
             last_body = body.to_vec();
         }
     }
@@ -210,4 +236,13 @@ async fn run(args: &Args) -> Result<(), Error> {
         stats.joins
     );
     Ok(())
+}
+
+/// One request through the router: its body, if the answer was 200.
+async fn answer(app: axum::Router, request: Request<Body>) -> Result<Bytes, Error> {
+    let response = app.oneshot(request).await?;
+    if response.status() != StatusCode::OK {
+        return Err(format!("status {}", response.status()).into());
+    }
+    Ok(response.into_body().collect().await?.to_bytes())
 }

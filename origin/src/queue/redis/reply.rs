@@ -136,15 +136,15 @@ pub fn known_room(value: Value) -> Result<Value, StoreError> {
     }
 }
 
-/// Parses `view()` of the prelude (join and status).
-pub fn snapshot(value: Value) -> Result<Snapshot, StoreError> {
-    let v = items(value)?;
+/// Values of `standing()` in the prelude: a visitor's own part of an answer.
+const STANDING_LEN: usize = 5;
+/// Values of `room_figures()` in the prelude: the room's part, shared by
+/// every answer of one script call.
+const FIGURES_LEN: usize = 8;
+
+/// Parses `room_figures()`; `waiting` is left at 0 for [`answer`] to set.
+fn room_figures(v: &[Value; FIGURES_LEN]) -> Result<LineView, StoreError> {
     let [
-        outcome,
-        seq,
-        pos,
-        until_ms,
-        waiting,
         st,
         opens_at,
         rate,
@@ -153,48 +153,72 @@ pub fn snapshot(value: Value) -> Result<Snapshot, StoreError> {
         seats,
         rate_factor,
         sched,
-    ] = <[Value; 13]>::try_from(v).map_err(|_| bad("view has the wrong length"))?;
-    let standing = match text(&outcome) {
+    ] = v;
+    Ok(LineView {
+        state: state(st)?,
+        opens_at_ms: optional(int(opens_at)?),
+        waiting: 0,
+        admit_rate: real(rate)?,
+        abandon_ms: optional(int(abandon_ms)?).unwrap_or(0),
+        sale: sale(seats, rate_factor)?,
+        now_ms: optional(int(now)?).unwrap_or(0),
+        schedule: schedule(sched)?,
+    })
+}
+
+/// Parses `standing()` against its call's room figures (`line`). The
+/// outcome `limit` (a join refused by the place cap) is not a standing.
+fn answer(v: &[Value; STANDING_LEN], line: &LineView) -> Result<Joined, StoreError> {
+    let [outcome, seq, pos, until_ms, waiting] = v;
+    let standing = match text(outcome) {
         Some("waiting") => Standing::Waiting {
-            position: optional(int(&pos)?),
+            position: optional(int(pos)?),
         },
         Some("admitted") => Standing::Admitted {
-            until_ms: optional(int(&until_ms)?).ok_or_else(|| bad("negative session end"))?,
+            until_ms: optional(int(until_ms)?).ok_or_else(|| bad("negative session end"))?,
         },
         Some("gone") => Standing::Gone,
         Some("closed") => Standing::Closed,
         Some("sold_out") => Standing::SoldOut,
+        Some("limit") => return Ok(Joined::TooManyPlaces),
         _ => return Err(bad("unknown outcome")),
     };
-    Ok(Snapshot {
-        seq: optional(int(&seq)?),
+    Ok(Joined::Answer(Snapshot {
+        seq: optional(int(seq)?),
         standing,
         line: LineView {
-            state: state(&st)?,
-            opens_at_ms: optional(int(&opens_at)?),
-            waiting: optional(int(&waiting)?).unwrap_or(0),
-            admit_rate: real(&rate)?,
-            abandon_ms: optional(int(&abandon_ms)?).unwrap_or(0),
-            sale: sale(&seats, &rate_factor)?,
-            now_ms: optional(int(&now)?).unwrap_or(0),
-            schedule: schedule(&sched)?,
+            waiting: optional(int(waiting)?).unwrap_or(0),
+            ..*line
         },
-    })
+    }))
 }
 
-/// Parses `join.lua`'s reply: `view()`, whose outcome `limit` (the place
-/// cap refused the join) is not a standing.
-pub fn joined(value: Value) -> Result<Joined, StoreError> {
-    let limit = matches!(&value, Value::Array(v) if v.first().and_then(text) == Some("limit"));
-    if limit {
-        return Ok(Joined::TooManyPlaces);
+/// Parses `view()` of the prelude (status): `standing()` then
+/// `room_figures()`.
+pub fn snapshot(value: Value) -> Result<Snapshot, StoreError> {
+    let v = items(value)?;
+    let wrong = || bad("view has the wrong length");
+    let (own, figures) = v.split_first_chunk::<STANDING_LEN>().ok_or_else(wrong)?;
+    let figures = figures.try_into().map_err(|_| wrong())?;
+    match answer(own, &room_figures(figures)?)? {
+        Joined::Answer(snapshot) => Ok(snapshot),
+        Joined::TooManyPlaces => Err(bad("unknown outcome")),
     }
-    snapshot(value).map(Joined::Answer)
 }
 
-/// Parses `join.lua`'s reply: one `view()` per join of the batch.
+/// Parses `join.lua`'s reply: the room's figures once, then one
+/// `standing()` per join of the batch, in order.
 pub fn joined_many(value: Value) -> Result<Vec<Joined>, StoreError> {
-    items(value)?.into_iter().map(joined).collect()
+    let v = items(value)?;
+    let (figures, joins) = v
+        .split_first_chunk::<FIGURES_LEN>()
+        .ok_or_else(|| bad("join reply too short"))?;
+    let line = room_figures(figures)?;
+    let (joins, rest) = joins.as_chunks::<STANDING_LEN>();
+    if !rest.is_empty() {
+        return Err(bad("join reply has the wrong length"));
+    }
+    joins.iter().map(|own| answer(own, &line)).collect()
 }
 
 /// Parses `tick.lua`'s reply.
@@ -425,6 +449,102 @@ mod tests {
         ] {
             assert_eq!(known_room(other.clone()).unwrap(), other);
         }
+    }
+
+    fn bulk(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn a_join_reply_shares_the_room_figures_among_its_joins() {
+        let figures = [
+            bulk("open"),
+            Value::Int(-1),
+            bulk("2.5"),
+            Value::Int(60_000),
+            Value::Int(1_000),
+            bulk("available"),
+            bulk("1"),
+            bulk(""),
+        ];
+        let join = |outcome: &str, seq: i64, pos: i64, waiting: i64| {
+            [
+                bulk(outcome),
+                Value::Int(seq),
+                Value::Int(pos),
+                Value::Int(0),
+                Value::Int(waiting),
+            ]
+        };
+        let reply: Vec<Value> = figures
+            .iter()
+            .cloned()
+            .chain(join("waiting", 41, 7, 7))
+            .chain(join("limit", -1, -1, 7))
+            .chain(join("waiting", 42, 8, 8))
+            .collect();
+        let answers = joined_many(Value::Array(reply.clone())).unwrap();
+        let line = LineView {
+            state: RoomState::Open,
+            opens_at_ms: None,
+            waiting: 0,
+            admit_rate: 2.5,
+            abandon_ms: 60_000,
+            sale: SaleSignal {
+                seats: SeatsLeft::Available,
+                rate_factor: 1.0,
+            },
+            now_ms: 1_000,
+            schedule: None,
+        };
+        let waiting = |seq, position, waiting| {
+            Joined::Answer(Snapshot {
+                seq: Some(seq),
+                standing: Standing::Waiting {
+                    position: Some(position),
+                },
+                line: LineView { waiting, ..line },
+            })
+        };
+        assert_eq!(
+            answers,
+            [waiting(41, 7, 7), Joined::TooManyPlaces, waiting(42, 8, 8)]
+        );
+
+        // A standing cut short, or figures alone cut short, is refused.
+        let mut short = reply.clone();
+        short.pop();
+        assert!(joined_many(Value::Array(short)).is_err());
+        assert!(joined_many(Value::Array(figures[..7].to_vec())).is_err());
+        // A batch of none is the figures alone.
+        assert_eq!(joined_many(Value::Array(figures.to_vec())).unwrap(), []);
+    }
+
+    #[test]
+    fn a_status_reply_is_its_standing_then_the_room_figures() {
+        let reply = vec![
+            bulk("admitted"),
+            Value::Int(9),
+            Value::Int(-1),
+            Value::Int(5_000),
+            Value::Int(3),
+            bulk("paused"),
+            Value::Int(-1),
+            bulk("0"),
+            Value::Int(60_000),
+            Value::Int(1_000),
+            bulk("sold_out"),
+            bulk("1"),
+            bulk(""),
+        ];
+        let snap = snapshot(Value::Array(reply.clone())).unwrap();
+        assert_eq!(snap.seq, Some(9));
+        assert_eq!(snap.standing, Standing::Admitted { until_ms: 5_000 });
+        assert_eq!((snap.line.waiting, snap.line.state), (3, RoomState::Paused));
+        assert_eq!(snap.line.sale.seats, SeatsLeft::SoldOut);
+        let mut limit = reply;
+        limit[0] = bulk("limit");
+        assert!(snapshot(Value::Array(limit)).is_err());
     }
 
     #[test]

@@ -8,10 +8,12 @@
 --   seq of the visitor's valid ticket, or '' when it has none
 --   pre-queue draw: random integer in [0, span)
 --   the client (for the per-client cap)   its cap, 0 = none
--- Returns one view() per join, in order, with outcome waiting | admitted |
+-- Returns one flat array: room_figures() once, then standing() for each
+-- join, in order (five values each), with outcome waiting | admitted |
 -- closed | sold_out | limit (the client already holds its cap of places: in
--- line or inside), or UNKNOWN_ROOM. A waiter who rejoins while every seat is
--- booked reads sold_out and keeps its place.
+-- line or inside); or UNKNOWN_ROOM. The room's figures are the same for
+-- every join of a batch, so they are sent (and parsed) once. A waiter who
+-- rejoins while every seat is booked reads sold_out and keeps its place.
 
 local function join_one(room, now, span, existing, draw, holder, max_places)
   -- A valid ticket whose place still stands gets that place back, never a
@@ -20,31 +22,31 @@ local function join_one(room, now, span, existing, draw, holder, max_places)
   if mine then
     local until_ms = tonumber(redis.call('ZSCORE', ACTIVE, mine))
     if until_ms and until_ms > now then
-      return view(room, now, 'admitted', mine, nil, until_ms)
+      return standing(room, 'admitted', mine, nil, until_ms)
     end
     if redis.call('ZSCORE', WAITING, mine) then
       if refusing(room) then
-        return view(room, now, 'closed', mine)
+        return standing(room, 'closed', mine)
       end
       touch(room, now, mine)
       if room.seats == 'sold_out' then
-        return view(room, now, 'sold_out', mine)
+        return standing(room, 'sold_out', mine)
       end
-      return view(room, now, 'waiting', mine, position(room, now, mine))
+      return standing(room, 'waiting', mine, position(room, now, mine))
     end
   end
 
   if refusing(room) then
-    return view(room, now, 'closed')
+    return standing(room, 'closed')
   end
   if room.seats == 'sold_out' or (room.max_line > 0 and room.last_member >= room.max_line) then
-    return view(room, now, 'sold_out')
+    return standing(room, 'sold_out')
   end
   if max_places > 0 and held(holder) >= max_places then
     -- A session whose time is up holds nothing, even before a tick ends it.
     expire(now)
     if held(holder) >= max_places then
-      return view(room, now, 'limit')
+      return standing(room, 'limit')
     end
   end
 
@@ -62,7 +64,7 @@ local function join_one(room, now, span, existing, draw, holder, max_places)
   if admitting(room, now) then
     if room.method == 'passthrough' then
       -- The gate is off: everyone is let in, whatever capacity and rate say.
-      return view(room, now, 'admitted', member, nil, admit_one(room, now, int(member)))
+      return standing(room, 'admitted', member, nil, admit_one(room, now, int(member)))
     end
     -- Nobody waits and there is room: let the visitor in now rather than make
     -- it wait a tick in an empty line.
@@ -73,7 +75,7 @@ local function join_one(room, now, span, existing, draw, holder, max_places)
         if room.allow >= 1 then
           room.allow = room.allow - 1
           save_budget(room)
-          return view(room, now, 'admitted', member, nil, admit_one(room, now, int(member)))
+          return standing(room, 'admitted', member, nil, admit_one(room, now, int(member)))
         end
         save_budget(room)
       end
@@ -89,7 +91,7 @@ local function join_one(room, now, span, existing, draw, holder, max_places)
   redis.call('ZADD', WAITING, int(score), int(member))
   redis.call('SETBIT', PRESENT, member, 1)
   touch(room, now, int(member))
-  return view(room, now, 'waiting', member, position(room, now, int(member)))
+  return standing(room, 'waiting', member, position(room, now, int(member)))
 end
 
 local now = now_ms()
@@ -98,9 +100,11 @@ if not room then
   return UNKNOWN_ROOM
 end
 local span = tonumber(ARGV[2])
-local out = {}
+local out = room_figures(room, now)
 for i = 3, #ARGV, 4 do
-  out[#out + 1] = join_one(room, now, span, ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2],
-    tonumber(ARGV[i + 3]))
+  for _, value in ipairs(join_one(room, now, span, ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2],
+    tonumber(ARGV[i + 3]))) do
+    out[#out + 1] = value
+  end
 end
 return out

@@ -4,7 +4,7 @@
 --   member: what the store keeps, a short decimal integer (1, 2, 3, ... in
 --           order of joining), stored as text in the sorted sets;
 --   seq:    what the visitor's signed ticket carries, the room's base plus
---           its member. Only member_of and view() cross between the two.
+--           its member. Only member_of and standing() cross between the two.
 -- What else a visitor is lives in its ticket, not here.
 --
 -- Every script gets the same eight keys, all under the room's hash tag, so a
@@ -295,17 +295,31 @@ local function position(room, now, member)
   return redis.call('ZRANK', WAITING, member) + 1
 end
 
--- The answer of join and status, one flat array:
--- {outcome, seq, position, until_ms, waiting, state, opens_at, rate_est, abandon_ms, now,
---  seats, rate_factor, schedule ('' before the first tick; see tick.lua)}
--- with -1 for "none" and the rates as text (Lua numbers would be truncated).
--- `member` (text or number, or nil) is the visitor's; the answer carries its
--- seq.
-local function view(room, now, outcome, member, pos, until_ms)
+-- A visitor's own part of an answer: {outcome, seq, position, until_ms,
+-- waiting}, with -1 for "none". `member` (text or number, or nil) is the
+-- visitor's; the answer carries its seq. `waiting` is the line as this
+-- visitor leaves it (a batch of joins lengthens it join by join).
+local function standing(room, outcome, member, pos, until_ms)
   local seq = member and (room.base + tonumber(member)) or -1
-  return { outcome, seq, pos or -1, until_ms or 0, redis.call('ZCARD', WAITING),
-    room.state, room.opens_at, real(room.rate_est), room.abandon_ms, now,
+  return { outcome, seq, pos or -1, until_ms or 0, redis.call('ZCARD', WAITING) }
+end
+
+-- The room's part of an answer, the same for every visitor of one script
+-- call: {state, opens_at, rate_est, abandon_ms, now, seats, rate_factor,
+-- schedule ('' before the first tick; see tick.lua)}, the rates as text (Lua
+-- numbers would be truncated).
+local function room_figures(room, now)
+  return { room.state, room.opens_at, real(room.rate_est), room.abandon_ms, now,
     room.seats, real(room.rate_factor), redis.call('HGET', ROOM, 'eta') or '' }
+end
+
+-- The answer of status, one flat array: standing() then room_figures().
+local function view(room, now, outcome, member, pos, until_ms)
+  local out = standing(room, outcome, member, pos, until_ms)
+  for _, figure in ipairs(room_figures(room, now)) do
+    out[#out + 1] = figure
+  end
+  return out
 end
 
 -- Notes when a member joined, at most once a second, so the wait of the
