@@ -44,8 +44,18 @@ import json
 import os
 import zlib
 
+import hypothesis
 import requests
 import schemathesis
+
+# Targeted search off. schemathesis 4.32 feeds each fuzzed operation's
+# success rate to `hypothesis.target`, and Hypothesis 6.170's optimiser,
+# climbing that target, can fail inside itself (`IndexError: tuple index
+# out of range` in `optimiser.attempt_replace`, seen on a clean-clone CI
+# run on 2026-11-25, every one of the 5,528 cases having passed). The
+# cases are still generated, sent and checked exactly as before; only the
+# steering toward inputs an operation accepts is gone.
+hypothesis.target = lambda *args, **kwargs: None
 
 BASE_URL = os.environ["WR_ST_BASE_URL"]
 LINE_ROOM = "st-line"
