@@ -102,6 +102,15 @@ impl Origin {
         }
     }
 
+    /// Once `n` polls have been held 200 ms, sets the room's seats to
+    /// `seats` (as the sale loop would); when it did.
+    async fn sale_after_holds(&self, room: &RoomId, n: usize, seats: SeatsLeft) -> Instant {
+        self.until_held(n).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        self.store.set_sale(room, sale(seats)).await.unwrap();
+        Instant::now()
+    }
+
     /// Waits until `n` polls are held (or fails after 5 s).
     async fn until_held(&self, n: usize) {
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -124,6 +133,17 @@ async fn endgame_room(store: &dyn QueueStore, id: &str, settings: RoomSettings) 
         .await
         .unwrap();
     room
+}
+
+/// A room letting in one a second, one at a time: the front zone of a 3 s
+/// hold is 2 x 1 x 5 + 100 places.
+fn one_a_second() -> RoomSettings {
+    RoomSettings {
+        capacity: 1,
+        admit_per_second: 1.0,
+        abandon_seconds: 9,
+        ..RoomSettings::default()
+    }
 }
 
 /// Lets the instance observe the room at least once more.
@@ -410,13 +430,7 @@ async fn shutdown_answers_held_polls_at_once() {
 #[tokio::test]
 async fn seats_back_wake_the_front_of_the_line_only() {
     let t = test_store();
-    // 1 a second: the front zone of a 3 s hold is 2 x 1 x 5 + 100 places.
-    let s = RoomSettings {
-        capacity: 1,
-        admit_per_second: 1.0,
-        abandon_seconds: 9,
-        ..RoomSettings::default()
-    };
+    let s = one_a_second();
     let room = endgame_room(t.store.as_ref(), "held-back", s).await;
     let o = origin(t.store.clone(), 100).await;
     let tickets = o.join(&room, 150).await;
@@ -424,15 +438,7 @@ async fn seats_back_wake_the_front_of_the_line_only() {
     let (first, last) = (&tickets[0], &tickets[149]);
     let front = o.status(&room, first, Some("wait=3"));
     let back = o.status(&room, last, Some("wait=3"));
-    let seats_back = async {
-        o.until_held(2).await;
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        o.store
-            .set_sale(&room, sale(SeatsLeft::Available))
-            .await
-            .unwrap();
-        Instant::now()
-    };
+    let seats_back = o.sale_after_holds(&room, 2, SeatsLeft::Available);
     let (front, back, at) = tokio::join!(front, back, seats_back);
     let woke = front.done.saturating_duration_since(at);
     assert_eq!(front.applied.as_deref(), Some("wait=3"));
@@ -451,12 +457,7 @@ async fn seats_back_wake_the_front_of_the_line_only() {
 #[tokio::test]
 async fn before_the_seats_first_run_out_the_far_back_is_answered_at_once() {
     let t = test_store();
-    let s = RoomSettings {
-        capacity: 1,
-        admit_per_second: 1.0,
-        abandon_seconds: 9,
-        ..RoomSettings::default()
-    };
+    let s = one_a_second();
     // Joined while paused (nobody let in), then opened with seats to sell.
     let room = make_room(t.store.as_ref(), "held-early", s).await;
     t.store.set_state(&room, RoomState::Paused).await.unwrap();
@@ -477,13 +478,7 @@ async fn before_the_seats_first_run_out_the_far_back_is_answered_at_once() {
 #[tokio::test]
 async fn with_seats_back_the_far_back_is_held_and_the_front_a_second_at_most() {
     let t = test_store();
-    // 1 a second: the front zone of a 3 s hold is 2 x 1 x 5 + 100 places.
-    let s = RoomSettings {
-        capacity: 1,
-        admit_per_second: 1.0,
-        abandon_seconds: 9,
-        ..RoomSettings::default()
-    };
+    let s = one_a_second();
     // Everyone joins while every seat is taken (a join could be let in at
     // once otherwise), then a few come back.
     let room = endgame_room(t.store.as_ref(), "held-far", s).await;
@@ -508,15 +503,7 @@ async fn with_seats_back_the_far_back_is_held_and_the_front_a_second_at_most() {
 
     // Far back: held, and told the moment the last seat sells.
     let far = o.status(&room, &tickets[149], Some("wait=3"));
-    let sell_out = async {
-        o.until_held(1).await;
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        o.store
-            .set_sale(&room, sale(SeatsLeft::SoldOut))
-            .await
-            .unwrap();
-        Instant::now()
-    };
+    let sell_out = o.sale_after_holds(&room, 1, SeatsLeft::SoldOut);
     let (far, sold_at) = tokio::join!(far, sell_out);
     assert_eq!(far.json["state"], "sold_out", "{}", far.json);
     assert_eq!(far.applied.as_deref(), Some("wait=3"));
