@@ -14,12 +14,67 @@
 -- line or inside); or UNKNOWN_ROOM. The room's figures are the same for
 -- every join of a batch, so they are sent (and parsed) once. A waiter who
 -- rejoins while every seat is booked reads sold_out and keeps its place.
+--
+-- A batch writes its new places once, at its end (flush): one HSET of the
+-- counter, one ZADD, one BITFIELD for the line's bitmap and one for the
+-- polled ring, where each join cost five commands and a ZRANK. Meanwhile
+-- the batch counts the line itself (room.waiting) and places a new waiter
+-- from that count: a place taken after the opening is behind every other
+-- (its score, span + member, is the largest yet), so its position is the
+-- line's length. Nothing a join reads is changed by the places still to
+-- write, which are all behind it.
+
+-- New places of this batch not yet written, in order: score, member.
+local pending = {}
+-- The counter as Redis holds it (load_room read it).
+local stored_member
+
+-- The line's length, asked once per batch and then counted here.
+local function line_length(room)
+  if not room.waiting then
+    room.waiting = redis.call('ZCARD', WAITING)
+  end
+  return room.waiting
+end
+
+local function flush(room, now)
+  if room.last_member ~= stored_member then
+    redis.call('HSET', ROOM, 'seq', int(room.last_member))
+    stored_member = room.last_member
+  end
+  if #pending == 0 then
+    return
+  end
+  local polled = polled_key(generation(room, now))
+  local per = 120 -- members per command: 4 arguments each in BITFIELD, under CHUNK
+  for i = 1, #pending, 2 * per do
+    local scores, bits = {}, {}
+    for j = i, math.min(i + 2 * per - 1, #pending), 2 do
+      local member = pending[j + 1]
+      scores[#scores + 1] = pending[j]
+      scores[#scores + 1] = member
+      bits[#bits + 1] = 'SET'
+      bits[#bits + 1] = 'u1'
+      bits[#bits + 1] = member
+      bits[#bits + 1] = 1
+    end
+    redis.call('ZADD', WAITING, unpack(scores))
+    redis.call('BITFIELD', PRESENT, unpack(bits))
+    redis.call('BITFIELD', polled, unpack(bits))
+  end
+  pending = {}
+end
 
 local function join_one(room, now, span, existing, draw, holder, max_places)
   -- A valid ticket whose place still stands gets that place back, never a
   -- second one; those inside stay inside even when the room stops taking places.
   local mine = member_of(room, existing) -- nil: no ticket, or a seq never given
   if mine then
+    if tonumber(mine) > stored_member then
+      -- Only a ticket not yet handed out could name a place of this batch;
+      -- answer it from the store all the same.
+      flush(room, now)
+    end
     local until_ms = tonumber(redis.call('ZSCORE', ACTIVE, mine))
     if until_ms and until_ms > now then
       return standing(room, 'admitted', mine, nil, until_ms)
@@ -52,7 +107,7 @@ local function join_one(room, now, span, existing, draw, holder, max_places)
 
   -- The order of the line is this counter: one atomic step, never a clock.
   -- (The ticket gets the seq base + member; see member_of.)
-  local member = redis.call('HINCRBY', ROOM, 'seq', 1)
+  local member = room.last_member + 1
   room.last_member = member
   if max_places > 0 then
     redis.call('HINCRBY', HOLDERS, holder, 1)
@@ -68,7 +123,7 @@ local function join_one(room, now, span, existing, draw, holder, max_places)
     end
     -- Nobody waits and there is room: let the visitor in now rather than make
     -- it wait a tick in an empty line.
-    if redis.call('ZCARD', WAITING) == 0 then
+    if line_length(room) == 0 then
       expire(now)
       if redis.call('ZCARD', ACTIVE) < room.capacity then
         refill(room, now)
@@ -88,10 +143,14 @@ local function join_one(room, now, span, existing, draw, holder, max_places)
   else
     score = draw
   end
-  redis.call('ZADD', WAITING, int(score), int(member))
-  redis.call('SETBIT', PRESENT, member, 1)
-  touch(room, now, int(member))
-  return standing(room, 'waiting', member, position(room, now, int(member)))
+  pending[#pending + 1] = int(score)
+  pending[#pending + 1] = int(member)
+  room.waiting = line_length(room) + 1
+  local pos -- as position(): none before the opening or in a lottery
+  if is_open and room.method ~= 'random' then
+    pos = room.waiting
+  end
+  return standing(room, 'waiting', member, pos)
 end
 
 local now = now_ms()
@@ -99,6 +158,7 @@ local room = load_room(now)
 if not room then
   return UNKNOWN_ROOM
 end
+stored_member = room.last_member
 local span = tonumber(ARGV[2])
 local out = room_figures(room, now)
 for i = 3, #ARGV, 4 do
@@ -107,4 +167,5 @@ for i = 3, #ARGV, 4 do
     out[#out + 1] = value
   end
 end
+flush(room, now)
 return out
