@@ -298,11 +298,10 @@ end
 -- A visitor's own part of an answer: {outcome, seq, position, until_ms,
 -- waiting}, with -1 for "none". `member` (text or number, or nil) is the
 -- visitor's; the answer carries its seq. `waiting` is the line as this
--- visitor leaves it (a batch of joins lengthens it join by join; join.lua
--- counts it in room.waiting rather than asking Redis each time).
+-- visitor leaves it (a batch of joins lengthens it join by join).
 local function standing(room, outcome, member, pos, until_ms)
   local seq = member and (room.base + tonumber(member)) or -1
-  return { outcome, seq, pos or -1, until_ms or 0, room.waiting or redis.call('ZCARD', WAITING) }
+  return { outcome, seq, pos or -1, until_ms or 0, redis.call('ZCARD', WAITING) }
 end
 
 -- The room's part of an answer, the same for every visitor of one script
