@@ -170,12 +170,27 @@ fn room_figures(v: &[Value; FIGURES_LEN]) -> Result<LineView, StoreError> {
 /// outcome `limit` (a join refused by the place cap) is not a standing.
 fn answer(v: &[Value; STANDING_LEN], line: &LineView) -> Result<Joined, StoreError> {
     let [outcome, seq, pos, until_ms, waiting] = v;
-    let standing = match text(outcome) {
+    standing(
+        text(outcome),
+        [int(seq)?, int(pos)?, int(until_ms)?, int(waiting)?],
+        line,
+    )
+}
+
+/// An answer from its outcome and its four numbers: seq, position,
+/// session end and line length, -1 (0 for the session end) meaning none.
+fn standing(
+    outcome: Option<&str>,
+    numbers: [i64; 4],
+    line: &LineView,
+) -> Result<Joined, StoreError> {
+    let [seq, pos, until_ms, waiting] = numbers;
+    let standing = match outcome {
         Some("waiting") => Standing::Waiting {
-            position: optional(int(pos)?),
+            position: optional(pos),
         },
         Some("admitted") => Standing::Admitted {
-            until_ms: optional(int(until_ms)?).ok_or_else(|| bad("negative session end"))?,
+            until_ms: optional(until_ms).ok_or_else(|| bad("negative session end"))?,
         },
         Some("gone") => Standing::Gone,
         Some("closed") => Standing::Closed,
@@ -184,10 +199,10 @@ fn answer(v: &[Value; STANDING_LEN], line: &LineView) -> Result<Joined, StoreErr
         _ => return Err(bad("unknown outcome")),
     };
     Ok(Joined::Answer(Snapshot {
-        seq: optional(int(seq)?),
+        seq: optional(seq),
         standing,
         line: LineView {
-            waiting: optional(int(waiting)?).unwrap_or(0),
+            waiting: optional(waiting).unwrap_or(0),
             ..*line
         },
     }))
@@ -206,19 +221,48 @@ pub fn snapshot(value: Value) -> Result<Snapshot, StoreError> {
     }
 }
 
-/// Parses `join.lua`'s reply: the room's figures once, then one
-/// `standing()` per join of the batch, in order.
+/// Parses `join.lua`'s reply: the room's figures once, then one text of
+/// values separated by spaces: the room's base, then every join's answer
+/// in order, `standing()`'s five values each with the member (-1: none) in
+/// place of the seq. One value to parse for the batch, where five per join
+/// were the larger part of the client's work on a join.
 pub fn joined_many(value: Value) -> Result<Vec<Joined>, StoreError> {
     let v = items(value)?;
-    let (figures, joins) = v
+    let (figures, answers) = v
         .split_first_chunk::<FIGURES_LEN>()
         .ok_or_else(|| bad("join reply too short"))?;
     let line = room_figures(figures)?;
-    let (joins, rest) = joins.as_chunks::<STANDING_LEN>();
-    if !rest.is_empty() {
+    let [answers] = answers else {
         return Err(bad("join reply has the wrong length"));
+    };
+    let answers = text(answers).ok_or_else(|| bad("join answers are not text"))?;
+    let mut fields = answers.split_ascii_whitespace();
+    let base: i64 = fields
+        .next()
+        .and_then(|f| f.parse().ok())
+        .ok_or_else(|| bad("join answers without the room's base"))?;
+    let mut joins = Vec::new();
+    while let Some(outcome) = fields.next() {
+        let mut number = || {
+            fields
+                .next()
+                .and_then(|f| f.parse::<i64>().ok())
+                .ok_or_else(|| bad("join answer cut short or not a number"))
+        };
+        let [member, pos, until_ms, waiting] = [number()?, number()?, number()?, number()?];
+        let seq = if member < 0 {
+            -1
+        } else {
+            base.checked_add(member)
+                .ok_or_else(|| bad("seq out of range"))?
+        };
+        joins.push(standing(
+            Some(outcome),
+            [seq, pos, until_ms, waiting],
+            &line,
+        )?);
     }
-    joins.iter().map(|own| answer(own, &line)).collect()
+    Ok(joins)
 }
 
 /// Parses `tick.lua`'s reply.
@@ -467,21 +511,10 @@ mod tests {
             bulk("1"),
             bulk(""),
         ];
-        let join = |outcome: &str, seq: i64, pos: i64, waiting: i64| {
-            [
-                bulk(outcome),
-                Value::Int(seq),
-                Value::Int(pos),
-                Value::Int(0),
-                Value::Int(waiting),
-            ]
-        };
         let reply: Vec<Value> = figures
             .iter()
             .cloned()
-            .chain(join("waiting", 41, 7, 7))
-            .chain(join("limit", -1, -1, 7))
-            .chain(join("waiting", 42, 8, 8))
+            .chain([bulk("40 waiting 1 7 0 7 limit -1 -1 0 7 waiting 2 8 0 8")])
             .collect();
         let answers = joined_many(Value::Array(reply.clone())).unwrap();
         let line = LineView {
@@ -511,13 +544,22 @@ mod tests {
             [waiting(41, 7, 7), Joined::TooManyPlaces, waiting(42, 8, 8)]
         );
 
-        // A standing cut short, or figures alone cut short, is refused.
-        let mut short = reply.clone();
-        short.pop();
-        assert!(joined_many(Value::Array(short)).is_err());
+        // A standing cut short, a number that is not one, answers as an
+        // array, or figures cut short, are refused.
+        let with = |answers: Value| {
+            let reply: Vec<Value> = figures.iter().cloned().chain([answers]).collect();
+            joined_many(Value::Array(reply))
+        };
+        assert!(with(bulk("40 waiting 1 7 0 7 waiting 2 8 0")).is_err());
+        assert!(with(bulk("40 waiting 1 7 x 7")).is_err());
+        assert!(with(bulk("waiting 1 7 0 7")).is_err());
+        assert!(with(bulk("9223372036854775807 waiting 1 7 0 7")).is_err());
+        assert!(with(Value::Array(vec![bulk("waiting")])).is_err());
+        assert!(joined_many(Value::Array(figures.to_vec())).is_err());
         assert!(joined_many(Value::Array(figures[..7].to_vec())).is_err());
-        // A batch of none is the figures alone.
-        assert_eq!(joined_many(Value::Array(figures.to_vec())).unwrap(), []);
+        // A batch of none is the figures and the base alone.
+        assert_eq!(with(bulk("40")).unwrap(), []);
+        assert!(with(bulk("")).is_err());
     }
 
     #[test]

@@ -8,8 +8,10 @@
 --   seq of the visitor's valid ticket, or '' when it has none
 --   pre-queue draw: random integer in [0, span)
 --   the client (for the per-client cap)   its cap, 0 = none
--- Returns one flat array: room_figures() once, then standing() for each
--- join, in order (five values each), with outcome waiting | admitted |
+-- Returns room_figures(), then one text, values separated by spaces (the
+-- client parses one value, not five per join): the room's base, then for
+-- each join in order standing()'s five values, with the member in place of
+-- the seq (seq = base + member) and outcome waiting | admitted |
 -- closed | sold_out | limit (the client already holds its cap of places: in
 -- line or inside); or UNKNOWN_ROOM. The room's figures are the same for
 -- every join of a batch, so they are sent (and parsed) once. A waiter who
@@ -65,15 +67,17 @@ local function flush(room, now)
   pending = {}
 end
 
--- standing(), appended to `out` rather than returned as a table of its own:
--- a batch answers many joins, and a table per join was a fifth of the
--- script's time per join.
+-- standing(), appended to `out` (a table per join was a fifth of the
+-- script's time per join), with the member in place of the seq:
+-- table.concat writes a number with %.14g, exact below 10^14, which a
+-- member is and a seq is not (the text starts with the room's base, once,
+-- written exactly).
 local function answer(out, room, outcome, member, pos, until_ms)
   local n = #out
   out[n + 1] = outcome
-  out[n + 2] = member and (room.base + tonumber(member)) or -1
-  out[n + 3] = pos or -1
-  out[n + 4] = until_ms or 0
+  out[n + 2] = member or '-1'
+  out[n + 3] = pos or '-1'
+  out[n + 4] = until_ms and int(until_ms) or '0'
   out[n + 5] = room.waiting or redis.call('ZCARD', WAITING)
 end
 
@@ -173,8 +177,11 @@ end
 stored_member = room.last_member
 local span = tonumber(ARGV[2])
 local out = room_figures(room, now)
+local answers = { int(room.base) }
 for i = 3, #ARGV, 4 do
-  join_one(out, room, now, span, ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], tonumber(ARGV[i + 3]))
+  join_one(answers, room, now, span, ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2],
+    tonumber(ARGV[i + 3]))
 end
 flush(room, now)
+out[#out + 1] = table.concat(answers, ' ')
 return out
