@@ -100,6 +100,10 @@ struct Args {
     /// Status snapshots on the origin of the HTTP phases (`--status-snapshot`).
     #[arg(long, value_enum, default_value_t = origin::config::OnOff::On)]
     status_snapshot: origin::config::OnOff,
+    /// The origin's join window in µs (`--join-window-us`; 0 turns
+    /// batching off). Default: the origin's.
+    #[arg(long)]
+    join_window_us: Option<u64>,
     /// Which HTTP phases `http` runs (comma-separated; all by default). One
     /// phase alone is for profiling it (`perf record -p`); ratios need
     /// `healthz`.
@@ -238,6 +242,9 @@ fn run(args: &Args) -> Result<(), Error> {
         let mut state = AppState::new(origin_store.clone(), keys.clone());
         if args.status_snapshot == origin::config::OnOff::On {
             state = state.with_status_snapshots(TICK);
+        }
+        if let Some(us) = args.join_window_us {
+            state = state.with_join_window(Duration::from_micros(us));
         }
         tokio::spawn(origin::run(state, listener, TICK, async move {
             let _ = stopped.await;
