@@ -301,6 +301,11 @@ pub struct Notice {
     /// ... and for those who asked after it: they were between two polls,
     /// so the delay is mostly their poll interval.
     pub asked_after_s: Spread,
+    /// Those never told, by how their visit ended, and of them how many
+    /// learnt they were admitted only after the last seat sold.
+    pub untold: BTreeMap<Outcome, usize>,
+    /// Of the untold, admitted (as their poll said) after the last seat.
+    pub untold_admitted_after: usize,
 }
 
 /// One must-show figure.
@@ -500,6 +505,17 @@ pub fn build(inp: &Inputs, scenario: serde_json::Value, metrics: Vec<String>) ->
                 delay_s: stats::spread(delays),
                 asked_before_s: stats::spread(before.iter().filter_map(delay).collect()),
                 asked_after_s: stats::spread(after.iter().filter_map(delay).collect()),
+                untold: at_sell_out.iter().filter(|l| l.sold_out_ms.is_none()).fold(
+                    BTreeMap::new(),
+                    |mut by, l| {
+                        *by.entry(l.outcome).or_insert(0) += 1;
+                        by
+                    },
+                ),
+                untold_admitted_after: at_sell_out
+                    .iter()
+                    .filter(|l| l.sold_out_ms.is_none() && l.admitted_ms.is_some_and(|a| a > t))
+                    .count(),
             }
         }
         None => Notice {
@@ -509,6 +525,8 @@ pub fn build(inp: &Inputs, scenario: serde_json::Value, metrics: Vec<String>) ->
             delay_s: Spread::default(),
             asked_before_s: Spread::default(),
             asked_after_s: Spread::default(),
+            untold: BTreeMap::new(),
+            untold_admitted_after: 0,
         },
     };
 
@@ -853,7 +871,7 @@ fn checks(r: &Report, sold_out: bool) -> Vec<Check> {
         "waiters told sold out within 2 s",
         "all",
         format!(
-            "{} of {} (max {:.2} s; by a poll sent before it: {}, max {:.2} s; after: {}, max {:.2} s)",
+            "{} of {} (max {:.2} s; by a poll sent before it: {}, max {:.2} s; after: {}, max {:.2} s; never told: {:?}, {} of them admitted after the last seat)",
             n.told_within_2s,
             n.waiting_at_sell_out,
             n.delay_s.max,
@@ -861,6 +879,8 @@ fn checks(r: &Report, sold_out: bool) -> Vec<Check> {
             n.asked_before_s.max,
             n.asked_after_s.count,
             n.asked_after_s.max,
+            n.untold,
+            n.untold_admitted_after,
         ),
         sold_out && n.told_within_2s == n.waiting_at_sell_out,
     );
