@@ -37,6 +37,11 @@ use crate::room::RoomId;
 
 /// How often the signal is recomputed and ended holds are swept.
 pub const PASS: Duration = Duration::from_millis(250);
+/// How often near a room's sell-out ([`near_the_end`]): every seat may go
+/// within one pass then, and each pass of lag let the promoter admit
+/// visitors after the last seat sold (up to 32 in the rehearsal's smoke run,
+/// who then found no seat and were never told the sale was over).
+pub const PASS_NEAR_THE_END: Duration = Duration::from_millis(50);
 /// How far back booking latency is measured.
 const WINDOW: Duration = Duration::from_secs(5);
 /// Most latency samples kept per room (the oldest go first).
@@ -107,6 +112,15 @@ pub fn seats_left(seats: Option<RoomSeats>) -> SeatsLeft {
     }
 }
 
+/// Whether a room's unsold seats are so few that they may all be booked
+/// before the next ordinary pass: at most 20, or 5 % of the room.
+pub fn near_the_end(seats: Option<RoomSeats>) -> bool {
+    seats.is_some_and(|s| {
+        let unsold = s.available + s.held;
+        !s.sold_out() && unsold <= (s.total / 20).max(20)
+    })
+}
+
 /// One room's memory between passes: its adaptive factor.
 struct Followed {
     factor: f64,
@@ -139,12 +153,13 @@ pub async fn run(
             &mut followed,
         )
         .await;
+        let soon = matches!(result, Ok(true));
         match result {
-            Ok(()) if failing => {
+            Ok(_) if failing => {
                 tracing::info!("sale signal: stores reachable again");
                 failing = false;
             }
-            Ok(()) => {}
+            Ok(_) => {}
             Err(e) if !failing => {
                 tracing::warn!(error = %e, "sale signal: a store is unreachable; retrying");
                 failing = true;
@@ -153,12 +168,13 @@ pub async fn run(
         }
         tokio::select! {
             () = cancel.cancelled() => break,
-            () = tokio::time::sleep(PASS) => {}
+            () = tokio::time::sleep(if soon { PASS_NEAR_THE_END } else { PASS }) => {}
         }
     }
     tracing::info!("sale signal stopped");
 }
 
+/// One pass over every room; whether any is near its end ([`near_the_end`]).
 async fn pass(
     queue: &dyn QueueStore,
     booking: &BookingStore,
@@ -167,7 +183,8 @@ async fn pass(
     views: &Snapshots,
     clock: &Clock,
     followed: &mut HashMap<RoomId, Followed>,
-) -> Result<(), String> {
+) -> Result<bool, String> {
+    let mut soon = false;
     let now = clock.now_ms();
     booking.sweep(now).await.map_err(|e| e.to_string())?;
     let rooms = queue.rooms().await.map_err(|e| e.to_string())?;
@@ -184,6 +201,7 @@ async fn pass(
             .map_err(|e| e.to_string())?;
         // The console's seat figures: what was read here anyway.
         history.note_seats(&room, seats);
+        soon |= near_the_end(seats);
         let state = followed.entry(room.clone()).or_insert(Followed {
             factor: figures.sale.rate_factor,
             adjusted: Instant::now(),
@@ -217,7 +235,7 @@ async fn pass(
             views.sale_written(&room, signal);
         }
     }
-    Ok(())
+    Ok(soon)
 }
 
 #[cfg(test)]
@@ -239,6 +257,20 @@ mod tests {
         assert_eq!(seats_left(seats(1, 5, 5)), SeatsLeft::Available);
         assert_eq!(seats_left(seats(0, 1, 9)), SeatsLeft::NoneAvailable);
         assert_eq!(seats_left(seats(0, 0, 10)), SeatsLeft::SoldOut);
+    }
+
+    #[test]
+    fn passes_come_faster_only_when_the_last_seats_may_go_any_moment() {
+        assert!(!near_the_end(None), "a room without seats");
+        assert!(!near_the_end(seats(500, 100, 400)));
+        assert!(near_the_end(seats(15, 5, 980)), "20 unsold of 1,000");
+        assert!(near_the_end(seats(0, 3, 197)), "all held, 3 unsold");
+        assert!(near_the_end(seats(0, 400, 9_600)), "5 % of 10,000");
+        assert!(!near_the_end(seats(1, 500, 9_499)), "501 unsold of 10,000");
+        assert!(
+            !near_the_end(seats(0, 0, 200)),
+            "sold out: nothing to watch"
+        );
     }
 
     #[test]
