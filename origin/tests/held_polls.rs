@@ -2,7 +2,8 @@
 //! (server and promoter on a short tick, status snapshots on) over real
 //! connections: in a sale's endgame a held poll hears `sold_out` within a
 //! few ticks of the sale's end, and so does one far back while a few seats
-//! are back; anything else is answered at once; a hold
+//! are back; one near the front hears it was let in within a few ticks;
+//! anything else is answered at once; a hold
 //! that times out answers `waiting`, and back-to-back holds keep the place
 //! for several abandon times; an unreadable `Prefer` is ignored; the cap
 //! holds; a client that goes away mid-hold leaves nothing behind; shutdown
@@ -511,6 +512,47 @@ async fn with_seats_back_the_far_back_is_held_and_the_front_a_second_at_most() {
     assert!(
         late < Duration::from_secs(1),
         "told {late:?} after the sale"
+    );
+    assert_eq!(o.state.holds.held(), 0);
+}
+
+#[tokio::test]
+async fn a_held_poll_near_the_front_hears_it_was_let_in_within_a_few_ticks() {
+    let t = test_store();
+    // Three a second: a burst of three (the budget banks a second), then
+    // one every third of a second.
+    let s = RoomSettings {
+        capacity: 10,
+        admit_per_second: 3.0,
+        abandon_seconds: 9,
+        ..RoomSettings::default()
+    };
+    let room = endgame_room(t.store.as_ref(), "held-in", s).await;
+    let o = origin(t.store.clone(), 100).await;
+    let tickets = o.join(&room, 8).await;
+    ticks(2).await;
+    o.store
+        .set_sale(&room, sale(SeatsLeft::Available))
+        .await
+        .unwrap();
+    // Once the burst is in, the fourth is first in line, let in within a
+    // third of a second; its poll, near the front with a few seats back, is
+    // held a second at most and ends when the line moves.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let first = o.status(&room, &tickets[0], None).await;
+        if first.json["state"] == "admitted" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{}", first.json);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let fourth = o.status(&room, &tickets[3], Some("wait=3")).await;
+    assert_eq!(fourth.json["state"], "admitted", "{}", fourth.json);
+    assert!(
+        fourth.took < Duration::from_millis(900),
+        "told {:?} after asking (the hold's cap is 1 s)",
+        fourth.took
     );
     assert_eq!(o.state.holds.held(), 0);
 }

@@ -14,8 +14,9 @@
 //! ([`RoomSignal::ran_out`]), a waiter beyond the [`front_zone`] while a few
 //! seats are back (nobody that far back can be let in before its hold
 //! ends, so its held answer is the one its next poll would have had); one
-//! near the front then is held [`NEAR_FRONT_SECS`] at most, since it may be
-//! let in any tick and a hold does not wake on that. Before the seats first
+//! near the front then is held [`NEAR_FRONT_SECS`] at most: it wakes when
+//! the line's front moves, but in a lottery, or among pre-queue draws, a
+//! waiter may be let in without the front moving. Before the seats first
 //! run out, a waiter near the front with seats to sell is answered at once.
 //! Holding only while no seat is available was not enough: seats coming
 //! back from ended holds flip a sale near its end in and out of that many
@@ -34,6 +35,11 @@
 //!   before its hold would end ([`front_zone`]); one far back keeps waiting
 //!   (its answer would only gain an ETA), so seats coming and going do not
 //!   send the whole line back at once;
+//! - for a waiter near the front, the line moved (the seq at its front
+//!   changed: someone was let in, left or was dropped), so one let in hears
+//!   it within a view's refresh rather than when its hold ends; it was up
+//!   to a second late before, and a few let in as the last seats came back
+//!   heard it only after the sale was over (the rehearsal's smoke run);
 //! - this instance stopped viewing the room (deleted), or shuts down.
 //!
 //! What bounds it: at most [`Holds::max`] holds per instance (beyond that a
@@ -61,18 +67,18 @@ use std::convert::Infallible;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName};
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::queue::LineView;
-use crate::queue::snapshot::{RoomSignal, front_zone};
+use crate::queue::snapshot::{RoomSignal, RoomWatch, front_zone};
 use crate::queue::{SeatsLeft, Standing, pacing};
 use crate::telemetry;
 
 /// Longest hold, whatever the client prefers.
 pub const MAX_WAIT_SECS: u64 = 20;
 /// Longest hold near the front while a few seats are back: such a waiter
-/// may be let in any tick, and a hold does not wake on that.
+/// may be let in any tick, and in a lottery (or among pre-queue draws)
+/// that need not move the front of the line, which wakes a hold.
 pub const NEAR_FRONT_SECS: u64 = 1;
 /// Most holds one instance keeps at once unless told otherwise: each keeps
 /// a connection open, and the default `--max-connections` is 10,000.
@@ -146,7 +152,7 @@ impl Holds {
         Some(Held(self))
     }
 
-    /// Holds a waiter's poll: waits on `signal` (subscribed before its
+    /// Holds a waiter's poll: waits on `watch` (subscribed before its
     /// answer was computed, so no change since is missed) for at most
     /// `secs` seconds, until a change that can change the answer of the
     /// waiter at `position` (see the module doc). `None` when it was not
@@ -154,17 +160,23 @@ impl Holds {
     /// `Preference-Applied`; else the room's signal when the hold ended.
     pub async fn hold(
         &self,
-        mut signal: watch::Receiver<Option<RoomSignal>>,
+        watch: RoomWatch,
         position: Option<u64>,
         line: &LineView,
         secs: u64,
     ) -> Option<Option<RoomSignal>> {
+        let RoomWatch {
+            mut signal,
+            mut front,
+        } = watch;
         let held = self.enter()?;
         let wait = Duration::from_secs(secs);
         // The signal the answer in hand was computed under; a change since
         // subscribing is judged against it too.
         let start = (*signal.borrow())?;
         let near_front = position.is_none_or(|p| p <= front_zone(line, wait));
+        // Far back, the line's moving changes nothing before the hold ends.
+        let mut line_moves = near_front;
         let timeout = tokio::time::sleep(wait);
         tokio::pin!(timeout);
         loop {
@@ -177,6 +189,11 @@ impl Holds {
                         break;
                     }
                 }
+                moved = front.changed(), if line_moves => match moved {
+                    Ok(()) => break,
+                    // The view is gone: the signal says so too.
+                    Err(_) => line_moves = false,
+                },
             }
         }
         Some(*signal.borrow())

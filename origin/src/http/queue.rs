@@ -490,17 +490,17 @@ async fn status(
 ) -> Result<Response, ApiError> {
     let claims = required_claims(&state, presented, &room, state.clock.now_secs()).await?;
     // Subscribed before the answer is computed, so no change after it is missed.
-    let signal = preferred.and_then(|_| state.snapshots.signal(&room));
+    let watch = preferred.and_then(|_| state.snapshots.watch(&room));
     let mut snap = current_status(&state, &room, &claims, client).await?;
     let mut applied = None;
-    if let (Some(preferred), Some(signal)) = (preferred, signal)
+    if let (Some(preferred), Some(watch)) = (preferred, watch)
         && let Standing::Waiting { position } = snap.standing
     {
-        let ran_out = signal.borrow().is_some_and(|s| s.ran_out);
+        let ran_out = watch.signal.borrow().is_some_and(|s| s.ran_out);
         let most = hold::wait_secs(preferred, snap.standing, &snap.line);
         let secs = hold::hold_secs(&snap.line, ran_out, position, most);
         if secs > 0
-            && let Some(ended) = state.holds.hold(signal, position, &snap.line, secs).await
+            && let Some(ended) = state.holds.hold(watch, position, &snap.line, secs).await
         {
             snap = match ended {
                 // Every held waiter of the room wakes at once on the last

@@ -104,6 +104,17 @@ impl RoomSignal {
     }
 }
 
+/// What a held poll subscribes to: the room's signal, and the seq at the
+/// front of its line (`None`: nobody waits, or the front is unknown), which
+/// moves as the line is admitted. Both are subscribed before the poll's
+/// answer is computed, so no change after it is missed.
+pub struct RoomWatch {
+    /// The room's signal.
+    pub signal: watch::Receiver<Option<RoomSignal>>,
+    /// The seq at the front of the line, as the latest observation saw it.
+    pub front: watch::Receiver<Option<u64>>,
+}
+
 /// One room's view.
 struct RoomView {
     /// The latest observation, and when this instance got it.
@@ -120,6 +131,8 @@ struct RoomView {
     /// The room's signal as the latest observation saw it (`None` before
     /// the first).
     signal: watch::Sender<Option<RoomSignal>>,
+    /// The seq at the front of the line as the latest observation saw it.
+    front: watch::Sender<Option<u64>>,
 }
 
 impl Default for RoomView {
@@ -131,6 +144,7 @@ impl Default for RoomView {
             since_ms: 0,
             pruned_ms: 0,
             signal: watch::Sender::new(None),
+            front: watch::Sender::new(None),
         }
     }
 }
@@ -235,17 +249,20 @@ impl Snapshots {
         })
     }
 
-    /// The room's signal, to wait for its next change; `None` when views are
-    /// off or this instance has not observed the room yet (nothing would
-    /// ever change it).
-    pub fn signal(&self, room: &RoomId) -> Option<watch::Receiver<Option<RoomSignal>>> {
+    /// The room's signal and the front of its line, to wait for their next
+    /// change; `None` when views are off or this instance has not observed
+    /// the room yet (nothing would ever change them).
+    pub fn watch(&self, room: &RoomId) -> Option<RoomWatch> {
         if !self.enabled {
             return None;
         }
         let view = self.view(room)?;
         let v = view.lock().unwrap_or_else(PoisonError::into_inner);
         v.latest.as_ref()?;
-        Some(v.signal.subscribe())
+        Some(RoomWatch {
+            signal: v.signal.subscribe(),
+            front: v.front.subscribe(),
+        })
     }
 
     /// This instance just wrote `sale` for `room` to the store: the view
@@ -378,7 +395,14 @@ impl RoomView {
         }
         self.since_ms = now;
         let signal = Some(RoomSignal::of(&obs, *self.signal.borrow()));
+        let front = obs.front.and_then(|f| f.seq);
         self.latest = Some((obs, Instant::now()));
+        // Wakes the held polls near the front whenever the line moves.
+        self.front.send_if_modified(|f| {
+            let changed = *f != front;
+            *f = front;
+            changed
+        });
         // Only a change wakes the held polls.
         self.signal.send_if_modified(|s| {
             let changed = *s != signal;
@@ -425,7 +449,10 @@ mod tests {
                 schedule: None,
             },
             method: QueueingMethod::Fifo,
-            front: None,
+            front: seqs.first().map(|&seq| Sample {
+                position: 1,
+                seq: Some(seq),
+            }),
             samples,
             samples_at_ms: 0,
             gone: Vec::new(),
@@ -438,18 +465,28 @@ mod tests {
     fn the_signal_changes_with_an_observation_or_a_sale_written_here() {
         let views = Snapshots::new(Duration::from_millis(100));
         let room = RoomId::parse("r").unwrap();
-        assert!(views.signal(&room).is_none(), "nothing observed yet");
+        assert!(views.watch(&room).is_none(), "nothing observed yet");
         let view = views.view_or_new(&room);
         let install = |obs: Observation| {
             let mut v = view.lock().unwrap();
             v.install(&Watch::default(), obs);
         };
         install(observed(&[1, 2, 3]));
-        let mut rx = views.signal(&room).expect("observed");
+        let RoomWatch {
+            signal: mut rx,
+            mut front,
+        } = views.watch(&room).expect("observed");
         assert_eq!(rx.borrow().unwrap().seats, SeatsLeft::Available);
-        // The line moving is no change.
+        assert_eq!(*front.borrow(), Some(1));
+        // The line growing behind its front changes neither.
+        install(observed(&[1, 2, 3, 4]));
+        assert!(!rx.has_changed().unwrap());
+        assert!(!front.has_changed().unwrap());
+        // The line moving is no change of the signal; its front moves.
         install(observed(&[2, 3, 4, 5]));
         assert!(!rx.has_changed().unwrap());
+        assert!(front.has_changed().unwrap());
+        assert_eq!(*front.borrow_and_update(), Some(2));
         views.sale_written(
             &room,
             SaleSignal {
