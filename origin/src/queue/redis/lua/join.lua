@@ -17,18 +17,25 @@
 -- every join of a batch, so they are sent (and parsed) once. A waiter who
 -- rejoins while every seat is booked reads sold_out and keeps its place.
 --
--- A batch writes its new places once, at its end (flush): one HSET of the
--- counter, one ZADD, one BITFIELD for the line's bitmap and one for the
--- polled ring, where each join cost five commands and a ZRANK. Meanwhile
--- the batch counts the line itself (room.waiting) and places a new waiter
--- from that count: a place taken after the opening is behind every other
--- (its score, span + member, is the largest yet), so its position is the
--- line's length. Nothing a join reads is changed by the places still to
--- write, which are all behind it.
+-- A batch writes its new places once, at its end (flush): one ZADD, one
+-- BITFIELD for the line's bitmap and one for the polled ring, where each
+-- join cost five commands and a ZRANK. Meanwhile the batch counts the
+-- line itself (room.waiting) and places a new waiter from that count: a
+-- place taken after the opening is behind every other (its score, span +
+-- member, is the largest yet), so its position is the line's length.
+-- Nothing a join reads is changed by the places still to write, which are
+-- all behind it.
+--
+-- The counter is moved first, past every member the batch could give (one
+-- per join), and set to the last one given at the end: a script stopped
+-- by an error half-way (it keeps the writes it made) leaves members
+-- unused, never given twice.
 
 -- New places of this batch not yet written, in order: score, member.
 local pending = {}
--- The counter as Redis holds it (load_room read it).
+-- The last member given before this batch.
+local before_batch
+-- The counter as Redis holds it now.
 local stored_member
 
 -- The line's length, asked once per batch and then counted here.
@@ -40,10 +47,6 @@ local function line_length(room)
 end
 
 local function flush(room, now)
-  if room.last_member ~= stored_member then
-    redis.call('HSET', ROOM, 'seq', int(room.last_member))
-    stored_member = room.last_member
-  end
   if #pending == 0 then
     return
   end
@@ -86,7 +89,7 @@ local function join_one(out, room, now, span, existing, draw, holder, max_places
   -- second one; those inside stay inside even when the room stops taking places.
   local mine = member_of(room, existing) -- nil: no ticket, or a seq never given
   if mine then
-    if tonumber(mine) > stored_member then
+    if tonumber(mine) > before_batch then
       -- Only a ticket not yet handed out could name a place of this batch;
       -- answer it from the store all the same.
       flush(room, now)
@@ -174,7 +177,11 @@ local room = load_room(now)
 if not room then
   return UNKNOWN_ROOM
 end
-stored_member = room.last_member
+before_batch = room.last_member
+stored_member = before_batch + math.floor((#ARGV - 2) / 4)
+if stored_member ~= before_batch then
+  redis.call('HSET', ROOM, 'seq', int(stored_member))
+end
 local span = tonumber(ARGV[2])
 local out = room_figures(room, now)
 local answers = { int(room.base) }
@@ -183,5 +190,8 @@ for i = 3, #ARGV, 4 do
     tonumber(ARGV[i + 3]))
 end
 flush(room, now)
+if room.last_member ~= stored_member then
+  redis.call('HSET', ROOM, 'seq', int(room.last_member))
+end
 out[#out + 1] = table.concat(answers, ' ')
 return out
