@@ -300,7 +300,11 @@ async fn a_batch_stopped_half_way_never_gives_a_place_twice() {
         .query(&mut redis)
         .unwrap();
     for _ in 0..3 {
-        let joined = t.store.join_many(&room, &[free.clone()]).await.unwrap();
+        let joined = t
+            .store
+            .join_many(&room, std::slice::from_ref(&free))
+            .await
+            .unwrap();
         let seq = joined[0].answer().unwrap().seq.unwrap();
         assert!(
             !inside.contains(&(seq - base)),
