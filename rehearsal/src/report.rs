@@ -301,8 +301,7 @@ pub struct Notice {
     /// ... and for those who asked after it: they were between two polls,
     /// so the delay is mostly their poll interval.
     pub asked_after_s: Spread,
-    /// Those never told, by how their visit ended, and of them how many
-    /// learnt they were admitted only after the last seat sold.
+    /// Those never told, by how their visit ended.
     pub untold: BTreeMap<Outcome, usize>,
     /// Of the untold, admitted (as their poll said) after the last seat.
     pub untold_admitted_after: usize,

@@ -31,8 +31,9 @@
 -- by an error half-way (it keeps the writes it made) leaves members
 -- unused, never given twice.
 
--- New places of this batch not yet written, in order: score, member.
-local pending = {}
+-- New places of this batch not yet written, in order: their scores and
+-- their members.
+local pending_scores, pending = {}, {}
 -- The last member given before this batch.
 local before_batch
 -- The counter as Redis holds it now.
@@ -52,22 +53,19 @@ local function flush(room, now)
   end
   local polled = polled_key(generation(room, now))
   local per = 120 -- members per command: 4 arguments each in BITFIELD, under CHUNK
-  for i = 1, #pending, 2 * per do
-    local scores, bits = {}, {}
-    for j = i, math.min(i + 2 * per - 1, #pending), 2 do
-      local member = pending[j + 1]
+  for i = 1, #pending, per do
+    local last = math.min(i + per - 1, #pending)
+    local scores = {}
+    for j = i, last do
+      scores[#scores + 1] = pending_scores[j]
       scores[#scores + 1] = pending[j]
-      scores[#scores + 1] = member
-      bits[#bits + 1] = 'SET'
-      bits[#bits + 1] = 'u1'
-      bits[#bits + 1] = member
-      bits[#bits + 1] = 1
     end
+    local bits = set_bits_args(pending, i, last)
     redis.call('ZADD', WAITING, unpack(scores))
     redis.call('BITFIELD', PRESENT, unpack(bits))
     redis.call('BITFIELD', polled, unpack(bits))
   end
-  pending = {}
+  pending_scores, pending = {}, {}
 end
 
 -- standing(), appended to `out` (a table per join was a fifth of the
@@ -162,7 +160,7 @@ local function join_one(out, room, now, span, existing, draw, holder, max_places
   else
     score = draw
   end
-  pending[#pending + 1] = int(score)
+  pending_scores[#pending_scores + 1] = int(score)
   pending[#pending + 1] = int(member)
   room.waiting = line_length(room) + 1
   local pos -- as position(): none before the opening or in a lottery

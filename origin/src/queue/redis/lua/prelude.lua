@@ -249,18 +249,24 @@ end
 -- touch() for many members (text) at once: one command, not one per poll,
 -- so an instance's per-tick flush costs Redis about the same however many
 -- waiters polled.
-local function touch_all(room, now, members)
-  if #members == 0 then
-    return
-  end
+-- BITFIELD's arguments that set the bits of `members`, members[from] to
+-- members[to] (all of them by default): one command for many bits.
+local function set_bits_args(members, from, to)
   local args = {}
-  for i = 1, #members do
+  for i = from or 1, to or #members do
     args[#args + 1] = 'SET'
     args[#args + 1] = 'u1'
     args[#args + 1] = members[i]
     args[#args + 1] = 1
   end
-  redis.call('BITFIELD', polled_key(generation(room, now)), unpack(args))
+  return args
+end
+
+local function touch_all(room, now, members)
+  if #members == 0 then
+    return
+  end
+  redis.call('BITFIELD', polled_key(generation(room, now)), unpack(set_bits_args(members)))
 end
 
 -- Ends the sessions whose time is up; returns how many.
