@@ -109,6 +109,23 @@ impl RedisStore {
         room: &RoomId,
         args: &[&str],
     ) -> Result<Value, StoreError> {
+        self.run_with(script, room, |call| {
+            for arg in args {
+                call.arg(*arg);
+            }
+        })
+        .await
+    }
+
+    /// [`RedisStore::run`], the arguments after the clock written by `args`
+    /// straight into the command (numbers without a `String` each: a batch
+    /// of joins has four arguments a join).
+    async fn run_with(
+        &self,
+        script: &Script,
+        room: &RoomId,
+        args: impl FnOnce(&mut redis::ScriptInvocation<'_>),
+    ) -> Result<Value, StoreError> {
         let keys = self.keys(room);
         let mut call = script.prepare_invoke();
         for key in keys.all() {
@@ -118,9 +135,7 @@ impl RedisStore {
             Some(ms) => call.arg(ms.load(Ordering::SeqCst)),
             None => call.arg(""),
         };
-        for arg in args {
-            call.arg(*arg);
-        }
+        args(&mut call);
         let mut conn = self.conn.clone();
         // EVALSHA, and after a NOSCRIPT (a restarted or new node) SCRIPT LOAD
         // and EVALSHA again; on a cluster SCRIPT LOAD goes to every node.
@@ -260,20 +275,23 @@ impl QueueStore for RedisStore {
         room: &RoomId,
         joins: &[JoinRequest],
     ) -> Result<Vec<Joined>, StoreError> {
-        let mut args = Vec::with_capacity(1 + 4 * joins.len());
-        args.push(PREQUEUE_SPAN.to_string());
-        for join in joins {
-            let (holder, max) = join
-                .limit
-                .as_ref()
-                .map_or(("", 0), |l| (l.holder.as_str(), l.max));
-            args.push(join.existing.map(|s| s.to_string()).unwrap_or_default());
-            args.push((join.draw % PREQUEUE_SPAN).to_string());
-            args.push(holder.to_owned());
-            args.push(max.to_string());
-        }
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let answers = reply::joined_many(self.run(&self.scripts.join, room, &args).await?)?;
+        let reply = self
+            .run_with(&self.scripts.join, room, |call| {
+                call.arg(PREQUEUE_SPAN);
+                for join in joins {
+                    match join.existing {
+                        Some(seq) => call.arg(seq),
+                        None => call.arg(""),
+                    };
+                    call.arg(join.draw % PREQUEUE_SPAN);
+                    match &join.limit {
+                        Some(limit) => call.arg(limit.holder.as_str()).arg(limit.max),
+                        None => call.arg("").arg(0u32),
+                    };
+                }
+            })
+            .await?;
+        let answers = reply::joined_many(reply)?;
         if answers.len() != joins.len() {
             return Err(StoreError::Protocol(format!(
                 "{} joins gave {} answers",

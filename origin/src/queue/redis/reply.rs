@@ -224,8 +224,10 @@ pub fn snapshot(value: Value) -> Result<Snapshot, StoreError> {
 /// Parses `join.lua`'s reply: the room's figures once, then one text of
 /// values separated by spaces: the room's base, then every join's answer
 /// in order, `standing()`'s five values each with the member (-1: none) in
-/// place of the seq. One value to parse for the batch, where five per join
-/// were the larger part of the client's work on a join.
+/// place of the seq, or `+` for a join that reads as the `waiting` one
+/// before it one further back (the next member, position and line length).
+/// One value to parse for the batch, where five per join were the larger
+/// part of the client's work on a join.
 pub fn joined_many(value: Value) -> Result<Vec<Joined>, StoreError> {
     let v = items(value)?;
     let (figures, answers) = v
@@ -242,14 +244,26 @@ pub fn joined_many(value: Value) -> Result<Vec<Joined>, StoreError> {
         .and_then(|f| f.parse().ok())
         .ok_or_else(|| bad("join answers without the room's base"))?;
     let mut joins = Vec::new();
+    // The previous answer's member, position and line when it was a plain
+    // `waiting` (what a `+` continues).
+    let mut prev: Option<[i64; 3]> = None;
     while let Some(outcome) = fields.next() {
-        let mut number = || {
-            fields
-                .next()
-                .and_then(|f| f.parse::<i64>().ok())
-                .ok_or_else(|| bad("join answer cut short or not a number"))
+        let (outcome, [member, pos, until_ms, waiting]) = if outcome == "+" {
+            let [member, pos, waiting] =
+                prev.ok_or_else(|| bad("a '+' join answer with nothing to follow"))?;
+            let pos = if pos < 0 { -1 } else { pos + 1 };
+            ("waiting", [member + 1, pos, 0, waiting + 1])
+        } else {
+            let mut number = || {
+                fields
+                    .next()
+                    .and_then(|f| f.parse::<i64>().ok())
+                    .ok_or_else(|| bad("join answer cut short or not a number"))
+            };
+            (outcome, [number()?, number()?, number()?, number()?])
         };
-        let [member, pos, until_ms, waiting] = [number()?, number()?, number()?, number()?];
+        prev =
+            (outcome == "waiting" && until_ms == 0 && member > 0).then_some([member, pos, waiting]);
         let seq = if member < 0 {
             -1
         } else {
@@ -557,6 +571,37 @@ mod tests {
         assert!(with(Value::Array(vec![bulk("waiting")])).is_err());
         assert!(joined_many(Value::Array(figures.to_vec())).is_err());
         assert!(joined_many(Value::Array(figures[..7].to_vec())).is_err());
+        // '+' continues the waiting join before it, one further back; with
+        // no position, it has none either.
+        assert_eq!(
+            with(bulk(
+                "40 waiting 1 7 0 7 + + limit -1 -1 0 9 waiting 5 10 0 10 +"
+            ))
+            .unwrap(),
+            [
+                waiting(41, 7, 7),
+                waiting(42, 8, 8),
+                waiting(43, 9, 9),
+                Joined::TooManyPlaces,
+                waiting(45, 10, 10),
+                waiting(46, 11, 11),
+            ]
+        );
+        let unplaced = |seq, waiting| {
+            Joined::Answer(Snapshot {
+                seq: Some(seq),
+                standing: Standing::Waiting { position: None },
+                line: LineView { waiting, ..line },
+            })
+        };
+        assert_eq!(
+            with(bulk("40 waiting 3 -1 0 7 +")).unwrap(),
+            [unplaced(43, 7), unplaced(44, 8)]
+        );
+        // A '+' follows only a waiting answer of this batch.
+        assert!(with(bulk("40 +")).is_err());
+        assert!(with(bulk("40 limit -1 -1 0 7 +")).is_err());
+        assert!(with(bulk("40 admitted 1 -1 900 7 +")).is_err());
         // A batch of none is the figures and the base alone.
         assert_eq!(with(bulk("40")).unwrap(), []);
         assert!(with(bulk("")).is_err());

@@ -13,7 +13,10 @@
 -- each join in order standing()'s five values, with the member in place of
 -- the seq (seq = base + member) and outcome waiting | admitted |
 -- closed | sold_out | limit (the client already holds its cap of places: in
--- line or inside); or UNKNOWN_ROOM. The room's figures are the same for
+-- line or inside), or the one value '+' for a join that reads as the one
+-- before it, one further back: waiting, the next member, the next position
+-- (or none after none), no session, the line one longer (most joins of a
+-- busy room; Lua writes no number for them); or UNKNOWN_ROOM. The room's figures are the same for
 -- every join of a batch, so they are sent (and parsed) once. A waiter who
 -- rejoins while every seat is booked reads sold_out and keeps its place.
 --
@@ -68,21 +71,42 @@ local function flush(room, now)
   pending_scores, pending = {}, {}
 end
 
+-- The previous answer of this batch as numbers (member, position, line;
+-- -1 for none), or nil when it was not a plain 'waiting'.
+local prev_member, prev_pos, prev_line
+
 -- standing(), appended to `out` (a table per join was a fifth of the
--- script's time per join), with the member in place of the seq:
--- table.concat writes a number with %.14g, exact below 10^14, which a
--- member is and a seq is not (the text starts with the room's base, once,
--- written exactly).
+-- script's time per join), with the member in place of the seq (the text
+-- starts with the room's base, once). Numbers are written with int():
+-- table.concat would use %.14g, which costs glibc several times more. A
+-- join that reads as the previous one, one further back, is written '+'
+-- and costs no number at all.
 local function answer(out, room, outcome, member, pos, until_ms)
-  local n = #out
-  out[n + 1] = outcome
-  out[n + 2] = member or '-1'
-  out[n + 3] = pos or '-1'
-  out[n + 4] = until_ms and int(until_ms) or '0'
-  out[n + 5] = room.waiting or redis.call('ZCARD', WAITING)
+  local m = tonumber(member) or -1 -- a number, or the text member_of gave
+  local p = pos or -1
+  local line = room.waiting or redis.call('ZCARD', WAITING)
+  local plain = outcome == 'waiting' and not until_ms
+  if plain and prev_member and m == prev_member + 1 and line == prev_line + 1
+    and ((p == -1 and prev_pos == -1) or (prev_pos > 0 and p == prev_pos + 1)) then
+    out[#out + 1] = '+'
+  else
+    local n = #out
+    out[n + 1] = outcome
+    out[n + 2] = int(m)
+    out[n + 3] = int(p)
+    out[n + 4] = until_ms and int(until_ms) or '0'
+    out[n + 5] = int(line)
+  end
+  if plain and m > 0 then
+    prev_member, prev_pos, prev_line = m, p, line
+  else
+    prev_member = nil
+  end
 end
 
 local function join_one(out, room, now, span, existing, draw, holder, max_places)
+  -- draw and max_places arrive as text: most joins read neither as a
+  -- number (Lua's tonumber is glibc's strtod).
   -- A valid ticket whose place still stands gets that place back, never a
   -- second one; those inside stay inside even when the room stops taking places.
   local mine = member_of(room, existing) -- nil: no ticket, or a seq never given
@@ -113,6 +137,11 @@ local function join_one(out, room, now, span, existing, draw, holder, max_places
   end
   if room.seats == 'sold_out' or (room.max_line > 0 and room.last_member >= room.max_line) then
     return answer(out, room, 'sold_out')
+  end
+  if max_places ~= '0' then
+    max_places = tonumber(max_places)
+  else
+    max_places = 0
   end
   if max_places > 0 and held(holder) >= max_places then
     -- A session whose time is up holds nothing, even before a tick ends it.
@@ -158,7 +187,7 @@ local function join_one(out, room, now, span, existing, draw, holder, max_places
   if is_open then
     score = span + member
   else
-    score = draw
+    score = tonumber(draw)
   end
   pending_scores[#pending_scores + 1] = int(score)
   pending[#pending + 1] = int(member)
@@ -184,8 +213,7 @@ local span = tonumber(ARGV[2])
 local out = room_figures(room, now)
 local answers = { int(room.base) }
 for i = 3, #ARGV, 4 do
-  join_one(answers, room, now, span, ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2],
-    tonumber(ARGV[i + 3]))
+  join_one(answers, room, now, span, ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3])
 end
 flush(room, now)
 if room.last_member ~= stored_member then

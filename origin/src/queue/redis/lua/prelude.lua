@@ -257,7 +257,7 @@ local function set_bits_args(members, from, to)
     args[#args + 1] = 'SET'
     args[#args + 1] = 'u1'
     args[#args + 1] = members[i]
-    args[#args + 1] = 1
+    args[#args + 1] = '1' -- text: redis.call writes a number with %.17g, slowly
   end
   return args
 end
