@@ -19,7 +19,9 @@
 //! - [`memory`]: the embedded store (no Redis), the same behaviour in-process.
 //! - [`snapshot`]: each instance's per-room view, refreshed every tick by
 //!   [`QueueStore::observe`], that answers far-back status polls.
+//! - [`counter_hash`]: the cheap hasher of maps keyed by members and seqs.
 
+pub mod counter_hash;
 pub mod joins;
 pub mod memory;
 pub mod pacing;

@@ -45,6 +45,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
+use super::counter_hash::{CounterMap, CounterSet};
 use super::{
     DEPARTURES_KEPT_MS, LineView, Observation, QueueStore, SaleSignal, SeatsLeft, Snapshot,
     Standing, StoreError, Watch,
@@ -120,10 +121,10 @@ struct RoomView {
     /// The latest observation, and when this instance got it.
     latest: Option<(Observation, Instant)>,
     /// Seqs that polled since the last observation, owed to the store.
-    marks: HashSet<u64>,
+    marks: CounterSet<u64>,
     /// Seq -> store time (ms) of the observation that last found it in
     /// line (not on a pre-queue draw).
-    seen_in_line: HashMap<u64, u64>,
+    seen_in_line: CounterMap<u64, u64>,
     /// Store time of the latest observation (0: none yet).
     since_ms: u64,
     /// Store time the seen-in-line map was last pruned.
@@ -139,8 +140,8 @@ impl Default for RoomView {
     fn default() -> Self {
         RoomView {
             latest: None,
-            marks: HashSet::new(),
-            seen_in_line: HashMap::new(),
+            marks: CounterSet::default(),
+            seen_in_line: CounterMap::default(),
             since_ms: 0,
             pruned_ms: 0,
             signal: watch::Sender::new(None),
@@ -184,6 +185,17 @@ impl Snapshots {
         rooms.get(room).cloned()
     }
 
+    /// `f` on `room`'s view, if there is one, without taking a reference to
+    /// it (an `Arc` clone and drop are two writes to a line every poll of
+    /// the room shares). No code takes the rooms' lock while it holds a
+    /// view's, so holding both here cannot deadlock.
+    fn with_view<R>(&self, room: &RoomId, f: impl FnOnce(&mut RoomView) -> R) -> Option<R> {
+        let rooms = self.rooms.read().unwrap_or_else(PoisonError::into_inner);
+        let view = rooms.get(room)?;
+        let mut v = view.lock().unwrap_or_else(PoisonError::into_inner);
+        Some(f(&mut v))
+    }
+
     fn view_or_new(&self, room: &RoomId) -> Arc<Mutex<RoomView>> {
         if let Some(v) = self.view(room) {
             return v;
@@ -199,9 +211,10 @@ impl Snapshots {
         if !self.enabled {
             return None;
         }
-        let view = self.view(room)?;
-        let mut guard = view.lock().unwrap_or_else(PoisonError::into_inner);
-        let v = &mut *guard;
+        self.with_view(room, |v| self.answer_from(v, seq))?
+    }
+
+    fn answer_from(&self, v: &mut RoomView, seq: u64) -> Option<Snapshot> {
         let (obs, taken) = v.latest.as_ref()?;
         let age = taken.elapsed();
         if age > 2 * self.tick {
@@ -256,13 +269,13 @@ impl Snapshots {
         if !self.enabled {
             return None;
         }
-        let view = self.view(room)?;
-        let v = view.lock().unwrap_or_else(PoisonError::into_inner);
-        v.latest.as_ref()?;
-        Some(RoomWatch {
-            signal: v.signal.subscribe(),
-            front: v.front.subscribe(),
-        })
+        self.with_view(room, |v| {
+            v.latest.as_ref()?;
+            Some(RoomWatch {
+                signal: v.signal.subscribe(),
+                front: v.front.subscribe(),
+            })
+        })?
     }
 
     /// This instance just wrote `sale` for `room` to the store: the view
@@ -324,11 +337,10 @@ impl Snapshots {
 
     /// `seq` left through this instance: never answered from the view again.
     pub fn forget(&self, room: &RoomId, seq: u64) {
-        if let Some(view) = self.view(room) {
-            let mut v = view.lock().unwrap_or_else(PoisonError::into_inner);
+        self.with_view(room, |v| {
             v.seen_in_line.remove(&seq);
             v.marks.remove(&seq);
-        }
+        });
     }
 
     /// Drops the views of rooms not in `rooms` (deleted, or never there).

@@ -15,8 +15,7 @@
 
 mod ranked;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque, btree_map, hash_map};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque, btree_map, hash_map};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -24,6 +23,8 @@ use async_trait::async_trait;
 use rand::RngExt;
 
 use ranked::{Entry, RankedSet};
+
+use super::counter_hash::{CounterMap, CounterSet};
 
 use super::{
     DEPARTURES_KEPT_MS, END_BUCKETS, JoinRequest, Joined, LineView, MAX_ADMITS_PER_TICK,
@@ -39,32 +40,10 @@ use crate::room::{QueueingMethod, RoomId, RoomSettings, RoomState, unix_ms};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 struct Member(u64);
 
-/// The maps keyed by member. A member is a counter the store gives out, so
-/// no client can choose keys that collide: one multiply (Fx's) hashes it,
-/// where the default SipHash cost ~800 instructions a join.
-type ByMember<V> = HashMap<Member, V, BuildHasherDefault<MemberHasher>>;
-type MemberSet = HashSet<Member, BuildHasherDefault<MemberHasher>>;
-
-#[derive(Default)]
-struct MemberHasher(u64);
-
-impl Hasher for MemberHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        // The multiplier is odd, so consecutive members fill consecutive
-        // buckets and the top bits (hashbrown's tags) are well mixed.
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
+/// The maps keyed by member (a counter the store gives out: see
+/// [`counter_hash`](super::counter_hash)).
+type ByMember<V> = CounterMap<Member, V>;
+type MemberSet = CounterSet<Member>;
 
 /// One room's line, sessions and counters.
 #[derive(Default)]
