@@ -571,6 +571,8 @@ struct Phase {
     errors: u64,
     seconds: f64,
     latencies_us: Vec<u32>,
+    /// Requests per second of each round, in order.
+    rounds: Vec<f64>,
     /// Redis time per script call in this phase (µs), when measured.
     script_us: Option<f64>,
     /// CPU time per request (µs) of the origin's threads, the load
@@ -595,6 +597,7 @@ impl Phase {
         self.errors += other.errors;
         self.seconds += other.seconds;
         self.latencies_us.extend(other.latencies_us);
+        self.rounds.extend(other.rounds);
     }
 
     fn per_second(&self) -> f64 {
@@ -936,6 +939,7 @@ async fn load(
         errors: 0,
         seconds: 0.0,
         latencies_us: Vec::new(),
+        rounds: Vec::new(),
         script_us: None,
         cpu_us: [None; 3],
     };
@@ -947,6 +951,7 @@ async fn load(
     }
     phase.seconds = start.elapsed().as_secs_f64();
     phase.latencies_us.sort_unstable();
+    phase.rounds.push(phase.per_second());
     Ok(phase)
 }
 
@@ -979,6 +984,24 @@ fn print_http(args: &Args, r: &Report) {
             p.percentile_ms(0.99),
             p.script_us.map_or("-".to_owned(), |us| format!("{us:.1}"))
         );
+    }
+    // The ratio above pools every round; each round's own, against the
+    // `/healthz` of the same round, shows how much the machine moved.
+    if let Some(h) = phase("/healthz").filter(|h| h.rounds.len() > 1) {
+        println!("\nEach round against its own /healthz (the machine's noise):");
+        println!("\n| phase | per round | median |");
+        println!("|---|---|---:|");
+        for p in r.phases.iter().filter(|p| p.name != "/healthz") {
+            let mut ratios: Vec<f64> = p.rounds.iter().zip(&h.rounds).map(|(x, y)| x / y).collect();
+            let listed: Vec<String> = ratios.iter().map(|x| format!("{x:.2}")).collect();
+            ratios.sort_by(f64::total_cmp);
+            println!(
+                "| {} | {} | {:.2} |",
+                p.name,
+                listed.join(", "),
+                ratios[ratios.len() / 2]
+            );
+        }
     }
     let us = |x: Option<f64>| x.map_or("-".to_owned(), |v| format!("{v:.0}"));
     println!("\nCPU time per request, µs (100 Hz accounting, so rough):");
