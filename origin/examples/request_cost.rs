@@ -16,6 +16,10 @@
 //! kernel, which `/healthz` pays as much as any route, are not in it; on
 //! Redis the client's encoding and decoding is, the server's work is not.
 //!
+//! With `--redis-url`, it also prints the Redis time its scripts took (per
+//! call and per request, from `INFO commandstats`), which is how
+//! BENCHMARKS.md measures a script's own cost; give it a Redis of its own.
+//!
 //! The phases match `bench.rs`'s HTTP phases: `/healthz`, a join to a
 //! paused room (every join takes a place), and status at the front and at
 //! the back of a line of `--line` waiters (the back answered from the
@@ -200,6 +204,7 @@ async fn run(args: &Args) -> Result<(), Error> {
     // The first status marks the waiter; the refresh after it finds the
     // waiter in line, so later polls from the back are the snapshot's.
     let mut last_body = Vec::new();
+    let scripts_before = args.redis_url.as_deref().map(script_stats).transpose()?;
     let in_flight = args.in_flight.max(1);
     let (mut i, mut next_refresh) = (0, 0);
     while i < args.requests {
@@ -235,7 +240,39 @@ async fn run(args: &Args) -> Result<(), Error> {
         stats.batches,
         stats.joins
     );
+    if let (Some(url), Some((calls0, usec0))) = (&args.redis_url, scripts_before) {
+        let (calls, usec) = script_stats(url)?;
+        let (calls, usec) = (calls - calls0, usec - usec0);
+        eprintln!(
+            "Redis: {calls} script calls, {:.1} µs each, {:.2} µs of scripts per request \
+             (INFO commandstats: give it a Redis of its own)",
+            usec as f64 / calls.max(1) as f64,
+            usec as f64 / args.requests as f64
+        );
+    }
     Ok(())
+}
+
+/// Script calls and the Redis time they took (µs) so far, from `INFO
+/// commandstats`: the server's own measure of what the scripts cost it.
+fn script_stats(url: &str) -> Result<(u64, u64), Error> {
+    let client = redis::Client::open(url)?;
+    let mut conn = client.get_connection_with_timeout(Duration::from_secs(2))?;
+    let info: String = redis::cmd("INFO").arg("commandstats").query(&mut conn)?;
+    let mut total = (0, 0);
+    for line in info.lines() {
+        let Some(rest) = line.strip_prefix("cmdstat_evalsha:") else {
+            continue;
+        };
+        for field in rest.split(',') {
+            match field.split_once('=') {
+                Some(("calls", v)) => total.0 += v.parse::<u64>()?,
+                Some(("usec", v)) => total.1 += v.parse::<u64>()?,
+                _ => {}
+            }
+        }
+    }
+    Ok(total)
 }
 
 /// One request through the router: its body, if the answer was 200.
