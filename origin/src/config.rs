@@ -149,7 +149,8 @@ pub struct Config {
 
     /// Joins to one room arriving at this instance while another batch of
     /// the room is at the store go together in one store call; none waits
-    /// longer than this, in microseconds (0: every join goes alone).
+    /// longer than this, in microseconds (0: every join goes alone, as it
+    /// always does on the embedded store, which has no round trip to share).
     #[arg(long, env = "WR_JOIN_WINDOW_US", default_value_t = 1000,
         value_parser = clap::value_parser!(u64).range(0..=100_000))]
     pub join_window_us: u64,

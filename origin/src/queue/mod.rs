@@ -436,6 +436,14 @@ pub enum StoreError {
 /// number of origin instances can share one store.
 #[async_trait]
 pub trait QueueStore: Send + Sync + 'static {
+    /// Whether each call is a round trip to another process (Redis), which
+    /// joins share by going in batches ([`joins`]). The embedded store
+    /// answers a join within its lock: a batch would only add the wait and
+    /// the hand-over.
+    fn round_trips(&self) -> bool {
+        true
+    }
+
     /// Creates a room or replaces its settings, keeping its line, sessions and
     /// counters. A new room starts `open`.
     async fn put_room(&self, room: &RoomId, settings: &RoomSettings) -> Result<(), StoreError>;

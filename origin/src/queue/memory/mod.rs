@@ -611,6 +611,10 @@ fn poisoned() -> StoreError {
 
 #[async_trait]
 impl QueueStore for MemoryStore {
+    fn round_trips(&self) -> bool {
+        false
+    }
+
     async fn put_room(&self, id: &RoomId, settings: &RoomSettings) -> Result<(), StoreError> {
         let now = self.now();
         let mut rooms = self.rooms.write().map_err(|_| poisoned())?;
