@@ -3,9 +3,18 @@
 //! million-long line costs what one at the front does.
 //!
 //! A treap (a binary search tree balanced by random priorities) with subtree
-//! sizes, in an arena of nodes. Keys order exactly as a Redis sorted set
-//! orders its entries: by score, then by member as text, so the embedded
-//! store and Redis give the same positions.
+//! sizes, in an arena of nodes, and in front of it a short sorted tail of
+//! the newest entries above all of the tree's. Keys order exactly as a
+//! Redis sorted set orders its entries: by score, then by member as text,
+//! so the embedded store and Redis give the same positions.
+//!
+//! Why the tail: nearly every place is taken at the back of the line (after
+//! the opening a place's score is above every other), and putting it in
+//! the tree writes the size of every node down the tree's right edge. With
+//! joins served on both cores, those lines went from one core's cache to
+//! the other's on every join (most of the embedded join's time in the
+//! store). A push onto the tail writes one line; the tail goes into the
+//! tree `TAIL` entries at a time, on one core.
 
 use std::cmp::Ordering;
 
@@ -61,18 +70,106 @@ struct Node {
     right: u32,
 }
 
+/// Most entries the tail holds before they go into the tree.
+const TAIL: usize = 1024;
+
 /// The ordered set. Callers keep their own member -> score map and only
 /// remove entries that are present.
+#[derive(Default)]
 pub struct RankedSet {
+    tree: Treap,
+    /// Entries above every entry of the tree, in order.
+    tail: Vec<Entry>,
+}
+
+impl RankedSet {
+    /// How many entries.
+    pub fn len(&self) -> usize {
+        self.tree.len() + self.tail.len()
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.tree.is_empty() && self.tail.is_empty()
+    }
+
+    /// Adds an entry (not already present).
+    pub fn insert(&mut self, entry: Entry) {
+        let above_all = match self.tail.last() {
+            Some(last) => entry > *last,
+            None => self.tree.last().is_none_or(|last| entry > last),
+        };
+        if above_all {
+            if self.tail.len() == TAIL {
+                self.flush();
+            }
+            self.tail.push(entry);
+        } else if self.tail.first().is_some_and(|first| entry > *first) {
+            // Among the tail's entries (never, for scores as the stores
+            // give them): the tail goes into the tree first.
+            self.flush();
+            self.tree.insert(entry);
+        } else {
+            self.tree.insert(entry);
+        }
+    }
+
+    fn flush(&mut self) {
+        for entry in self.tail.drain(..) {
+            self.tree.insert(entry);
+        }
+    }
+
+    /// Removes an entry; false when it was not there.
+    pub fn remove(&mut self, entry: &Entry) -> bool {
+        match self.tail.first() {
+            Some(first) if *entry >= *first => match self.tail.binary_search(entry) {
+                Ok(i) => {
+                    self.tail.remove(i);
+                    true
+                }
+                Err(_) => false,
+            },
+            _ => self.tree.remove(entry),
+        }
+    }
+
+    /// How many entries order before `entry`.
+    pub fn rank(&self, entry: &Entry) -> usize {
+        match self.tail.first() {
+            Some(first) if *entry >= *first => {
+                let (Ok(i) | Err(i)) = self.tail.binary_search(entry);
+                self.tree.len() + i
+            }
+            _ => self.tree.rank(entry),
+        }
+    }
+
+    /// The entry at 0-based index `i` in order.
+    pub fn nth(&self, i: usize) -> Option<Entry> {
+        match i.checked_sub(self.tree.len()) {
+            Some(j) => self.tail.get(j).copied(),
+            None => self.tree.nth(i),
+        }
+    }
+
+    /// The smallest entry.
+    pub fn first(&self) -> Option<Entry> {
+        self.nth(0)
+    }
+}
+
+/// The tree: a treap with subtree sizes, in an arena.
+struct Treap {
     nodes: Vec<Node>,
     free: Vec<u32>,
     root: u32,
     seed: u64,
 }
 
-impl Default for RankedSet {
+impl Default for Treap {
     fn default() -> Self {
-        RankedSet {
+        Treap {
             nodes: Vec::new(),
             free: Vec::new(),
             root: NIL,
@@ -81,7 +178,7 @@ impl Default for RankedSet {
     }
 }
 
-impl RankedSet {
+impl Treap {
     /// How many entries.
     pub fn len(&self) -> usize {
         self.size(self.root) as usize
@@ -278,9 +375,16 @@ impl RankedSet {
         self.nth_in(self.root, i)
     }
 
-    /// The smallest entry.
-    pub fn first(&self) -> Option<Entry> {
-        self.nth(0)
+    /// The largest entry.
+    fn last(&self) -> Option<Entry> {
+        let mut t = self.root;
+        let mut last = None;
+        while t != NIL {
+            let node = &self.nodes[t as usize];
+            last = Some(node.entry);
+            t = node.right;
+        }
+        last
     }
 }
 
@@ -319,6 +423,12 @@ mod tests {
                 set.insert(entry);
             }
             assert_eq!(set.len(), model.len());
+            if (x >> 40).is_multiple_of(500) {
+                for (i, entry) in model.iter().enumerate() {
+                    assert_eq!(set.rank(entry), i);
+                    assert_eq!(set.nth(i), Some(*entry));
+                }
+            }
         }
         for (i, entry) in model.iter().enumerate() {
             assert_eq!(set.rank(entry), i);
@@ -341,6 +451,13 @@ mod tests {
                 let front = *model.iter().next().unwrap();
                 assert_eq!(set.first(), Some(front));
                 assert!(set.remove(&front) && model.remove(&front));
+            }
+            if m % 7 == 0 {
+                // A new place left at once (from the tail).
+                let newest = *model.iter().next_back().unwrap();
+                assert_eq!(set.rank(&newest), model.len() - 1);
+                assert!(set.remove(&newest) && model.remove(&newest));
+                assert!(!set.remove(&newest));
             }
             if m % 101 == 0 {
                 let middle = *model.iter().nth(model.len() / 2).unwrap();
