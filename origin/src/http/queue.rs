@@ -337,6 +337,16 @@ async fn respond(
     ticket: Option<Issued>,
 ) -> Response {
     let secure = state.secure_cookies;
+    // The one wait (a room this instance never met) comes before the body
+    // is built, so the future does not carry the body across it.
+    let admitted = match (snap.standing, snap.seq) {
+        (Standing::Admitted { until_ms }, Some(seq)) => Some((
+            until_ms,
+            seq,
+            state.sessions.rules_for(room, state.queue.as_ref()).await,
+        )),
+        _ => None,
+    };
     let (visitor_state, position) = match snap.standing {
         Standing::Waiting { position } => (VisitorState::Waiting, position),
         Standing::Admitted { .. } => (VisitorState::Admitted, None),
@@ -350,8 +360,7 @@ async fn respond(
         cookies.push(issued.cookie);
         body.ticket = Some(issued.token);
     }
-    if let (Standing::Admitted { until_ms }, Some(seq)) = (snap.standing, snap.seq) {
-        let rules = state.sessions.rules_for(room, state.queue.as_ref()).await;
+    if let Some((until_ms, seq, rules)) = admitted {
         let now = state.clock.now_secs();
         let expires_at = entry_expiry(now, until_ms, rules);
         let entry = issue(state, Kind::Entry, room, seq, visitor, expires_at, secure);
@@ -500,7 +509,8 @@ async fn status(
         let most = hold::wait_secs(preferred, snap.standing, &snap.line);
         let secs = hold::hold_secs(&snap.line, ran_out, position, most);
         if secs > 0
-            && let Some(ended) = state.holds.hold(watch, position, &snap.line, secs).await
+            && let Some(ended) =
+                Box::pin(state.holds.hold(watch, position, &snap.line, secs)).await
         {
             snap = match ended {
                 // Every held waiter of the room wakes at once on the last
@@ -542,6 +552,19 @@ async fn current_status(
     if let Some(snap) = state.snapshots.answer(room, claims.seq) {
         return Ok(snap);
     }
+    // Boxed: the store's path (a shared session ended on the way) is a
+    // future of over 2 KiB, which every status from the view, the most
+    // common request of a sale, would otherwise carry and copy.
+    Box::pin(stored_status(state, room, claims, client)).await
+}
+
+/// [`current_status`] when the view cannot answer: the store's.
+async fn stored_status(
+    state: &AppState,
+    room: &RoomId,
+    claims: &Claims,
+    client: ClientKey,
+) -> Result<Snapshot, ApiError> {
     let mut snap = state.queue.status(room, claims.seq).await?;
     state.snapshots.saw(room, claims.seq, snap.standing);
     if let Standing::Admitted { until_ms } = snap.standing {
