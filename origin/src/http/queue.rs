@@ -204,18 +204,10 @@ async fn ticket_claims(
     room: &RoomId,
     now: u64,
 ) -> Result<Option<Claims>, ApiError> {
-    let checked = presented.and_then(|presented| {
-        let Some(presented) = presented else {
-            return Ok(None);
-        };
-        verify(&state.keys, &presented.token, Kind::Ticket, room, now)
-            .map(Some)
-            .map_err(|reason| ApiError::InvalidTicket {
-                reason,
-                clear_cookie: presented.cookie,
-            })
-    });
-    refine_for_unknown_room(state, room, checked).await
+    match checked_claims(state, presented, room, now) {
+        Ok(claims) => Ok(claims),
+        Err(e) => Err(Box::pin(unknown_room_first(state, room, e)).await),
+    }
 }
 
 /// The ticket that must be there (status, leave).
@@ -225,21 +217,42 @@ async fn required_claims(
     room: &RoomId,
     now: u64,
 ) -> Result<Claims, ApiError> {
-    let claims = ticket_claims(state, presented, room, now).await?;
-    refine_for_unknown_room(state, room, claims.ok_or(ApiError::MissingTicket)).await
+    match checked_claims(state, presented, room, now)
+        .and_then(|claims| claims.ok_or(ApiError::MissingTicket))
+    {
+        Ok(claims) => Ok(claims),
+        Err(e) => Err(Box::pin(unknown_room_first(state, room, e)).await),
+    }
 }
 
-/// A room that does not exist is 404 whatever the ticket says. Asked of the
-/// store only when the ticket failed, so good requests keep one round trip.
-async fn refine_for_unknown_room<T>(
+/// The ticket's claims, checked without the store.
+fn checked_claims(
     state: &AppState,
+    presented: Result<Option<Presented>, ApiError>,
     room: &RoomId,
-    result: Result<T, ApiError>,
-) -> Result<T, ApiError> {
-    if result.is_err() {
-        state.queue.figures(room).await?;
+    now: u64,
+) -> Result<Option<Claims>, ApiError> {
+    let Some(presented) = presented? else {
+        return Ok(None);
+    };
+    verify(&state.keys, &presented.token, Kind::Ticket, room, now)
+        .map(Some)
+        .map_err(|reason| ApiError::InvalidTicket {
+            reason,
+            clear_cookie: presented.cookie,
+        })
+}
+
+/// A room that does not exist is 404 whatever the ticket says: `error`,
+/// unless the store says the room is unknown (or cannot say). Asked of the
+/// store only when the ticket failed, so good requests keep one round
+/// trip; boxed by its callers, so the futures of good requests do not
+/// carry it.
+async fn unknown_room_first(state: &AppState, room: &RoomId, error: ApiError) -> ApiError {
+    match state.queue.figures(room).await {
+        Ok(_) => error,
+        Err(e) => e.into(),
     }
-    result
 }
 
 /// A signed token and the cookie that carries it.
@@ -509,8 +522,7 @@ async fn status(
         let most = hold::wait_secs(preferred, snap.standing, &snap.line);
         let secs = hold::hold_secs(&snap.line, ran_out, position, most);
         if secs > 0
-            && let Some(ended) =
-                Box::pin(state.holds.hold(watch, position, &snap.line, secs)).await
+            && let Some(ended) = Box::pin(state.holds.hold(watch, position, &snap.line, secs)).await
         {
             snap = match ended {
                 // Every held waiter of the room wakes at once on the last
