@@ -136,6 +136,10 @@ impl RankedSet {
 
     /// How many entries order before `entry`.
     pub fn rank(&self, entry: &Entry) -> usize {
+        if self.tail.last() == Some(entry) {
+            // The place just taken, as a join asks right after it.
+            return self.len() - 1;
+        }
         match self.tail.first() {
             Some(first) if *entry >= *first => {
                 let (Ok(i) | Err(i)) = self.tail.binary_search(entry);
