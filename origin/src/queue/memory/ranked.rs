@@ -17,6 +17,7 @@
 //! tree `TAIL` entries at a time, on one core.
 
 use std::cmp::Ordering;
+use std::collections::VecDeque;
 
 use super::Member;
 
@@ -78,8 +79,9 @@ const TAIL: usize = 1024;
 #[derive(Default)]
 pub struct RankedSet {
     tree: Treap,
-    /// Entries above every entry of the tree, in order.
-    tail: Vec<Entry>,
+    /// Entries above every entry of the tree, in order (a deque: a short
+    /// line lives in the tail alone and is let in from its front).
+    tail: VecDeque<Entry>,
 }
 
 impl RankedSet {
@@ -95,7 +97,7 @@ impl RankedSet {
 
     /// Adds an entry (not already present).
     pub fn insert(&mut self, entry: Entry) {
-        let above_all = match self.tail.last() {
+        let above_all = match self.tail.back() {
             Some(last) => entry > *last,
             None => self.tree.last().is_none_or(|last| entry > last),
         };
@@ -103,8 +105,8 @@ impl RankedSet {
             if self.tail.len() == TAIL {
                 self.flush();
             }
-            self.tail.push(entry);
-        } else if self.tail.first().is_some_and(|first| entry > *first) {
+            self.tail.push_back(entry);
+        } else if self.tail.front().is_some_and(|first| entry > *first) {
             // Among the tail's entries (never, for scores as the stores
             // give them): the tail goes into the tree first.
             self.flush();
@@ -122,12 +124,9 @@ impl RankedSet {
 
     /// Removes an entry; false when it was not there.
     pub fn remove(&mut self, entry: &Entry) -> bool {
-        match self.tail.first() {
+        match self.tail.front() {
             Some(first) if *entry >= *first => match self.tail.binary_search(entry) {
-                Ok(i) => {
-                    self.tail.remove(i);
-                    true
-                }
+                Ok(i) => self.tail.remove(i).is_some(),
                 Err(_) => false,
             },
             _ => self.tree.remove(entry),
@@ -136,11 +135,11 @@ impl RankedSet {
 
     /// How many entries order before `entry`.
     pub fn rank(&self, entry: &Entry) -> usize {
-        if self.tail.last() == Some(entry) {
+        if self.tail.back() == Some(entry) {
             // The place just taken, as a join asks right after it.
             return self.len() - 1;
         }
-        match self.tail.first() {
+        match self.tail.front() {
             Some(first) if *entry >= *first => {
                 let (Ok(i) | Err(i)) = self.tail.binary_search(entry);
                 self.tree.len() + i
