@@ -285,20 +285,18 @@ impl Snapshots {
         if !self.enabled {
             return;
         }
-        let Some(view) = self.view(room) else {
-            return;
-        };
-        let mut v = view.lock().unwrap_or_else(PoisonError::into_inner);
-        let before = *v.signal.borrow();
-        let Some((obs, _)) = v.latest.as_mut() else {
-            return;
-        };
-        obs.line.sale = sale;
-        let signal = Some(RoomSignal::of(obs, before));
-        v.signal.send_if_modified(|s| {
-            let changed = *s != signal;
-            *s = signal;
-            changed
+        self.with_view(room, |v| {
+            let before = *v.signal.borrow();
+            let Some((obs, _)) = v.latest.as_mut() else {
+                return;
+            };
+            obs.line.sale = sale;
+            let signal = Some(RoomSignal::of(obs, before));
+            v.signal.send_if_modified(|s| {
+                let changed = *s != signal;
+                *s = signal;
+                changed
+            });
         });
     }
 
