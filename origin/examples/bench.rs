@@ -32,6 +32,9 @@
 //! a `redis-server` this program starts on a free loopback port and stops at
 //! the end, unless `--redis-url` names one. Nothing leaves 127.0.0.1.
 
+#[path = "common/commandstats.rs"]
+mod commandstats;
+
 use std::net::SocketAddr;
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::Arc;
@@ -1224,24 +1227,7 @@ impl RedisProcess {
 
     /// Script calls and the Redis time they took (µs), from INFO commandstats.
     fn script_stats(&self) -> Result<(u64, u64), Error> {
-        let info = self.info("commandstats")?;
-        let mut total = (0, 0);
-        for line in info.lines() {
-            let Some(rest) = line
-                .strip_prefix("cmdstat_evalsha:")
-                .or_else(|| line.strip_prefix("cmdstat_eval:"))
-            else {
-                continue;
-            };
-            for field in rest.split(',') {
-                match field.split_once('=') {
-                    Some(("calls", v)) => total.0 += v.parse::<u64>().unwrap_or(0),
-                    Some(("usec", v)) => total.1 += v.parse::<u64>().unwrap_or(0),
-                    _ => {}
-                }
-            }
-        }
-        Ok(total)
+        Ok(commandstats::script_totals(&self.info("commandstats")?))
     }
 
     /// Every command's name, calls and Redis time (µs), from INFO

@@ -32,6 +32,9 @@
 //! batches as they do under load, which one at a time they never do. The
 //! origin's allocator is the binary's (mimalloc), as in the bench.
 
+#[path = "common/commandstats.rs"]
+mod commandstats;
+
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -259,20 +262,7 @@ fn script_stats(url: &str) -> Result<(u64, u64), Error> {
     let client = redis::Client::open(url)?;
     let mut conn = client.get_connection_with_timeout(Duration::from_secs(2))?;
     let info: String = redis::cmd("INFO").arg("commandstats").query(&mut conn)?;
-    let mut total = (0, 0);
-    for line in info.lines() {
-        let Some(rest) = line.strip_prefix("cmdstat_evalsha:") else {
-            continue;
-        };
-        for field in rest.split(',') {
-            match field.split_once('=') {
-                Some(("calls", v)) => total.0 += v.parse::<u64>()?,
-                Some(("usec", v)) => total.1 += v.parse::<u64>()?,
-                _ => {}
-            }
-        }
-    }
-    Ok(total)
+    Ok(commandstats::script_totals(&info))
 }
 
 /// One request through the router: its body, if the answer was 200.

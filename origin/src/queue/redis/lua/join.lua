@@ -16,9 +16,10 @@
 -- line or inside), or the one value '+' for a join that reads as the one
 -- before it, one further back: waiting, the next member, the next position
 -- (or none after none), no session, the line one longer (most joins of a
--- busy room; Lua writes no number for them); or UNKNOWN_ROOM. The room's figures are the same for
--- every join of a batch, so they are sent (and parsed) once. A waiter who
--- rejoins while every seat is booked reads sold_out and keeps its place.
+-- busy room; Lua writes no number for them); or UNKNOWN_ROOM. The room's
+-- figures are the same for every join of a batch, so they are sent (and
+-- parsed) once. A waiter who rejoins while every seat is booked reads
+-- sold_out and keeps its place.
 --
 -- A batch writes its new places once, at its end (flush): one ZADD, one
 -- BITFIELD for the line's bitmap and one for the polled ring, where each
