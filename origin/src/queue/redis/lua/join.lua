@@ -22,8 +22,9 @@
 -- sold_out and keeps its place.
 --
 -- A batch writes its new places once, at its end (flush): one ZADD, one
--- BITFIELD for the line's bitmap and one for the polled ring, where each
--- join cost five commands and a ZRANK. Meanwhile the batch counts the
+-- BITFIELD for the line's bitmap and one for the polled ring (each bit
+-- run of the batch's consecutive members set at once), where each join
+-- cost five commands and a ZRANK. Meanwhile the batch counts the
 -- line itself (room.waiting) and places a new waiter from that count: a
 -- place taken after the opening is behind every other (its score, span +
 -- member, is the largest yet), so its position is the line's length.
@@ -36,8 +37,9 @@
 -- unused, never given twice.
 
 -- New places of this batch not yet written, in order: their scores and
--- their members.
-local pending_scores, pending = {}, {}
+-- members as text (for ZADD), and their members as numbers (for the
+-- bitmaps' runs).
+local pending_scores, pending, pending_members = {}, {}, {}
 -- The last member given before this batch.
 local before_batch
 -- The counter as Redis holds it now.
@@ -55,21 +57,25 @@ local function flush(room, now)
   if #pending == 0 then
     return
   end
-  local polled = polled_key(generation(room, now))
-  local per = 120 -- members per command: 4 arguments each in BITFIELD, under CHUNK
+  local per = CHUNK / 2 -- places per ZADD: 2 arguments each
   for i = 1, #pending, per do
-    local last = math.min(i + per - 1, #pending)
     local scores = {}
-    for j = i, last do
+    for j = i, math.min(i + per - 1, #pending) do
       scores[#scores + 1] = pending_scores[j]
       scores[#scores + 1] = pending[j]
     end
-    local bits = set_bits_args(pending, i, last)
     redis.call('ZADD', WAITING, unpack(scores))
-    redis.call('BITFIELD', PRESENT, unpack(bits))
-    redis.call('BITFIELD', polled, unpack(bits))
   end
-  pending_scores, pending = {}, {}
+  -- The batch's members are consecutive (only a visitor let in at once,
+  -- into an empty line, takes one without a place): a SET or two each.
+  local bits = set_runs_args(pending_members)
+  local polled = polled_key(generation(room, now))
+  for i = 1, #bits, CHUNK do
+    local part = { unpack(bits, i, math.min(i + CHUNK - 1, #bits)) }
+    redis.call('BITFIELD', PRESENT, unpack(part))
+    redis.call('BITFIELD', polled, unpack(part))
+  end
+  pending_scores, pending, pending_members = {}, {}, {}
 end
 
 -- The previous answer of this batch as numbers (member, position, line;
@@ -192,6 +198,7 @@ local function join_one(out, room, now, span, existing, draw, holder, max_places
   end
   pending_scores[#pending_scores + 1] = int(score)
   pending[#pending + 1] = int(member)
+  pending_members[#pending_members + 1] = member
   room.waiting = line_length(room) + 1
   local pos -- as position(): none before the opening or in a lottery
   if is_open and room.method ~= 'random' then

@@ -262,6 +262,29 @@ local function set_bits_args(members, from, to)
   return args
 end
 
+-- BITFIELD's arguments that set the bits of `members` (numbers, rising):
+-- each run of consecutive members is set by one SET of an all-ones value
+-- up to RUN bits wide, where a bit each cost four arguments (a batch of
+-- joins gives consecutive members: most batches are one SET).
+local RUN = 52 -- the widest all-ones value a Lua number holds exactly
+local function set_runs_args(members)
+  local args = {}
+  local i, n = 1, #members
+  while i <= n do
+    local first = members[i]
+    local w = 1
+    while w < RUN and i + w <= n and members[i + w] == first + w do
+      w = w + 1
+    end
+    args[#args + 1] = 'SET'
+    args[#args + 1] = 'u' .. w
+    args[#args + 1] = int(first)
+    args[#args + 1] = int(2 ^ w - 1)
+    i = i + w
+  end
+  return args
+end
+
 local function touch_all(room, now, members)
   if #members == 0 then
     return
