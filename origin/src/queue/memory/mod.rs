@@ -620,10 +620,16 @@ impl QueueStore for MemoryStore {
         if created || room.settings.admit_per_second != settings.admit_per_second {
             room.rate_est = settings.admit_per_second;
         }
+        let abandon_changed = room.settings.abandon_seconds != settings.abandon_seconds;
         room.settings = settings.clone();
         if created {
             room.state = Some(RoomState::Open);
             room.base = now * 1000;
+        } else if abandon_changed {
+            // As put_room.lua: the ring is renumbered now, not by whichever
+            // poll or tick comes next (the two stores call it from
+            // different places).
+            room.generation(now);
         }
         Ok(())
     }

@@ -6,7 +6,8 @@
 -- ARGV[10] the settings as given (JSON), returned as they are by figures
 -- Returns 1 when the room was created, 0 when updated.
 
-local old_rate = redis.call('HGET', ROOM, 'rate')
+local old = redis.call('HMGET', ROOM, 'rate', 'abandon_ms')
+local old_rate, old_abandon = old[1], old[2]
 redis.call('HSET', ROOM, 'capacity', ARGV[2], 'rate', ARGV[3], 'session_ms', ARGV[4],
   'abandon_ms', ARGV[5], 'opens_at', ARGV[6], 'max_line', ARGV[7], 'method', ARGV[8],
   'windows', ARGV[9], 'settings', ARGV[10])
@@ -24,5 +25,12 @@ if not old_rate then
   redis.call('HSET', ROOM, 'state', 'open', 'seq', 0, 'admitted', 0, 'abandoned', 0,
     'base', string.format('%d', now_ms() * 1000))
   return 1
+end
+-- A new abandon time renumbers the polled ring now (generation() in the
+-- prelude), not at whichever poll, join or tick comes next: every store
+-- then counts the line as polling from the same instant.
+if old_abandon ~= ARGV[5] then
+  local now = now_ms()
+  generation(load_room(now), now)
 end
 return 0
