@@ -46,6 +46,7 @@ use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use origin::queue::QueueStore;
+use origin::queue::joins::{JoinStats, Joins};
 use origin::queue::memory::MemoryStore;
 use origin::queue::redis::{RedisConfig, RedisStore};
 use origin::room::{RoomId, RoomSettings, RoomState};
@@ -239,7 +240,7 @@ fn run(args: &Args) -> Result<(), Error> {
 
     let keys = Keyring::parse(KEYS).map_err(|e| format!("keys: {e}"))?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let addr: SocketAddr = server_rt.block_on(async {
+    let (addr, joins): (SocketAddr, Joins) = server_rt.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let mut state = AppState::new(origin_store.clone(), keys.clone());
@@ -249,10 +250,12 @@ fn run(args: &Args) -> Result<(), Error> {
         if let Some(us) = args.join_window_us {
             state = state.with_join_window(Duration::from_micros(us));
         }
+        // A handle on the origin's batches of joins, for their figures.
+        let joins = state.joins.clone();
         tokio::spawn(origin::run(state, listener, TICK, async move {
             let _ = stopped.await;
         }));
-        Ok::<_, Error>(addr)
+        Ok::<_, Error>((addr, joins))
     })?;
 
     let http = args.phases.contains(&PhaseKind::Http);
@@ -261,7 +264,7 @@ fn run(args: &Args) -> Result<(), Error> {
             args,
             store.clone(),
             &keys,
-            addr,
+            (addr, &joins),
             own_redis.as_ref(),
         ))
     } else {
@@ -581,6 +584,9 @@ struct Phase {
     /// CPU time per request (µs) of the origin's threads, the load
     /// generator's, and redis-server (when this program started it).
     cpu_us: [Option<f64>; 3],
+    /// The origin's store calls for joins in this phase: calls, joins
+    /// carried, calls that carried one.
+    join_calls: JoinStats,
 }
 
 impl Phase {
@@ -593,6 +599,11 @@ impl Phase {
             (a, b) => a.or(b),
         };
         self.script_us = mix(self.script_us, other.script_us);
+        self.join_calls = JoinStats {
+            batches: self.join_calls.batches + other.join_calls.batches,
+            joins: self.join_calls.joins + other.join_calls.joins,
+            alone: self.join_calls.alone + other.join_calls.alone,
+        };
         for k in 0..3 {
             self.cpu_us[k] = mix(self.cpu_us[k], other.cpu_us[k]);
         }
@@ -620,7 +631,7 @@ async fn measure(
     args: &Args,
     store: Arc<dyn QueueStore>,
     keys: &Keyring,
-    addr: SocketAddr,
+    (addr, batches): (SocketAddr, &Joins),
     redis: Option<&RedisProcess>,
 ) -> Result<Report, Error> {
     let joins = RoomId::parse("bench-join").ok_or("room id")?;
@@ -738,6 +749,7 @@ async fn measure(
             }
             let scripts_before = redis.map(RedisProcess::script_stats).transpose()?;
             let cpu_before = cpu_ticks(redis);
+            let joins_before = batches.stats();
             let mut phase = load(
                 addr,
                 target,
@@ -747,6 +759,12 @@ async fn measure(
             )
             .await?;
             let cpu_after = cpu_ticks(redis);
+            let joins_after = batches.stats();
+            phase.join_calls = JoinStats {
+                batches: joins_after.batches - joins_before.batches,
+                joins: joins_after.joins - joins_before.joins,
+                alone: joins_after.alone - joins_before.alone,
+            };
             phase.name = (*name).to_owned();
             for (k, slot) in phase.cpu_us.iter_mut().enumerate() {
                 if let (Some(a), Some(b)) = (cpu_before[k], cpu_after[k])
@@ -945,6 +963,11 @@ async fn load(
         rounds: Vec::new(),
         script_us: None,
         cpu_us: [None; 3],
+        join_calls: JoinStats {
+            batches: 0,
+            joins: 0,
+            alone: 0,
+        },
     };
     while let Some(done) = tasks.join_next().await {
         let (ok, errors, latencies) = done??;
@@ -1019,6 +1042,18 @@ fn print_http(args: &Args, r: &Report) {
             us(p.cpu_us[1]),
             us(p.cpu_us[2]),
             us(total)
+        );
+    }
+    for p in r.phases.iter().filter(|p| p.join_calls.batches > 0) {
+        let c = p.join_calls;
+        println!(
+            "\n{}: the origin's store calls for joins: {} carrying {} ({:.1} a call), \
+             {:.0}% of them carrying one join",
+            p.name,
+            c.batches,
+            c.joins,
+            c.joins as f64 / c.batches as f64,
+            100.0 * c.alone as f64 / c.batches as f64
         );
     }
     if let (Some(front), Some(back)) = (phase(STATUS_FRONT), phase(STATUS_BACK)) {

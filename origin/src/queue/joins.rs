@@ -49,6 +49,7 @@ struct Shared {
     lanes: Mutex<Lanes>,
     batches: AtomicU64,
     joins: AtomicU64,
+    alone: AtomicU64,
 }
 
 /// How many store calls carried how many joins, since start.
@@ -58,6 +59,8 @@ pub struct JoinStats {
     pub batches: u64,
     /// Joins they carried.
     pub joins: u64,
+    /// Calls that carried one join (each pays a whole script call).
+    pub alone: u64,
 }
 
 #[derive(Default)]
@@ -114,6 +117,7 @@ impl Joins {
                 lanes: Mutex::new(Lanes::default()),
                 batches: AtomicU64::new(0),
                 joins: AtomicU64::new(0),
+                alone: AtomicU64::new(0),
             }),
         }
     }
@@ -123,6 +127,7 @@ impl Joins {
         JoinStats {
             batches: self.shared.batches.load(Ordering::Relaxed),
             joins: self.shared.joins.load(Ordering::Relaxed),
+            alone: self.shared.alone.load(Ordering::Relaxed),
         }
     }
 
@@ -236,6 +241,9 @@ impl Shared {
     fn count(&self, joins: usize) {
         self.batches.fetch_add(1, Ordering::Relaxed);
         self.joins.fetch_add(joins as u64, Ordering::Relaxed);
+        if joins == 1 {
+            self.alone.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// One batch of `room` came back: the joins gathered meanwhile go next,
