@@ -94,3 +94,50 @@ async fn a_waiter_polling_as_told_is_never_dropped_and_a_silent_one_is_within_ab
         polling_waiter_stays_and_silent_one_goes(abandon_seconds).await;
     }
 }
+
+/// A new abandon time counts every waiter as polling from the moment it is
+/// set (the marks' generations are renumbered then, on both stores), not
+/// from whichever poll or tick comes next: a silent waiter is then dropped
+/// within the new abandon time plus a tick of the change.
+#[tokio::test]
+async fn a_new_abandon_time_counts_the_line_as_polling_from_when_it_is_set() {
+    let start = unix_now() * 1000;
+    let clock = Arc::new(AtomicU64::new(start));
+    let t = pinned_store(clock.clone());
+    let store = t.store.clone();
+    let long = RoomSettings {
+        abandon_seconds: 60,
+        ..settings(1)
+    };
+    let room = make_paused_room(store.as_ref(), "renumbered", long.clone()).await;
+    let api = Api::new(state(store.clone()).with_clock(Clock::Manual(clock.clone())));
+    let silent = api.join(&room, None).await;
+    assert_eq!(silent.json["state"], "waiting");
+
+    // Silent for 50 s of its 60; then the abandon time drops to 6 s.
+    let changed = start + 50_000;
+    clock.store(changed, Ordering::SeqCst);
+    assert_eq!(store.tick(&room).await.unwrap().abandoned, 0);
+    let short = RoomSettings {
+        abandon_seconds: 6,
+        ..long
+    };
+    store.put_room(&room, &short).await.unwrap();
+
+    // Counted as polling at the change: kept until 5/6 of the new time...
+    clock.store(changed + 4_900, Ordering::SeqCst);
+    assert_eq!(store.tick(&room).await.unwrap().abandoned, 0);
+    // ...and dropped by the new time plus a tick after it.
+    let mut dropped = 0;
+    let mut now = changed + 4_900;
+    while now < changed + 6_000 + TICK {
+        now += TICK;
+        clock.store(now, Ordering::SeqCst);
+        dropped += store.tick(&room).await.unwrap().abandoned;
+    }
+    assert_eq!(dropped, 1, "dropped within 6 s and a tick of the change");
+    assert_eq!(
+        api.status(&room, &silent.ticket()).await.json["state"],
+        "expired"
+    );
+}

@@ -31,6 +31,9 @@ end
 -- then counts the line as polling from the same instant.
 if old_abandon ~= ARGV[5] then
   local now = now_ms()
-  generation(load_room(now), now)
+  local room = load_room(now)
+  if room then
+    generation(room, now)
+  end
 end
 return 0
