@@ -36,10 +36,9 @@
 -- by an error half-way (it keeps the writes it made) leaves members
 -- unused, never given twice.
 
--- New places of this batch not yet written, in order: their scores and
--- members as text (for ZADD), and their members as numbers (for the
--- bitmaps' runs).
-local pending_scores, pending, pending_members = {}, {}, {}
+-- New places of this batch not yet written, in order: their scores (as
+-- text) and their members (numbers: the bitmaps are set by runs of them).
+local pending_scores, pending = {}, {}
 -- The last member given before this batch.
 local before_batch
 -- The counter as Redis holds it now.
@@ -62,20 +61,20 @@ local function flush(room, now)
     local scores = {}
     for j = i, math.min(i + per - 1, #pending) do
       scores[#scores + 1] = pending_scores[j]
-      scores[#scores + 1] = pending[j]
+      scores[#scores + 1] = int(pending[j])
     end
     redis.call('ZADD', WAITING, unpack(scores))
   end
   -- The batch's members are consecutive (only a visitor let in at once,
   -- into an empty line, takes one without a place): a SET or two each.
-  local bits = set_runs_args(pending_members)
+  local bits = set_runs_args(pending)
   local polled = polled_key(generation(room, now))
   for i = 1, #bits, CHUNK do
     local part = { unpack(bits, i, math.min(i + CHUNK - 1, #bits)) }
     redis.call('BITFIELD', PRESENT, unpack(part))
     redis.call('BITFIELD', polled, unpack(part))
   end
-  pending_scores, pending, pending_members = {}, {}, {}
+  pending_scores, pending = {}, {}
 end
 
 -- The previous answer of this batch as numbers (member, position, line;
@@ -197,8 +196,7 @@ local function join_one(out, room, now, span, existing, draw, holder, max_places
     score = tonumber(draw)
   end
   pending_scores[#pending_scores + 1] = int(score)
-  pending[#pending + 1] = int(member)
-  pending_members[#pending_members + 1] = member
+  pending[#pending + 1] = member
   room.waiting = line_length(room) + 1
   local pos -- as position(): none before the opening or in a lottery
   if is_open and room.method ~= 'random' then
