@@ -599,11 +599,7 @@ impl Phase {
             (a, b) => a.or(b),
         };
         self.script_us = mix(self.script_us, other.script_us);
-        self.join_calls = JoinStats {
-            batches: self.join_calls.batches + other.join_calls.batches,
-            joins: self.join_calls.joins + other.join_calls.joins,
-            alone: self.join_calls.alone + other.join_calls.alone,
-        };
+        self.join_calls = self.join_calls.plus(other.join_calls);
         for k in 0..3 {
             self.cpu_us[k] = mix(self.cpu_us[k], other.cpu_us[k]);
         }
@@ -759,12 +755,7 @@ async fn measure(
             )
             .await?;
             let cpu_after = cpu_ticks(redis);
-            let joins_after = batches.stats();
-            phase.join_calls = JoinStats {
-                batches: joins_after.batches - joins_before.batches,
-                joins: joins_after.joins - joins_before.joins,
-                alone: joins_after.alone - joins_before.alone,
-            };
+            phase.join_calls = batches.stats().since(joins_before);
             phase.name = (*name).to_owned();
             for (k, slot) in phase.cpu_us.iter_mut().enumerate() {
                 if let (Some(a), Some(b)) = (cpu_before[k], cpu_after[k])
@@ -963,11 +954,7 @@ async fn load(
         rounds: Vec::new(),
         script_us: None,
         cpu_us: [None; 3],
-        join_calls: JoinStats {
-            batches: 0,
-            joins: 0,
-            alone: 0,
-        },
+        join_calls: JoinStats::default(),
     };
     while let Some(done) = tasks.join_next().await {
         let (ok, errors, latencies) = done??;

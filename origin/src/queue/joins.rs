@@ -53,7 +53,7 @@ struct Shared {
 }
 
 /// How many store calls carried how many joins, since start.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct JoinStats {
     /// Store calls (batches, a lone join counting as one).
     pub batches: u64,
@@ -61,6 +61,26 @@ pub struct JoinStats {
     pub joins: u64,
     /// Calls that carried one join (each pays a whole script call).
     pub alone: u64,
+}
+
+impl JoinStats {
+    /// The calls and joins between `earlier` and these.
+    pub fn since(self, earlier: JoinStats) -> JoinStats {
+        JoinStats {
+            batches: self.batches.saturating_sub(earlier.batches),
+            joins: self.joins.saturating_sub(earlier.joins),
+            alone: self.alone.saturating_sub(earlier.alone),
+        }
+    }
+
+    /// These and `other` together.
+    pub fn plus(self, other: JoinStats) -> JoinStats {
+        JoinStats {
+            batches: self.batches + other.batches,
+            joins: self.joins + other.joins,
+            alone: self.alone + other.alone,
+        }
+    }
 }
 
 #[derive(Default)]
