@@ -3,7 +3,8 @@
 //! status, leave, tick, expiry and abandonment by stepping the clock,
 //! settings changes, pause, resume, close, the sale signal, joins under a
 //! per-address cap, the snapshots' observation with its polls, samples and
-//! departures) and compares every answer; at the end everyone leaves,
+//! departures, batches of joins as one instance sends them) and compares
+//! every answer; at the end everyone leaves,
 //! and the cap must hold nothing for anyone.
 //!
 //! Both stores run on a pinned clock (Redis scripts take it as their first
@@ -21,7 +22,9 @@ use std::time::Duration;
 use common::{redis_url, unique_prefix};
 use origin::queue::memory::MemoryStore;
 use origin::queue::redis::{RedisConfig, RedisStore};
-use origin::queue::{PlaceLimit, QueueStore, SaleSignal, SeatsLeft, StoreError, Watch};
+use origin::queue::{
+    JoinRequest, PlaceLimit, QueueStore, SaleSignal, SeatsLeft, StoreError, Watch,
+};
 use origin::room::{QueueingMethod, RoomId, RoomSettings, RoomState};
 use proptest::prelude::*;
 
@@ -36,6 +39,8 @@ enum Op {
         draw: u64,
         holder: Option<u8>,
     },
+    /// A batch of joins, as one instance's group of joins sends them.
+    Joins(Vec<JoinSpec>),
     Status(usize),
     Leave(usize),
     SessionActive(usize),
@@ -54,6 +59,25 @@ enum Op {
         since_back: u64,
         samples: bool,
     },
+}
+
+/// One join of a batch: `again` as in [`Op::Join`].
+type JoinSpec = (Option<usize>, u64, Option<u8>);
+
+fn any_join() -> impl Strategy<Value = JoinSpec> {
+    (
+        prop::option::weighted(0.2, 0usize..40),
+        0u64..(1 << 40),
+        prop::option::weighted(0.2, 0u8..3),
+    )
+}
+
+/// The cap every capped join of the test holds its client to.
+fn limit_of(holder: Option<u8>) -> Option<PlaceLimit> {
+    holder.map(|h| PlaceLimit {
+        holder: format!("client-{h}"),
+        max: 2,
+    })
 }
 
 fn any_sale() -> impl Strategy<Value = SaleSignal> {
@@ -115,6 +139,7 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => (prop::option::of(0usize..40), 0u64..(1 << 40), prop::option::of(0u8..3))
             .prop_map(|(again, draw, holder)| Op::Join { again, draw, holder }),
+        3 => prop::collection::vec(any_join(), 1..12).prop_map(Op::Joins),
         4 => (0usize..40).prop_map(Op::Status),
         1 => (0usize..40).prop_map(Op::Leave),
         1 => (0usize..40).prop_map(Op::SessionActive),
@@ -179,10 +204,7 @@ async fn same_answers(initial: RoomSettings, ops: Vec<Op>) -> Result<(), TestCas
                 holder,
             } => {
                 let existing = again.map(|i| pick(&seqs, i));
-                let limit = holder.map(|h| PlaceLimit {
-                    holder: format!("client-{h}"),
-                    max: 2,
-                });
+                let limit = limit_of(*holder);
                 let a = redis
                     .join(&room, existing, *draw, limit.as_ref())
                     .await
@@ -198,6 +220,27 @@ async fn same_answers(initial: RoomSettings, ops: Vec<Op>) -> Result<(), TestCas
                     .filter(|s| !seqs.contains(s))
                 {
                     seqs.push(seq);
+                }
+            }
+            Op::Joins(joins) => {
+                let requests: Vec<JoinRequest> = joins
+                    .iter()
+                    .map(|(again, draw, holder)| JoinRequest {
+                        existing: again.map(|i| pick(&seqs, i)),
+                        draw: *draw,
+                        limit: limit_of(*holder),
+                    })
+                    .collect();
+                let a = redis.join_many(&room, &requests).await.unwrap();
+                let b = memory.join_many(&room, &requests).await.unwrap();
+                prop_assert_eq!(&a, &b, "{}", ctx);
+                for seq in a
+                    .iter()
+                    .filter_map(|j| j.answer().and_then(|snap| snap.seq))
+                {
+                    if !seqs.contains(&seq) {
+                        seqs.push(seq);
+                    }
                 }
             }
             Op::Status(i) => {

@@ -110,7 +110,27 @@ local function answer(out, room, outcome, member, pos, until_ms)
   end
 end
 
+-- Whether this batch's plain joins (no ticket, no cap) may take the short
+-- way in join_one: the room gives places in order (open, opened, not a
+-- lottery, not sold out) and a join never lets its visitor in at once
+-- (passthrough does; so does an empty line, which the short way also
+-- checks). Set once per batch: nothing a join does changes it.
+local plain_ok
+
 local function join_one(out, room, now, span, existing, draw, holder, max_places)
+  -- The short way, most joins of an on-sale: exactly what the long way
+  -- below does for them (a new place at the back of a non-empty line),
+  -- without its checks that cannot apply.
+  if plain_ok and existing == '' and max_places == '0' and room.waiting and room.waiting > 0
+    and (room.max_line == 0 or room.last_member < room.max_line) then
+    local member = room.last_member + 1
+    room.last_member = member
+    mark(room, now, member)
+    pending_scores[#pending_scores + 1] = int(span + member)
+    pending[#pending + 1] = member
+    room.waiting = room.waiting + 1
+    return answer(out, room, 'waiting', member, room.waiting)
+  end
   -- draw and max_places arrive as text: most joins read neither as a
   -- number (Lua's tonumber is glibc's strtod).
   -- A valid ticket whose place still stands gets that place back, never a
@@ -216,6 +236,8 @@ if stored_member ~= before_batch then
   redis.call('HSET', ROOM, 'seq', int(stored_member))
 end
 local span = tonumber(ARGV[2])
+plain_ok = not refusing(room) and room.seats ~= 'sold_out' and opened(room, now)
+  and room.method ~= 'random' and not (admitting(room, now) and room.method == 'passthrough')
 local out = room_figures(room, now)
 local answers = { int(room.base) }
 for i = 3, #ARGV, 4 do

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Counts the instructions Redis spends on one call of join.lua (a batch of
+# new visitors joining a paused room, as the bench's join phase sends them),
+# under valgrind's callgrind: counts repeat where timings on a shared
+# machine do not (they move by 10 to 20 % between runs here). Each revision
+# is measured with its own prelude.lua and join.lua, on a private
+# redis-server (a free port, stopped at the end). Loopback only.
+#
+#   ./scripts/script-cost.sh                  # the working tree
+#   ./scripts/script-cost.sh HEAD~1 .         # a revision against the working tree
+#   BATCHES="1 20 100" CALLS=200 ./scripts/script-cost.sh
+#
+# Prints, per revision and batch size, instructions per call and per join
+# (the call's own cost, the protocol included, divided by its joins). The
+# line grows by every call, so each count is after a warm-up of 200 calls.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+
+ensure_redis_tools
+command -v valgrind >/dev/null || apt_install valgrind
+
+BATCHES=${BATCHES:-"1 32 100"}
+CALLS=${CALLS:-200}
+[ $# -gt 0 ] || set -- .
+
+work=$(mktemp -d)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cleanup() {
+  redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/cg.%p" \
+  redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no >"$work/valgrind.log" 2>&1 &
+vg=$!
+for _ in $(seq 1 300); do port_open "$port" && break; sleep 0.1; done
+port_open "$port" || { cat "$work/valgrind.log" >&2; exit 1; }
+cli=(redis-cli -p "$port")
+
+# The script text of revision $1 ('.' is the working tree): prelude, then join.
+script_of() {
+  local lua=origin/src/queue/redis/lua
+  if [ "$1" = . ]; then
+    cat "$lua/prelude.lua"; echo; cat "$lua/join.lua"
+  else
+    git show "$1:$lua/prelude.lua"; echo; git show "$1:$lua/join.lua"
+  fi
+}
+
+keys=()
+for k in room waiting seen active holding marks held-by present stale \
+  polled:0 polled:1 polled:2 polled:3 polled:4 polled:5 polled:6 polled:7 departed; do
+  keys+=("cost:wr:{r}:$k")
+done
+
+echo "| revision | joins a call | instructions a call | a join |"
+echo "|---|---:|---:|---:|"
+for rev in "$@"; do
+  sha=$("${cli[@]}" script load "$(script_of "$rev")")
+  for batch in $BATCHES; do
+    "${cli[@]}" flushall >/dev/null
+    # A paused room, as the bench's join phase: every join takes a place.
+    "${cli[@]}" hset 'cost:wr:{r}:room' state paused capacity 1000 rate 100 \
+      session_ms 600000 abandon_ms 60000 base 1000000 seats available method fifo >/dev/null
+    # '' clock (Redis TIME), the pre-queue span, then per join: no ticket,
+    # a draw, the client, no cap.
+    args=('' 1099511627776)
+    for i in $(seq "$batch"); do args+=('' $((RANDOM * 32768 + RANDOM)) 127.0.0.1 0); done
+    "${cli[@]}" -r 200 evalsha "$sha" 18 "${keys[@]}" "${args[@]}" >/dev/null
+    callgrind_control -i on "$vg" >/dev/null 2>&1
+    callgrind_control -z "$vg" >/dev/null 2>&1
+    "${cli[@]}" -r "$CALLS" evalsha "$sha" 18 "${keys[@]}" "${args[@]}" >/dev/null
+    callgrind_control -d "$vg" >/dev/null 2>&1
+    callgrind_control -i off "$vg" >/dev/null 2>&1
+    dump=$(ls -t "$work"/cg.* | head -1)
+    total=$(awk '/^(summary|totals):/ {t=$2} END {print t}' "$dump")
+    per_call=$((total / CALLS))
+    echo "| $rev | $batch | $per_call | $((per_call / batch)) |"
+  done
+done
