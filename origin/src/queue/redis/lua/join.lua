@@ -128,8 +128,16 @@ local function join_one(out, room, now, span, existing, draw, holder, max_places
     mark(room, now, member)
     pending_scores[#pending_scores + 1] = int(span + member)
     pending[#pending + 1] = member
-    room.waiting = room.waiting + 1
-    return answer(out, room, 'waiting', member, room.waiting)
+    local line = room.waiting + 1
+    room.waiting = line
+    if prev_member == member - 1 and prev_line == line - 1 and prev_pos == line - 1 then
+      -- answer()'s '+' (the previous answer, one further back), inline:
+      -- the short way's usual answer.
+      out[#out + 1] = '+'
+      prev_member, prev_pos, prev_line = member, line, line
+      return
+    end
+    return answer(out, room, 'waiting', member, line)
   end
   -- draw and max_places arrive as text: most joins read neither as a
   -- number (Lua's tonumber is glibc's strtod).
