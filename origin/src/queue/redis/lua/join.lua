@@ -122,7 +122,7 @@ local function join_one(out, room, now, span, existing, draw, holder, max_places
   -- below does for them (a new place at the back of a non-empty line),
   -- without its checks that cannot apply.
   if plain_ok and existing == '' and max_places == '0' and room.waiting and room.waiting > 0
-    and (room.max_line == 0 or room.last_member < room.max_line) then
+    and not (room.max_line > 0 and room.last_member >= room.max_line) then -- the line cap, as below
     local member = room.last_member + 1
     room.last_member = member
     mark(room, now, member)
