@@ -21,9 +21,20 @@ port_open() {
   (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
+# A loopback port nothing listens on now.
+free_port() {
+  local p
+  for p in $(shuf -i 23000-23999 -n 100); do
+    port_open "$p" || { echo "$p"; return 0; }
+  done
+  echo "no free port" >&2
+  return 1
+}
+
+# Waits for $2 to listen on port $1, up to $3 tenths of a second (100).
 wait_port() {
-  local port=$1 what=$2
-  for _ in $(seq 1 100); do
+  local port=$1 what=$2 tries=${3:-100}
+  for _ in $(seq 1 "$tries"); do
     port_open "$port" && return 0
     sleep 0.1
   done

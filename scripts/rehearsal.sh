@@ -63,14 +63,6 @@ if [[ $mode == edge ]]; then
   origin_bin="target/release/origin"
 fi
 
-free_port() {
-  local p
-  for p in $(shuf -i 23000-23999 -n 100); do
-    port_open "$p" || { echo "$p"; return 0; }
-  done
-  echo "no free port" >&2
-  return 1
-}
 port=$(free_port)
 redis_port=$(free_port)
 [[ $redis_port != "$port" ]] || redis_port=$(free_port)

@@ -25,7 +25,7 @@ CALLS=${CALLS:-200}
 [ $# -gt 0 ] || set -- .
 
 work=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 cleanup() {
   redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
   rm -rf "$work"
@@ -35,8 +35,8 @@ trap cleanup EXIT
 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/cg.%p" \
   redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no >"$work/valgrind.log" 2>&1 &
 vg=$!
-for _ in $(seq 1 300); do port_open "$port" && break; sleep 0.1; done
-port_open "$port" || { cat "$work/valgrind.log" >&2; exit 1; }
+# Under valgrind redis-server takes seconds to start: up to 30 s.
+wait_port "$port" "redis-server under callgrind" 300 || { cat "$work/valgrind.log" >&2; exit 1; }
 cli=(redis-cli -p "$port")
 
 # The script text of revision $1 ('.' is the working tree): prelude, then join.
