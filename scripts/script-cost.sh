@@ -58,16 +58,26 @@ done
 echo "| revision | joins a call | instructions a call | a join |"
 echo "|---|---:|---:|---:|"
 for rev in "$@"; do
-  sha=$("${cli[@]}" script load "$(script_of "$rev")")
+  script=$(script_of "$rev")
+  sha=$("${cli[@]}" script load "$script")
+  # Since the batch's kinds (ARGV[3]), a plain join sends its draw alone;
+  # before, every join sent four arguments.
+  kinds=no
+  case $script in *"kinds = ARGV[3]"*) kinds=yes ;; esac
   for batch in $BATCHES; do
     "${cli[@]}" flushall >/dev/null
     # A paused room, as the bench's join phase: every join takes a place.
     "${cli[@]}" hset 'cost:wr:{r}:room' state paused capacity 1000 rate 100 \
       session_ms 600000 abandon_ms 60000 base 1000000 seats available method fifo >/dev/null
     # '' clock (Redis TIME), the pre-queue span, then per join: no ticket,
-    # a draw, the client, no cap.
+    # a draw, no client, no cap (as the origin sends a join without a cap).
     args=('' 1099511627776)
-    for i in $(seq "$batch"); do args+=('' $((RANDOM * 32768 + RANDOM)) 127.0.0.1 0); done
+    if [ $kinds = yes ]; then
+      args+=("$(printf 'p%.0s' $(seq "$batch"))")
+      for i in $(seq "$batch"); do args+=($((RANDOM * 32768 + RANDOM))); done
+    else
+      for i in $(seq "$batch"); do args+=('' $((RANDOM * 32768 + RANDOM)) '' 0); done
+    fi
     "${cli[@]}" -r 200 evalsha "$sha" 18 "${keys[@]}" "${args[@]}" >/dev/null
     callgrind_control -i on "$vg" >/dev/null 2>&1
     callgrind_control -z "$vg" >/dev/null 2>&1

@@ -278,7 +278,17 @@ impl QueueStore for RedisStore {
         let reply = self
             .run_with(&self.scripts.join, room, |call| {
                 call.arg(PREQUEUE_SPAN);
+                let plain = |join: &JoinRequest| join.existing.is_none() && join.limit.is_none();
+                let kinds: String = joins
+                    .iter()
+                    .map(|join| if plain(join) { 'p' } else { 'f' })
+                    .collect();
+                call.arg(kinds);
                 for join in joins {
+                    if plain(join) {
+                        call.arg(join.draw % PREQUEUE_SPAN);
+                        continue;
+                    }
                     match join.existing {
                         Some(seq) => call.arg(seq),
                         None => call.arg(""),

@@ -4,10 +4,14 @@
 -- have got alone at that point.
 -- ARGV[2] span: places taken after the opening are ordered by span + member,
 --         behind every pre-queue draw
--- then four arguments per join, ARGV[3 + 4i ..]:
---   seq of the visitor's valid ticket, or '' when it has none
+-- ARGV[3] the batch's kinds, one letter per join in order: 'p' a plain join
+--         (no ticket, no cap: most of an on-sale), 'f' any other
+-- then, in the same order, one argument per plain join and four per other:
+--   seq of the visitor's valid ticket, or '' when it has none (f only)
 --   pre-queue draw: random integer in [0, span)
---   the client (for the per-client cap)   its cap, 0 = none
+--   the client (for the per-client cap)   its cap, 0 = none (f only)
+-- (A plain join's three constant arguments cost Redis's parser and Lua's
+-- strings a tenth of the join's work; they are not sent.)
 -- Returns room_figures(), then one text, values separated by spaces (the
 -- client parses one value, not five per join): the room's base, then for
 -- each join in order standing()'s five values, with the member in place of
@@ -238,8 +242,9 @@ local room = load_room(now)
 if not room then
   return UNKNOWN_ROOM
 end
+local kinds = ARGV[3]
 before_batch = room.last_member
-stored_member = before_batch + math.floor((#ARGV - 2) / 4)
+stored_member = before_batch + #kinds
 if stored_member ~= before_batch then
   redis.call('HSET', ROOM, 'seq', int(stored_member))
 end
@@ -248,8 +253,15 @@ plain_ok = not refusing(room) and room.seats ~= 'sold_out' and opened(room, now)
   and room.method ~= 'random' and not (admitting(room, now) and room.method == 'passthrough')
 local out = room_figures(room, now)
 local answers = { int(room.base) }
-for i = 3, #ARGV, 4 do
-  join_one(answers, room, now, span, ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3])
+local a = 4 -- the next join's first argument
+for k = 1, #kinds do
+  if string.byte(kinds, k) == 112 then -- 'p'
+    join_one(answers, room, now, span, '', ARGV[a], '', '0')
+    a = a + 1
+  else
+    join_one(answers, room, now, span, ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3])
+    a = a + 4
+  end
 end
 flush(room, now)
 if room.last_member ~= stored_member then
