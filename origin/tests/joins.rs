@@ -6,7 +6,10 @@
 mod common;
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use axum::http::StatusCode;
@@ -176,6 +179,65 @@ async fn a_failing_batch_fails_each_caller_with_the_same_error() {
     for call in calls {
         assert!(matches!(call.await.unwrap(), Err(StoreError::UnknownRoom)));
     }
+}
+
+/// Polls `future` once, in the calling task's context.
+async fn poll_once<F: Future + Unpin>(future: &mut F) -> Poll<F::Output> {
+    std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut *future).poll(cx))).await
+}
+
+/// A batch's leader whose request is cancelled during its yield still sends
+/// the batch: the joins gathered behind it do not wait for a window that
+/// was never timed (a minute here), and the leader's own join takes its
+/// place all the same, as a lone join cancelled mid-call would.
+#[tokio::test]
+async fn a_cancelled_leader_still_sends_its_batch() {
+    let t = test_store();
+    if !t.store.round_trips() {
+        return; // the embedded store takes every join alone
+    }
+    let joins = Joins::new(t.store.clone(), Duration::from_secs(60));
+    let room = make_paused_room(t.store.as_ref(), "leader", settings(10)).await;
+    let mut leader = Box::pin(joins.join(&room, None, 0, None));
+    let mut follower = Box::pin(joins.join(&room, None, 0, None));
+    // Each polled once on this one thread: the leader yields, the follower
+    // joins its batch.
+    assert!(poll_once(&mut leader).await.is_pending());
+    assert!(poll_once(&mut follower).await.is_pending());
+    drop(leader);
+    let joined = tokio::time::timeout(Duration::from_secs(10), follower)
+        .await
+        .expect("the follower is answered long before the window")
+        .unwrap();
+    let snap = joined.answer().unwrap();
+    assert_eq!(snap.standing, Standing::Waiting { position: Some(2) });
+    assert_eq!(snap.line.waiting, 2, "the cancelled leader kept its place");
+}
+
+/// Joins that arrive in one burst go to the store together: a leader yields
+/// once, so 32 joins started in the same turn of the scheduler make one
+/// store call, not a lone call and then the rest.
+#[tokio::test]
+async fn a_burst_of_joins_makes_one_store_call() {
+    let t = test_store();
+    if !t.store.round_trips() {
+        return;
+    }
+    let joins = Joins::new(t.store.clone(), Duration::from_secs(60));
+    let room = make_paused_room(t.store.as_ref(), "burst", settings(10)).await;
+    let before = joins.stats();
+    let calls: Vec<_> = (0..32)
+        .map(|_| {
+            let joins = joins.clone();
+            let room = room.clone();
+            tokio::spawn(async move { joins.join(&room, None, 0, None).await })
+        })
+        .collect();
+    for call in calls {
+        call.await.unwrap().unwrap();
+    }
+    let stats = joins.stats().since(before);
+    assert_eq!((stats.batches, stats.joins, stats.alone), (1, 32, 0));
 }
 
 /// 64 clients join at once, each several times, through two origin

@@ -3,8 +3,11 @@
 //! call on Redis, one lock on the embedded store), rather than one round
 //! trip each.
 //!
-//! A group commit: a join that finds nothing of its room at the store goes
-//! at once, alone (no wait when traffic is light). Joins that arrive while a
+//! A group commit: a join that finds nothing of its room at the store or
+//! gathering leads a batch of its own, and yields to the scheduler once
+//! before sending it, so the joins of the same burst (read in the same turn
+//! of the scheduler) go with it rather than behind it (no timed wait when
+//! traffic is light: a yield is microseconds). Joins that arrive while a
 //! batch is at the store wait for it to come back and then go together, in
 //! the order they arrived; none waits longer than the window (then its batch
 //! goes even though another is still out), and a batch that reaches
@@ -109,8 +112,9 @@ impl Lane {
 
 /// What a join does once its room's lane is updated.
 enum Step {
-    /// Nothing of the room is at the store: go now, alone.
-    Alone,
+    /// Nothing of the room is at the store or gathering: this join leads
+    /// the batch `u64`, sent after one yield to the scheduler.
+    Lead(u64, oneshot::Receiver<Result<Joined, StoreError>>),
     /// The batch is full: send it from here, then read the answer.
     Send(
         Vec<JoinRequest>,
@@ -176,42 +180,36 @@ impl Joins {
                 next_batch,
             } = &mut *lanes;
             let lane = by_room.entry(room.clone()).or_default();
-            if lane.in_flight == 0 && lane.requests.is_empty() {
-                lane.in_flight = 1;
-                Step::Alone
-            } else {
-                let (tx, rx) = oneshot::channel();
-                if lane.requests.is_empty() {
-                    *next_batch += 1;
-                    lane.batch = *next_batch;
+            let (tx, rx) = oneshot::channel();
+            let lead = lane.in_flight == 0 && lane.requests.is_empty();
+            if lane.requests.is_empty() {
+                *next_batch += 1;
+                lane.batch = *next_batch;
+                if !lead {
                     self.start_timer(room.clone(), lane.batch);
                 }
-                lane.requests.push(request.clone());
-                lane.replies.push(tx);
-                if lane.requests.len() >= MAX_JOIN_BATCH {
-                    let (requests, replies) = lane.take();
-                    Step::Send(requests, replies, rx)
-                } else {
-                    Step::Wait(rx)
-                }
+            }
+            lane.requests.push(request);
+            lane.replies.push(tx);
+            if lane.requests.len() >= MAX_JOIN_BATCH {
+                let (requests, replies) = lane.take();
+                Step::Send(requests, replies, rx)
+            } else if lead {
+                Step::Lead(lane.batch, rx)
+            } else {
+                Step::Wait(rx)
             }
         };
         match step {
-            Step::Alone => {
-                // Hands the joins gathered meanwhile on even if this request
-                // is dropped mid-call.
-                let _done = Done {
+            Step::Lead(batch, rx) => {
+                let leader = Leader {
                     shared: shared.clone(),
                     room: room.clone(),
+                    batch,
                 };
-                shared.count(1);
-                let mut answers = shared
-                    .store
-                    .join_many(room, std::slice::from_ref(&request))
-                    .await?;
-                answers
-                    .pop()
-                    .ok_or_else(|| StoreError::Protocol("a join gave no answer".into()))
+                tokio::task::yield_now().await;
+                drop(leader); // sends the batch
+                answer(rx).await
             }
             Step::Send(requests, replies, rx) => {
                 tokio::spawn(run(shared.clone(), room.clone(), requests, replies));
@@ -227,16 +225,7 @@ impl Joins {
         let shared = self.shared.clone();
         tokio::spawn(async move {
             tokio::time::sleep(shared.window).await;
-            let taken = {
-                let mut lanes = shared.lock();
-                match lanes.by_room.get_mut(&room) {
-                    Some(lane) if lane.batch == batch && !lane.requests.is_empty() => {
-                        Some(lane.take())
-                    }
-                    _ => None,
-                }
-            };
-            if let Some((requests, replies)) = taken {
+            if let Some((requests, replies)) = shared.take_gathered(&room, batch) {
                 run(shared, room, requests, replies).await;
             }
         });
@@ -263,6 +252,17 @@ impl Shared {
         self.joins.fetch_add(joins as u64, Ordering::Relaxed);
         if joins == 1 {
             self.alone.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The batch `batch` of `room` if it is still gathering (it goes at its
+    /// window's end, when full, or when its leader has yielded), now counted
+    /// as at the store.
+    fn take_gathered(&self, room: &RoomId, batch: u64) -> Option<(Vec<JoinRequest>, Vec<Reply>)> {
+        let mut lanes = self.lock();
+        match lanes.by_room.get_mut(room) {
+            Some(lane) if lane.batch == batch && !lane.requests.is_empty() => Some(lane.take()),
+            _ => None,
         }
     }
 
@@ -321,16 +321,21 @@ async fn run(
     }
 }
 
-/// Marks a lone join's call done when dropped (answered or cancelled), and
-/// sends on what gathered behind it.
-struct Done {
+/// A batch's leader: sends the batch when dropped, after its yield or when
+/// its request is cancelled during it (the joins gathered behind it must
+/// not wait for a timer that was never started), unless it has gone already
+/// (a full batch goes from its last join). From a task of its own, as a
+/// timer's batch: a leader cancelled mid-call must not take the others'
+/// answers with it.
+struct Leader {
     shared: Arc<Shared>,
     room: RoomId,
+    batch: u64,
 }
 
-impl Drop for Done {
+impl Drop for Leader {
     fn drop(&mut self) {
-        if let Some((requests, replies)) = self.shared.finish(&self.room)
+        if let Some((requests, replies)) = self.shared.take_gathered(&self.room, self.batch)
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
             runtime.spawn(run(
