@@ -83,6 +83,10 @@ struct Args {
     /// the embedded store.
     #[arg(long)]
     redis_url: Option<String>,
+    /// Log as the `origin` binary does (its `tracing` subscriber, `info`),
+    /// to a sink: what the handlers' spans cost in production.
+    #[arg(long)]
+    log: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -97,6 +101,12 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if args.log {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new("info,redis=off"))
+            .with_writer(std::io::sink)
+            .init();
+    }
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
