@@ -83,8 +83,8 @@ struct Args {
     /// the embedded store.
     #[arg(long)]
     redis_url: Option<String>,
-    /// Log as the `origin` binary does (its `tracing` subscriber, `info`),
-    /// to a sink: what the handlers' spans cost in production.
+    /// Log as the `origin` binary does (its `tracing` subscriber and
+    /// filter), to a sink: what logging costs a request in production.
     #[arg(long)]
     log: bool,
 }
@@ -103,7 +103,7 @@ fn main() -> ExitCode {
     let args = Args::parse();
     if args.log {
         tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::new("info,redis=off"))
+            .with_env_filter(origin::telemetry::log_filter())
             .with_writer(std::io::sink)
             .init();
     }

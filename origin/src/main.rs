@@ -3,7 +3,6 @@
 
 use clap::Parser;
 use origin::config::Config;
-use tracing_subscriber::EnvFilter;
 
 /// glibc's malloc fragments under tens of thousands of connections answered
 /// at once (Cargo.toml says where that was measured).
@@ -13,11 +12,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(
-            // The Redis client logs every reconnection attempt (many a second
-            // while Redis is away); the store reports outages itself, once.
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,redis=off")),
-        )
+        .with_env_filter(origin::telemetry::log_filter())
         .init();
     let config = Config::parse();
     match start(config).await {

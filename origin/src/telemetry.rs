@@ -1,8 +1,9 @@
 //! Metrics: the process-wide Prometheus recorder (`metrics` with
 //! `metrics-exporter-prometheus`, which writes the exposition format), the
 //! metric names, and the loop that refreshes the per-room gauges from the
-//! store. The HTTP side (the `/metrics` route and the latency middleware)
-//! is in `http::metrics`; nothing here knows HTTP.
+//! store; and the binary's log filter. The HTTP side (the `/metrics` route
+//! and the latency middleware) is in `http::metrics`; nothing here knows
+//! HTTP.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -10,11 +11,20 @@ use std::time::Duration;
 use metrics::{Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tokio_util::sync::CancellationToken;
+use tracing_subscriber::EnvFilter;
 
 use crate::clock::Clock;
 use crate::history::History;
 use crate::queue::{QueueStore, StoreError};
 use crate::sessions::Sessions;
+
+/// The `origin` binary's log filter: `RUST_LOG` when set, else `info` with
+/// the Redis client's own lines off (it logs every reconnection attempt,
+/// many a second while Redis is away; the store reports outages itself,
+/// once). The bench logs through it too, to pay what a deployed origin pays.
+pub fn log_filter() -> EnvFilter {
+    EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,redis=off"))
+}
 
 /// Histogram: seconds from request to response, by `route` (the matched
 /// route pattern, or `unmatched`), `method` and `status`.
