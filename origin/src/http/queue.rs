@@ -299,7 +299,7 @@ pub(super) fn issue(
     let now = state.clock.now_secs();
     let token = state.keys.sign(&Claims {
         kind,
-        room: room.to_string(),
+        room: room.as_str().to_owned(), // not Display's formatter
         visitor,
         seq,
         issued_at: now,
@@ -328,7 +328,7 @@ fn status_body(
         eta_seconds: pacing::eta_seconds(snap.standing, line),
         poll_after_ms: pacing::poll_after_ms(snap.standing, line),
         room: RoomBody {
-            id: room.to_string(),
+            id: room.as_str().to_owned(),
             state: line.state,
             opens_at: line.opens_at_ms.and_then(rfc3339_ms),
         },
