@@ -436,8 +436,9 @@ fn json(body: &StatusBody) -> Response {
 )]
 // A span at debug: at the binary's default `info` the fmt subscriber would
 // format its fields on every call of the sale's busiest routes (3,400
-// instructions a status, 6,500 a join: `request_cost --log`). What is
-// logged on the way names the room itself.
+// instructions a status, 6,500 a join: `request_cost --log`). A store error
+// logged on the way loses the room (an outage is the store's, not a room's);
+// `RUST_LOG=origin=debug` brings the span back.
 #[instrument(level = "debug", skip_all, fields(%room, client = %client))]
 async fn join(
     State(state): State<AppState>,
