@@ -17,6 +17,7 @@ use common::*;
 use origin::queue::joins::Joins;
 use origin::queue::{JoinRequest, Joined, PlaceLimit, QueueStore, Standing, StoreError};
 use origin::room::{RoomId, RoomSettings, RoomState};
+use tokio::task::JoinHandle;
 
 /// What an answer says, with the sequence number made relative to the
 /// room's first place so two rooms can be compared.
@@ -163,19 +164,29 @@ async fn a_batch_answers_each_join_as_a_lone_join_would() {
     }
 }
 
+/// `n` plain joins of `room` through `joins`, started at once, each a task
+/// of its own.
+fn spawn_joins(
+    joins: &Joins,
+    room: &RoomId,
+    n: usize,
+) -> Vec<JoinHandle<Result<Joined, StoreError>>> {
+    (0..n)
+        .map(|_| {
+            let joins = joins.clone();
+            let room = room.clone();
+            tokio::spawn(async move { joins.join(&room, None, 0, None).await })
+        })
+        .collect()
+}
+
 /// A batch to a room that does not exist fails each caller alike.
 #[tokio::test]
 async fn a_failing_batch_fails_each_caller_with_the_same_error() {
     let t = test_store();
     let joins = Joins::new(t.store.clone(), Duration::from_millis(5));
     let room = room("nowhere");
-    let calls: Vec<_> = (0..32)
-        .map(|_| {
-            let joins = joins.clone();
-            let room = room.clone();
-            tokio::spawn(async move { joins.join(&room, None, 0, None).await })
-        })
-        .collect();
+    let calls = spawn_joins(&joins, &room, 32);
     for call in calls {
         assert!(matches!(call.await.unwrap(), Err(StoreError::UnknownRoom)));
     }
@@ -226,13 +237,7 @@ async fn a_burst_of_joins_makes_one_store_call() {
     let joins = Joins::new(t.store.clone(), Duration::from_secs(60));
     let room = make_paused_room(t.store.as_ref(), "burst", settings(10)).await;
     let before = joins.stats();
-    let calls: Vec<_> = (0..32)
-        .map(|_| {
-            let joins = joins.clone();
-            let room = room.clone();
-            tokio::spawn(async move { joins.join(&room, None, 0, None).await })
-        })
-        .collect();
+    let calls = spawn_joins(&joins, &room, 32);
     for call in calls {
         call.await.unwrap().unwrap();
     }
