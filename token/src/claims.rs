@@ -63,7 +63,11 @@ pub struct Claims {
 /// an invalid room yields a token that never verifies.
 #[must_use]
 pub fn is_valid_room(room: &str) -> bool {
-    let bytes = room.as_bytes();
+    is_valid_room_bytes(room.as_bytes())
+}
+
+/// [`is_valid_room`] on bytes (a valid room id is ASCII).
+pub(crate) fn is_valid_room_bytes(bytes: &[u8]) -> bool {
     match bytes.split_first() {
         Some((first, rest)) => {
             bytes.len() <= MAX_ROOM_LEN

@@ -10,7 +10,7 @@ use alloc::string::String;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
-use crate::claims::{Claims, Kind, MAX_ROOM_LEN, is_valid_room};
+use crate::claims::{Claims, Kind, MAX_ROOM_LEN, is_valid_room, is_valid_room_bytes};
 use crate::error::TokenError;
 use crate::keyring::MAX_KID_LEN;
 
@@ -121,14 +121,23 @@ pub(crate) fn encode_token(payload: &[u8], mac: &[u8]) -> String {
 
 /// Splits a token at its single `.` and decodes both halves.
 ///
-/// The length checks come before decoding so that oversized halves are
-/// refused without work. `URL_SAFE_NO_PAD` rejects padding and non-zero
-/// trailing bits, so each payload has exactly one accepted encoding.
+/// The MAC's half has a fixed length, so the `.` is looked for in one
+/// place rather than searched for along the payload; a `.` anywhere else is
+/// not in the base64url alphabet, and decoding refuses it. The length
+/// checks come before decoding so that oversized halves are refused without
+/// work. `URL_SAFE_NO_PAD` rejects padding and non-zero trailing bits, so
+/// each payload has exactly one accepted encoding.
 pub(crate) fn decode_token(token: &str) -> Result<(PayloadBuf, [u8; MAC_LEN]), TokenError> {
-    let (payload_b64, mac_b64) = token.split_once('.').ok_or(TokenError::Malformed)?;
-    if mac_b64.len() != MAC_B64_LEN || payload_b64.len() > MAX_PAYLOAD_B64_LEN {
-        // Also catches a second '.', which is not in the base64url alphabet
-        // and would otherwise fail decoding below anyway.
+    let bytes = token.as_bytes();
+    let dot = bytes
+        .len()
+        .checked_sub(MAC_B64_LEN + 1)
+        .ok_or(TokenError::Malformed)?;
+    let (payload_b64, rest) = bytes.split_at_checked(dot).ok_or(TokenError::Malformed)?;
+    let Some((&b'.', mac_b64)) = rest.split_first() else {
+        return Err(TokenError::Malformed);
+    };
+    if payload_b64.len() > MAX_PAYLOAD_B64_LEN {
         return Err(TokenError::Malformed);
     }
 
@@ -215,8 +224,7 @@ pub(crate) fn parse_payload(bytes: &[u8]) -> Result<Payload<'_>, TokenError> {
     if !r.rest.is_empty() {
         return Err(TokenError::Malformed);
     }
-    let room_ok = core::str::from_utf8(room).is_ok_and(is_valid_room);
-    if !room_ok {
+    if !is_valid_room_bytes(room) {
         return Err(TokenError::Malformed);
     }
     Ok(Payload {
