@@ -3,7 +3,7 @@
 //! (browsers: every tab of one browser shares it, and so one place) or
 //! `Authorization: Bearer` (apps).
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -74,7 +74,7 @@ enum VisitorState {
 
 /// The contract's status body.
 #[derive(Serialize, ToSchema)]
-struct StatusBody {
+struct StatusBody<'a> {
     state: VisitorState,
     /// 1 = next; null unless waiting, and while waiting before the opening.
     #[schema(required = true, minimum = 1)]
@@ -87,7 +87,7 @@ struct StatusBody {
     /// How long to wait before polling again.
     #[schema(minimum = 1000, maximum = 60000)]
     poll_after_ms: u64,
-    room: RoomBody,
+    room: RoomBody<'a>,
     /// The ticket (join only); also set as the cookie `wr_ticket_{room}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     ticket: Option<String>,
@@ -113,7 +113,7 @@ impl VisitorState {
     }
 }
 
-impl StatusBody {
+impl StatusBody<'_> {
     /// Writes the body exactly as serde would, but copies its strings
     /// rather than escaping them byte by byte: serde's writer spent 3,000
     /// instructions on a join's body, most of them on the ticket, and no
@@ -122,7 +122,7 @@ impl StatusBody {
     /// and answers false for a body that is not so (serde writes it then).
     fn write_plain(&self, out: &mut Vec<u8>) -> bool {
         let strings = [
-            Some(self.room.id.as_str()),
+            Some(self.room.id),
             self.room.opens_at.as_deref(),
             self.ticket.as_deref(),
             self.entry_token.as_deref(),
@@ -157,7 +157,7 @@ impl StatusBody {
         out.extend_from_slice(b",\"poll_after_ms\":");
         number(out, Some(self.poll_after_ms));
         out.extend_from_slice(b",\"room\":{\"id\":");
-        text(out, &self.room.id);
+        text(out, self.room.id);
         out.extend_from_slice(b",\"state\":");
         text(out, self.room.state.as_str());
         out.extend_from_slice(b",\"opens_at\":");
@@ -183,8 +183,8 @@ impl StatusBody {
 
 /// The room a status body is about.
 #[derive(Serialize, ToSchema)]
-struct RoomBody {
-    id: String,
+struct RoomBody<'a> {
+    id: &'a str,
     state: RoomState,
     /// The opening (RFC 3339); null when the room has none.
     #[schema(required = true, format = DateTime)]
@@ -314,12 +314,12 @@ pub(super) fn issue(
 }
 
 /// The status body for where the visitor stands (no tokens yet).
-fn status_body(
-    room: &RoomId,
+fn status_body<'a>(
+    room: &'a RoomId,
     snap: &Snapshot,
     state: VisitorState,
     position: Option<u64>,
-) -> StatusBody {
+) -> StatusBody<'a> {
     let line = &snap.line;
     StatusBody {
         state,
@@ -328,7 +328,7 @@ fn status_body(
         eta_seconds: pacing::eta_seconds(snap.standing, line),
         poll_after_ms: pacing::poll_after_ms(snap.standing, line),
         room: RoomBody {
-            id: room.as_str().to_owned(),
+            id: room.as_str(),
             state: line.state,
             opens_at: line.opens_at_ms.and_then(rfc3339_ms),
         },
@@ -394,17 +394,32 @@ async fn respond(
 /// bytes), so writing it never grows the buffer.
 const BODY_CAPACITY: usize = 768;
 
-/// `body` as an `application/json` answer, written into a buffer sized once
-/// (`Json` starts at 128 bytes and grows twice for a join's answer).
+thread_local! {
+    /// Each worker thread's buffer for writing status bodies: the answer
+    /// then takes one allocation of the body's exact size, where a buffer
+    /// of its own took two (the buffer, and the shared header `Bytes` puts
+    /// on a vector whose length is not its capacity).
+    static BODY_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `body` as an `application/json` answer.
 fn json(body: &StatusBody) -> Response {
-    let mut buf = Vec::with_capacity(BODY_CAPACITY);
-    if !body.write_plain(&mut buf)
-        && let Err(e) = serde_json::to_writer(&mut buf, body)
-    {
-        tracing::error!(error = %e, room = %body.room.id, "a status body did not serialize");
-        return ApiError::Internal.into_response();
-    }
-    let mut response = Response::new(Body::from(buf));
+    let written = BODY_BUF.with_borrow_mut(|buf| {
+        buf.clear();
+        buf.reserve(BODY_CAPACITY);
+        if !body.write_plain(buf) {
+            serde_json::to_writer(&mut *buf, body)?;
+        }
+        Ok::<_, serde_json::Error>(Bytes::copy_from_slice(buf))
+    });
+    let bytes = match written {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            tracing::error!(error = %e, room = %body.room.id, "a status body did not serialize");
+            return ApiError::Internal.into_response();
+        }
+    };
+    let mut response = Response::new(Body::from(bytes));
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
@@ -647,7 +662,7 @@ async fn leave(
 mod tests {
     use super::*;
 
-    fn body(state: VisitorState) -> StatusBody {
+    fn body(state: VisitorState) -> StatusBody<'static> {
         StatusBody {
             state,
             position: None,
@@ -655,7 +670,7 @@ mod tests {
             eta_seconds: None,
             poll_after_ms: 1_000,
             room: RoomBody {
-                id: "concert-1".to_owned(),
+                id: "concert-1",
                 state: RoomState::Open,
                 opens_at: None,
             },

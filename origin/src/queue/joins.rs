@@ -20,7 +20,6 @@
 //!
 //! No queue rule lives here (the stores hold them), and nothing of HTTP.
 
-use std::collections::HashMap;
 use std::mem;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -29,7 +28,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use super::{JoinRequest, Joined, PlaceLimit, QueueStore, StoreError};
-use crate::room::RoomId;
+use crate::room::{RoomId, RoomMap};
 
 /// Most joins in one batch: bounds how long one script holds Redis.
 pub const MAX_JOIN_BATCH: usize = 128;
@@ -88,7 +87,7 @@ impl JoinStats {
 
 #[derive(Default)]
 struct Lanes {
-    by_room: HashMap<RoomId, Lane>,
+    by_room: RoomMap<Lane>,
     /// Names each batch as it starts gathering, so a window timer that
     /// fires after its batch went does nothing.
     next_batch: u64,

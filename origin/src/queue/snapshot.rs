@@ -39,7 +39,7 @@
 //! channel, changed by the observation that first sees a new one: held
 //! status polls (`Prefer: wait`, in `http::hold`) wait on it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
@@ -50,7 +50,7 @@ use super::{
     DEPARTURES_KEPT_MS, LineView, Observation, QueueStore, SaleSignal, SeatsLeft, Snapshot,
     Standing, StoreError, Watch,
 };
-use crate::room::{QueueingMethod, RoomId, RoomState};
+use crate::room::{QueueingMethod, RoomId, RoomMap, RoomState};
 
 /// Places beyond the budget's reach that still ask the store.
 pub const FRONT_MARGIN: u64 = 100;
@@ -64,7 +64,7 @@ const MAX_CONFIRMED: usize = 4_000_000;
 pub struct Snapshots {
     enabled: bool,
     tick: Duration,
-    rooms: RwLock<HashMap<RoomId, Arc<Mutex<RoomView>>>>,
+    rooms: RwLock<RoomMap<Arc<Mutex<RoomView>>>>,
 }
 
 /// What a held status poll waits on: the part of a room's view whose change
@@ -162,7 +162,7 @@ impl Snapshots {
         Snapshots {
             enabled: true,
             tick,
-            rooms: RwLock::new(HashMap::new()),
+            rooms: RwLock::new(RoomMap::default()),
         }
     }
 
@@ -171,7 +171,7 @@ impl Snapshots {
         Snapshots {
             enabled: false,
             tick: Duration::from_millis(100),
-            rooms: RwLock::new(HashMap::new()),
+            rooms: RwLock::new(RoomMap::default()),
         }
     }
 

@@ -32,7 +32,7 @@ use super::{
     Schedule, SeatsLeft, Snapshot, Standing, StoreError, TickReport, Watch, sample_ranks,
 };
 use crate::clock::Clock;
-use crate::room::{QueueingMethod, RoomId, RoomSettings, RoomState, unix_ms};
+use crate::room::{QueueingMethod, RoomId, RoomMap, RoomSettings, RoomState, unix_ms};
 
 /// A visitor's number inside the store: 1, 2, 3, ... in order of joining.
 /// Its own type so that it is never mistaken for the sequence number a
@@ -553,7 +553,7 @@ impl Room {
 
 /// The queue in this process's memory.
 pub struct MemoryStore {
-    rooms: RwLock<HashMap<RoomId, Mutex<Room>>>,
+    rooms: RwLock<RoomMap<Mutex<Room>>>,
     clock: Clock,
 }
 
@@ -567,7 +567,7 @@ impl MemoryStore {
     /// An empty store on the system clock.
     pub fn new() -> MemoryStore {
         MemoryStore {
-            rooms: RwLock::new(HashMap::new()),
+            rooms: RwLock::new(RoomMap::default()),
             clock: Clock::System,
         }
     }
@@ -575,7 +575,7 @@ impl MemoryStore {
     /// An empty store whose clock is `clock` (unix ms), stepped by a test.
     pub fn with_fixed_clock(clock: Arc<AtomicU64>) -> MemoryStore {
         MemoryStore {
-            rooms: RwLock::new(HashMap::new()),
+            rooms: RwLock::new(RoomMap::default()),
             clock: Clock::Manual(clock),
         }
     }
