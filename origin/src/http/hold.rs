@@ -85,6 +85,9 @@ pub const NEAR_FRONT_SECS: u64 = 1;
 pub const DEFAULT_MAX_HELD: usize = 8_000;
 /// The response header that says a poll was held, and for how long at most.
 pub const PREFERENCE_APPLIED: HeaderName = HeaderName::from_static("preference-applied");
+/// `Prefer` (RFC 7240), named once: a name given as text is parsed again
+/// on every lookup, and every status poll looks.
+const PREFER: HeaderName = HeaderName::from_static("prefer");
 /// Most characters of `Prefer` values read: a longer one is not a client
 /// that means it.
 const MAX_PREFER_LEN: usize = 256;
@@ -274,7 +277,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Preferred {
 /// later ([`wait_secs`]).
 pub fn prefer_wait(headers: &HeaderMap) -> Option<u64> {
     headers
-        .get_all("prefer")
+        .get_all(PREFER)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .filter(|v| v.len() <= MAX_PREFER_LEN)

@@ -26,9 +26,10 @@ use super::hold::{self, Preferred};
 use super::responses::{BadBody, BadTicket, CrossSite, JoinLimits, NoRoom, StoreDown, TicketAuth};
 use super::site::SameSite;
 use crate::error::ApiError;
+use crate::queue::snapshot::RoomWatch;
 use crate::queue::{Joined, PREQUEUE_SPAN, SeatsLeft, Snapshot, Standing, pacing};
 use crate::room::{RoomId, RoomState};
-use crate::sessions::{Watch, entry_expiry};
+use crate::sessions::{SessionRules, Watch, entry_expiry};
 use crate::state::AppState;
 use crate::telemetry;
 
@@ -338,28 +339,30 @@ fn status_body<'a>(
     }
 }
 
+/// The room's session rules when `snap` admits (the one answer that uses
+/// them: its entry token's life); asked only then.
+async fn admitted_rules(state: &AppState, room: &RoomId, snap: &Snapshot) -> Option<SessionRules> {
+    match snap.standing {
+        Standing::Admitted { .. } => {
+            Some(state.sessions.rules_for(room, state.queue.as_ref()).await)
+        }
+        _ => None,
+    }
+}
+
 /// The answer for a snapshot: the status body, with an entry token (also
-/// set as its cookie) when admitted, and `ticket` when the caller issued one.
-/// The room's session rules are looked up only for an entry token, the one
-/// answer that uses them.
-async fn respond(
+/// set as its cookie) when admitted (`rules`, from [`admitted_rules`]), and
+/// `ticket` when the caller issued one. No waiting in it: the poll answered
+/// from the view never waits at all.
+fn respond(
     state: &AppState,
     room: &RoomId,
     snap: &Snapshot,
     visitor: u128,
     ticket: Option<Issued>,
+    rules: Option<SessionRules>,
 ) -> Response {
     let secure = state.secure_cookies;
-    // The one wait (a room this instance never met) comes before the body
-    // is built, so the future does not carry the body across it.
-    let admitted = match (snap.standing, snap.seq) {
-        (Standing::Admitted { until_ms }, Some(seq)) => Some((
-            until_ms,
-            seq,
-            state.sessions.rules_for(room, state.queue.as_ref()).await,
-        )),
-        _ => None,
-    };
     let (visitor_state, position) = match snap.standing {
         Standing::Waiting { position } => (VisitorState::Waiting, position),
         Standing::Admitted { .. } => (VisitorState::Admitted, None),
@@ -373,9 +376,9 @@ async fn respond(
         cookies.push(issued.cookie);
         body.ticket = Some(issued.token);
     }
-    if let Some((until_ms, seq, rules)) = admitted {
+    if let (Standing::Admitted { until_ms }, Some(seq)) = (snap.standing, snap.seq) {
         let now = state.clock.now_secs();
-        let expires_at = entry_expiry(now, until_ms, rules);
+        let expires_at = entry_expiry(now, until_ms, rules.unwrap_or_default());
         let entry = issue(state, Kind::Entry, room, seq, visitor, expires_at, secure);
         cookies.push(entry.cookie);
         body.entry_token = Some(entry.token);
@@ -491,7 +494,8 @@ async fn join(
             state.secure_cookies,
         )
     });
-    Ok(respond(&state, &room, &snap, visitor, ticket).await)
+    let rules = admitted_rules(&state, &room, &snap).await;
+    Ok(respond(&state, &room, &snap, visitor, ticket, rules))
 }
 
 /// Where the ticket's holder stands.
@@ -523,41 +527,78 @@ async fn join(
         TicketAuth, NoRoom, StoreDown,
     ),
 )]
-// At debug, as join's span.
-#[instrument(level = "debug", skip_all, fields(%room))]
+// No span: the poll answered from the view, most of a sale's requests,
+// logs nothing, and a span's wrapper doubled its future (copied on every
+// request); the store's way has its own (`stored_status`).
 async fn status(
     State(state): State<AppState>,
     RoomTicket { room, presented }: RoomTicket,
     Client(client): Client,
     Preferred(preferred): Preferred,
 ) -> Result<Response, ApiError> {
-    let claims = required_claims(&state, presented, &room, state.clock.now_secs()).await?;
+    // Every wait below is boxed: the poll answered from the view, far back
+    // in line, never waits, and its future then carries none of theirs.
+    let now = state.clock.now_secs();
+    let claims = match checked_claims(&state, presented, &room, now)
+        .and_then(|claims| claims.ok_or(ApiError::MissingTicket))
+    {
+        Ok(claims) => claims,
+        Err(e) => return Err(Box::pin(unknown_room_first(&state, &room, e)).await),
+    };
     // Subscribed before the answer is computed, so no change after it is missed.
     let watch = preferred.and_then(|_| state.snapshots.watch(&room));
-    let mut snap = current_status(&state, &room, &claims, client).await?;
-    let mut applied = None;
-    if let (Some(preferred), Some(watch)) = (preferred, watch)
-        && let Standing::Waiting { position } = snap.standing
+    let snap = match state.snapshots.answer(&room, claims.seq) {
+        Some(snap) => snap,
+        None => Box::pin(stored_status(&state, &room, &claims, client)).await?,
+    };
+    if let (Some(preferred), Some(watch), Standing::Waiting { position }) =
+        (preferred, watch, snap.standing)
     {
         let ran_out = watch.signal.borrow().is_some_and(|s| s.ran_out);
         let most = hold::wait_secs(preferred, snap.standing, &snap.line);
         let secs = hold::hold_secs(&snap.line, ran_out, position, most);
-        if secs > 0
-            && let Some(ended) = Box::pin(state.holds.hold(watch, position, &snap.line, secs)).await
-        {
-            snap = match ended {
-                // Every held waiter of the room wakes at once on the last
-                // seat: all read the same terminal answer, from the signal
-                // itself, rather than ask the view or the store each (a
-                // view aged by that very rush sent thousands to the store,
-                // which timed out: BENCHMARKS.md, run F).
-                Some(signal) if signal.seats == SeatsLeft::SoldOut => sold_out(snap),
-                _ => current_status(&state, &room, &claims, client).await?,
-            };
-            applied = Some(secs);
+        if secs > 0 {
+            return Box::pin(held(state, room, claims, client, watch, snap, secs)).await;
         }
     }
-    let mut response = respond(&state, &room, &snap, claims.visitor, None).await;
+    let rules = match snap.standing {
+        Standing::Admitted { .. } => Box::pin(admitted_rules(&state, &room, &snap)).await,
+        _ => None,
+    };
+    Ok(respond(&state, &room, &snap, claims.visitor, None, rules))
+}
+
+/// A status poll held until the sale changes or `secs` pass (`Prefer:
+/// wait`), then answered with `Preference-Applied`.
+async fn held(
+    state: AppState,
+    room: RoomId,
+    claims: Claims,
+    client: ClientKey,
+    watch: RoomWatch,
+    mut snap: Snapshot,
+    secs: u64,
+) -> Result<Response, ApiError> {
+    // Only a waiter is held (the caller's check).
+    let position = match snap.standing {
+        Standing::Waiting { position } => position,
+        _ => None,
+    };
+    let mut applied = None;
+    if let Some(ended) = state.holds.hold(watch, position, &snap.line, secs).await {
+        snap = match ended {
+            // Every held waiter of the room wakes at once on the last
+            // seat: all read the same terminal answer, from the signal
+            // itself, rather than ask the view or the store each (a
+            // view aged by that very rush sent thousands to the store,
+            // which timed out: BENCHMARKS.md, run F).
+            Some(signal) if signal.seats == SeatsLeft::SoldOut => sold_out(snap),
+            _ => current_status(&state, &room, &claims, client).await?,
+        };
+        applied = Some(secs);
+    }
+    let rules = admitted_rules(&state, &room, &snap).await;
+    let mut response = respond(&state, &room, &snap, claims.visitor, None, rules);
     if let Some(Ok(value)) = applied.map(|secs| HeaderValue::try_from(format!("wait={secs}"))) {
         response
             .headers_mut()
@@ -591,7 +632,10 @@ async fn current_status(
     Box::pin(stored_status(state, room, claims, client)).await
 }
 
-/// [`current_status`] when the view cannot answer: the store's.
+/// [`current_status`] when the view cannot answer: the store's. A span at
+/// debug, so a store error logged on the way names the room under
+/// `RUST_LOG=origin=debug`.
+#[instrument(level = "debug", skip_all, fields(%room))]
 async fn stored_status(
     state: &AppState,
     room: &RoomId,

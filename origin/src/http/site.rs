@@ -9,10 +9,14 @@
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, header};
+use axum::http::{HeaderMap, HeaderName, header};
 
 use crate::error::ApiError;
 use crate::state::AppState;
+
+/// `Sec-Fetch-Site`, named once: a name given as text is parsed again on
+/// every lookup, and every join looks.
+const SEC_FETCH_SITE: HeaderName = HeaderName::from_static("sec-fetch-site");
 
 /// Proof that the request does not come from another site's page.
 pub struct SameSite;
@@ -30,7 +34,7 @@ impl FromRequestParts<AppState> for SameSite {
 /// an `Origin`, when present, must be the site's own (its authority equals
 /// `Host`) or listed in `allowed` (`scheme://host[:port]`).
 pub fn check(headers: &HeaderMap, allowed: &[String]) -> Result<(), ApiError> {
-    if let Some(site) = headers.get("sec-fetch-site") {
+    if let Some(site) = headers.get(SEC_FETCH_SITE) {
         // `same-origin`, `same-site` and `none` (typed URL, bookmark) are the
         // site's own; the edge forwards it unchanged, so this holds behind it.
         return if site.as_bytes().eq_ignore_ascii_case(b"cross-site") {
