@@ -198,19 +198,6 @@ fn rfc3339_ms(ms: u64) -> Option<String> {
         .and_then(|t| t.format(&Rfc3339).ok())
 }
 
-/// Verifies the request's ticket, if it carries one.
-async fn ticket_claims(
-    state: &AppState,
-    presented: Result<Option<Presented>, ApiError>,
-    room: &RoomId,
-    now: u64,
-) -> Result<Option<Claims>, ApiError> {
-    match checked_claims(state, presented, room, now) {
-        Ok(claims) => Ok(claims),
-        Err(e) => Err(Box::pin(unknown_room_first(state, room, e)).await),
-    }
-}
-
 /// The ticket that must be there (status, leave).
 async fn required_claims(
     state: &AppState,
@@ -452,12 +439,11 @@ fn json(body: &StatusBody) -> Response {
         BadBody, BadTicket, CrossSite, NoRoom, JoinLimits, StoreDown,
     ),
 )]
-// A span at debug: at the binary's default `info` the fmt subscriber would
-// format its fields on every call of the sale's busiest routes (3,400
-// instructions a status, 6,500 a join: `request_cost --log`). A store error
-// logged on the way loses the room (an outage is the store's, not a room's);
-// `RUST_LOG=origin=debug` brings the span back.
-#[instrument(level = "debug", skip_all, fields(%room, client = %client))]
+// No span: at the binary's default `info` the fmt subscriber formatted a
+// span's fields on every call (6,500 instructions a join: `request_cost
+// --log`), and even at debug its wrapper doubled the future, copied on
+// every request. A store error logged on the way does not name the room
+// (an outage is the store's, not a room's).
 async fn join(
     State(state): State<AppState>,
     _: SameSite,
@@ -467,7 +453,12 @@ async fn join(
 ) -> Result<Response, ApiError> {
     let EmptyBody {} = optional_object(body?)?;
     state.clients.check_join(&client)?;
-    let claims = ticket_claims(&state, presented, &room, state.clock.now_secs()).await?;
+    // The waits other than the store's are boxed, so the join's future
+    // (copied on every request) carries none of them.
+    let claims = match checked_claims(&state, presented, &room, state.clock.now_secs()) {
+        Ok(claims) => claims,
+        Err(e) => return Err(Box::pin(unknown_room_first(&state, &room, e)).await),
+    };
     let draw = rand::random::<u64>() % PREQUEUE_SPAN;
     let limit = state.clients.place_limit(&client);
     let joined = state
@@ -482,6 +473,10 @@ async fn join(
         Some(c) if Some(c.seq) == snap.seq => c.visitor,
         _ => rand::random(),
     };
+    let rules = match snap.standing {
+        Standing::Admitted { .. } => Box::pin(admitted_rules(&state, &room, &snap)).await,
+        _ => None,
+    };
     let ticket = snap.seq.map(|seq| {
         let expires_at = ticket_expiry(state.clock.now_secs(), snap.line.opens_at_ms);
         issue(
@@ -494,7 +489,6 @@ async fn join(
             state.secure_cookies,
         )
     });
-    let rules = admitted_rules(&state, &room, &snap).await;
     Ok(respond(&state, &room, &snap, visitor, ticket, rules))
 }
 
