@@ -179,7 +179,6 @@ pub async fn renew(State(state): State<AppState>, mut request: Request, next: Ne
         }
         return ApiError::SessionEnded.into_response();
     }
-    let secure = state.secure_cookies;
     let writes = !matches!(*request.method(), Method::GET | Method::HEAD);
     request.extensions_mut().insert(Checked {
         room: room.clone(),
@@ -197,15 +196,16 @@ pub async fn renew(State(state): State<AppState>, mut request: Request, next: Ne
             .await
             .unwrap_or(false);
     if answered && running {
-        let expires_at = entry_expiry(state.clock.now_secs(), until_ms, rules);
+        let now = state.clock.now_secs();
+        let expires_at = entry_expiry(now, until_ms, rules);
         let entry = issue(
             &state,
             Kind::Entry,
             &room,
             claims.seq,
             claims.visitor,
+            now,
             expires_at,
-            secure,
         );
         response
             .headers_mut()

@@ -272,8 +272,9 @@ fn ticket_expiry(now: u64, opens_at_ms: Option<u64>) -> u64 {
 }
 
 /// Signs a token of `kind` (a ticket, or an entry token: short-lived,
-/// renewed while the session runs) for the place `seq`, valid until
-/// `expires_at` (unix seconds), with the cookie that carries it.
+/// renewed while the session runs) for the place `seq`, issued `now` and
+/// valid until `expires_at` (unix seconds), with the cookie that carries
+/// it. `now` is the caller's: a request reads the clock once.
 #[allow(clippy::too_many_arguments)] // each is one claim of the token
 pub(super) fn issue(
     state: &AppState,
@@ -281,10 +282,10 @@ pub(super) fn issue(
     room: &RoomId,
     seq: u64,
     visitor: u128,
+    now: u64,
     expires_at: u64,
-    secure: bool,
 ) -> Issued {
-    let now = state.clock.now_secs();
+    let secure = state.secure_cookies;
     let token = state.keys.sign(&Claims {
         kind,
         room: room.as_str().to_owned(), // not Display's formatter
@@ -349,7 +350,6 @@ fn respond(
     ticket: Option<Issued>,
     rules: Option<SessionRules>,
 ) -> Response {
-    let secure = state.secure_cookies;
     let (visitor_state, position) = match snap.standing {
         Standing::Waiting { position } => (VisitorState::Waiting, position),
         Standing::Admitted { .. } => (VisitorState::Admitted, None),
@@ -366,7 +366,7 @@ fn respond(
     if let (Standing::Admitted { until_ms }, Some(seq)) = (snap.standing, snap.seq) {
         let now = state.clock.now_secs();
         let expires_at = entry_expiry(now, until_ms, rules.unwrap_or_default());
-        let entry = issue(state, Kind::Entry, room, seq, visitor, expires_at, secure);
+        let entry = issue(state, Kind::Entry, room, seq, visitor, now, expires_at);
         cookies.push(entry.cookie);
         body.entry_token = Some(entry.token);
         body.entry_expires_at = rfc3339_ms(expires_at * 1000);
@@ -455,7 +455,9 @@ async fn join(
     state.clients.check_join(&client)?;
     // The waits other than the store's are boxed, so the join's future
     // (copied on every request) carries none of them.
-    let claims = match checked_claims(&state, presented, &room, state.clock.now_secs()) {
+    // One clock read for the ticket's check and the new one's times.
+    let now = state.clock.now_secs();
+    let claims = match checked_claims(&state, presented, &room, now) {
         Ok(claims) => claims,
         Err(e) => return Err(Box::pin(unknown_room_first(&state, &room, e)).await),
     };
@@ -478,16 +480,8 @@ async fn join(
         _ => None,
     };
     let ticket = snap.seq.map(|seq| {
-        let expires_at = ticket_expiry(state.clock.now_secs(), snap.line.opens_at_ms);
-        issue(
-            &state,
-            Kind::Ticket,
-            &room,
-            seq,
-            visitor,
-            expires_at,
-            state.secure_cookies,
-        )
+        let expires_at = ticket_expiry(now, snap.line.opens_at_ms);
+        issue(&state, Kind::Ticket, &room, seq, visitor, now, expires_at)
     });
     Ok(respond(&state, &room, &snap, visitor, ticket, rules))
 }
@@ -530,36 +524,112 @@ async fn status(
     Client(client): Client,
     Preferred(preferred): Preferred,
 ) -> Result<Response, ApiError> {
-    // Every wait below is boxed: the poll answered from the view, far back
-    // in line, never waits, and its future then carries none of theirs.
-    let now = state.clock.now_secs();
-    let claims = match checked_claims(&state, presented, &room, now)
+    // The poll the view answers (far back in line: most of a sale's
+    // requests) is answered here, without waiting; whatever waits goes in
+    // a boxed future of its own, so this one, created and copied on every
+    // request, carries none of theirs.
+    match at_once(&state, &room, presented, preferred) {
+        Ok(response) => Ok(response),
+        Err(later) => Box::pin(later.answer(state, room, client)).await,
+    }
+}
+
+/// What a status poll still needs that waits (boxed where it is returned:
+/// it is large, and only the uncommon polls make one).
+enum Later {
+    /// A refused ticket: refused unless the store says the room is unknown.
+    Refused(ApiError),
+    /// The view cannot answer: the store's status, then as below.
+    Store {
+        claims: Claims,
+        watch: Option<(u64, RoomWatch)>,
+    },
+    /// A waiter's answer to hold for `secs` (`Prefer: wait`).
+    Hold {
+        claims: Claims,
+        watch: RoomWatch,
+        snap: Snapshot,
+        secs: u64,
+    },
+    /// Admitted: the room's session rules, for the entry token.
+    Admitted { claims: Claims, snap: Snapshot },
+}
+
+/// The status answer when nothing needs a wait, else what does.
+fn at_once(
+    state: &AppState,
+    room: &RoomId,
+    presented: Result<Option<Presented>, ApiError>,
+    preferred: Option<u64>,
+) -> Result<Response, Box<Later>> {
+    let claims = checked_claims(state, presented, room, state.clock.now_secs())
         .and_then(|claims| claims.ok_or(ApiError::MissingTicket))
-    {
-        Ok(claims) => claims,
-        Err(e) => return Err(Box::pin(unknown_room_first(&state, &room, e)).await),
-    };
+        .map_err(|e| Box::new(Later::Refused(e)))?;
     // Subscribed before the answer is computed, so no change after it is missed.
-    let watch = preferred.and_then(|_| state.snapshots.watch(&room));
-    let snap = match state.snapshots.answer(&room, claims.seq) {
-        Some(snap) => snap,
-        None => Box::pin(stored_status(&state, &room, &claims, client)).await?,
-    };
-    if let (Some(preferred), Some(watch), Standing::Waiting { position }) =
-        (preferred, watch, snap.standing)
-    {
+    let watch = preferred.and_then(|p| state.snapshots.watch(room).map(|w| (p, w)));
+    match state.snapshots.answer(room, claims.seq) {
+        Some(snap) => settle(state, room, claims, watch, snap),
+        None => Err(Box::new(Later::Store { claims, watch })),
+    }
+}
+
+/// The answer for `snap`, unless it is to be held or admits (both wait).
+fn settle(
+    state: &AppState,
+    room: &RoomId,
+    claims: Claims,
+    watch: Option<(u64, RoomWatch)>,
+    snap: Snapshot,
+) -> Result<Response, Box<Later>> {
+    if let (Some((preferred, watch)), Standing::Waiting { position }) = (watch, snap.standing) {
         let ran_out = watch.signal.borrow().is_some_and(|s| s.ran_out);
         let most = hold::wait_secs(preferred, snap.standing, &snap.line);
         let secs = hold::hold_secs(&snap.line, ran_out, position, most);
         if secs > 0 {
-            return Box::pin(held(state, room, claims, client, watch, snap, secs)).await;
+            return Err(Box::new(Later::Hold {
+                claims,
+                watch,
+                snap,
+                secs,
+            }));
         }
     }
-    let rules = match snap.standing {
-        Standing::Admitted { .. } => Box::pin(admitted_rules(&state, &room, &snap)).await,
-        _ => None,
-    };
-    Ok(respond(&state, &room, &snap, claims.visitor, None, rules))
+    if let Standing::Admitted { .. } = snap.standing {
+        return Err(Box::new(Later::Admitted { claims, snap }));
+    }
+    Ok(respond(state, room, &snap, claims.visitor, None, None))
+}
+
+impl Later {
+    /// Waits for what the poll needs, and answers it.
+    async fn answer(
+        self: Box<Self>,
+        state: AppState,
+        room: RoomId,
+        client: ClientKey,
+    ) -> Result<Response, ApiError> {
+        match *self {
+            Later::Refused(e) => Err(unknown_room_first(&state, &room, e).await),
+            Later::Store { claims, watch } => {
+                let snap = stored_status(&state, &room, &claims, client).await?;
+                match settle(&state, &room, claims, watch, snap) {
+                    Ok(response) => Ok(response),
+                    // Hold or Admitted: one more step, not this one again.
+                    Err(later) => Box::pin(later.answer(state, room, client)).await,
+                }
+            }
+            Later::Hold {
+                claims,
+                watch,
+                snap,
+                secs,
+            } => held(state, room, claims, client, watch, snap, secs).await,
+            Later::Admitted { claims, snap } => {
+                let rules = admitted_rules(&state, &room, &snap).await;
+                Ok(respond(&state, &room, &snap, claims.visitor, None, rules))
+            }
+        }
+    }
 }
 
 /// A status poll held until the sale changes or `secs` pass (`Prefer:
