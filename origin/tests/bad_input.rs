@@ -218,3 +218,24 @@ async fn an_unreachable_store_is_503_not_a_hang_or_a_500() {
     let health = api.call("GET", "/healthz", None).await;
     assert_eq!(health.status, 200);
 }
+
+#[tokio::test]
+async fn a_percent_encoded_room_is_the_room_it_spells() {
+    // The room is read from the path in place unless it is encoded; an
+    // encoded one is the decoded room (as axum decodes it), on every
+    // route that takes one.
+    let t = test_store();
+    let room = make_paused_room(t.store.as_ref(), "spelled", RoomSettings::default()).await;
+    let api = Api::new(state(t.store.clone()));
+    let joined = api.call("POST", "/queue/%73pelled/join", None).await;
+    assert_eq!(joined.status, 200, "{}", joined.json);
+    assert_eq!(joined.json["room"]["id"], "spelled");
+    let ticket = joined.ticket();
+    let plain = api.status(&room, &ticket).await;
+    let encoded = api
+        .call("GET", "/queue/spell%65d/status", Some(&ticket))
+        .await;
+    assert_eq!(encoded.status, 200, "{}", encoded.json);
+    assert_eq!(encoded.json["position"], plain.json["position"]);
+    assert_eq!(t.store.figures(&room).await.unwrap().waiting, 1);
+}
