@@ -4,7 +4,8 @@
 //! `Authorization: Bearer` (apps).
 
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{FromRequestParts, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
@@ -518,19 +519,54 @@ async fn join(
 // No span: the poll answered from the view, most of a sale's requests,
 // logs nothing, and a span's wrapper doubled its future (copied on every
 // request); the store's way has its own (`stored_status`).
-async fn status(
-    State(state): State<AppState>,
-    RoomTicket { room, presented }: RoomTicket,
-    Client(client): Client,
-    Preferred(preferred): Preferred,
-) -> Result<Response, ApiError> {
-    // The poll the view answers (far back in line: most of a sale's
-    // requests) is answered here, without waiting; whatever waits goes in
-    // a boxed future of its own, so this one, created and copied on every
-    // request, carries none of theirs.
-    match at_once(&state, &room, presented, preferred) {
+async fn status(Poll(poll): Poll) -> Result<Response, ApiError> {
+    match poll {
         Ok(response) => Ok(response),
-        Err(later) => Box::pin(later.answer(state, room, client)).await,
+        Err(later) => Box::pin(later.answer()).await,
+    }
+}
+
+/// A status poll, answered at once where it can be (far back in line,
+/// from the view: most of a sale's requests), else what it waits for. An
+/// extractor rather than the handler's body: an extractor reads the
+/// router's state by reference, where taking `State` clones it, two atomic
+/// writes a poll to the one counter every request on every core shares.
+/// Whatever waits goes in a boxed future of its own (with its own clone of
+/// the state), so the handler's, created and copied on every request,
+/// carries none of theirs.
+struct Poll(Result<Response, Box<Pending>>);
+
+/// A poll the view could not answer at once, with what answering it needs.
+struct Pending {
+    later: Box<Later>,
+    state: AppState,
+    room: RoomId,
+    client: ClientKey,
+}
+
+impl Pending {
+    async fn answer(self) -> Result<Response, ApiError> {
+        self.later.answer(self.state, self.room, self.client).await
+    }
+}
+
+impl FromRequestParts<AppState> for Poll {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Poll, ApiError> {
+        let RoomTicket { room, presented } = RoomTicket::from_request_parts(parts, state).await?;
+        let Ok(Client(client)) = Client::from_request_parts(parts, state).await;
+        let Ok(Preferred(preferred)) = Preferred::from_request_parts(parts, state).await;
+        Ok(Poll(at_once(state, &room, presented, preferred).map_err(
+            |later| {
+                Box::new(Pending {
+                    later,
+                    state: state.clone(),
+                    room,
+                    client,
+                })
+            },
+        )))
     }
 }
 
