@@ -206,12 +206,22 @@ async fn required_claims(
     room: &RoomId,
     now: u64,
 ) -> Result<Claims, ApiError> {
-    match checked_claims(state, presented, room, now)
-        .and_then(|claims| claims.ok_or(ApiError::MissingTicket))
-    {
+    match present_claims(state, presented, room, now) {
         Ok(claims) => Ok(claims),
         Err(e) => Err(Box::pin(unknown_room_first(state, room, e)).await),
     }
+}
+
+/// [`checked_claims`] of a ticket that must be there, without the store
+/// (which [`required_claims`] asks when it is refused).
+fn present_claims(
+    state: &AppState,
+    presented: Result<Option<Presented>, ApiError>,
+    room: &RoomId,
+    now: u64,
+) -> Result<Claims, ApiError> {
+    checked_claims(state, presented, room, now)
+        .and_then(|claims| claims.ok_or(ApiError::MissingTicket))
 }
 
 /// The ticket's claims, checked without the store.
@@ -534,9 +544,10 @@ async fn status(Poll(poll): Poll) -> Result<Response, ApiError> {
 /// Whatever waits goes in a boxed future of its own (with its own clone of
 /// the state), so the handler's, created and copied on every request,
 /// carries none of theirs.
-struct Poll(Result<Response, Box<Pending>>);
+struct Poll(Result<Response, Pending>);
 
-/// A poll the view could not answer at once, with what answering it needs.
+/// A poll the view could not answer at once, with what answering it needs
+/// (its `Later` already boxed: no second box around it).
 struct Pending {
     later: Box<Later>,
     state: AppState,
@@ -558,13 +569,11 @@ impl FromRequestParts<AppState> for Poll {
         let Ok(Client(client)) = Client::from_request_parts(parts, state).await;
         let Ok(Preferred(preferred)) = Preferred::from_request_parts(parts, state).await;
         Ok(Poll(at_once(state, &room, presented, preferred).map_err(
-            |later| {
-                Box::new(Pending {
-                    later,
-                    state: state.clone(),
-                    room,
-                    client,
-                })
+            |later| Pending {
+                later,
+                state: state.clone(),
+                room,
+                client,
             },
         )))
     }
@@ -598,8 +607,7 @@ fn at_once(
     presented: Result<Option<Presented>, ApiError>,
     preferred: Option<u64>,
 ) -> Result<Response, Box<Later>> {
-    let claims = checked_claims(state, presented, room, state.clock.now_secs())
-        .and_then(|claims| claims.ok_or(ApiError::MissingTicket))
+    let claims = present_claims(state, presented, room, state.clock.now_secs())
         .map_err(|e| Box::new(Later::Refused(e)))?;
     // Subscribed before the answer is computed, so no change after it is missed.
     let watch = preferred.and_then(|p| state.snapshots.watch(room).map(|w| (p, w)));
