@@ -4,8 +4,10 @@
 //! 1. HTTP throughput and latency at `--connections` keep-alive connections
 //!    against the origin's own `/healthz` (the ceiling of the HTTP stack on
 //!    this machine), then `join`, then `status` at the front and at the back
-//!    of a line of `--line` visitors; each phase is `--requests` requests,
-//!    cut short after `--seconds`.
+//!    of a line of `--line` visitors, and at the back again as the waiting
+//!    page polls (`Prefer: wait=20`, which a view's answer must not make
+//!    dearer); each phase is `--requests` requests, cut short after
+//!    `--seconds`.
 //! 2. Store memory per waiting visitor with `--line` waiting in one room
 //!    (Redis `INFO memory`, or this process's resident memory on the
 //!    embedded store, before and after filling the line).
@@ -155,14 +157,18 @@ enum PhaseName {
     StatusFront,
     /// Status of the last in a line of `--line`.
     StatusBack,
+    /// The same poll as the waiting page sends it, with `Prefer: wait=20`
+    /// (answered at once: the line's room is not selling).
+    StatusBackPage,
 }
 
 impl PhaseName {
-    const ALL: [PhaseName; 4] = [
+    const ALL: [PhaseName; 5] = [
         PhaseName::Healthz,
         PhaseName::Join,
         PhaseName::StatusFront,
         PhaseName::StatusBack,
+        PhaseName::StatusBackPage,
     ];
 }
 
@@ -320,6 +326,10 @@ fn run(args: &Args) -> Result<(), Error> {
 /// The status phases' names in the report.
 const STATUS_FRONT: &str = "status, front of the line";
 const STATUS_BACK: &str = "status, back of the line";
+const STATUS_BACK_PAGE: &str = "status, back, as the page polls";
+/// What the waiting page sends with every poll (`pages/src/waiting/page.js`,
+/// `HOLD_S`).
+const PAGE_PREFER: &str = "wait=20";
 
 /// The origin's promoter interval in every phase (the binary's default).
 const TICK: Duration = Duration::from_millis(100);
@@ -719,6 +729,14 @@ async fn measure(
                 Target::get(addr, &format!("/queue/{line}/status"), Some(&back))?,
             ),
         ),
+        (
+            PhaseName::StatusBackPage,
+            (
+                STATUS_BACK_PAGE,
+                Target::get(addr, &format!("/queue/{line}/status"), Some(&back))?
+                    .prefer(PAGE_PREFER)?,
+            ),
+        ),
     ]
     .into_iter()
     .filter(|(name, _)| args.http_phases.contains(name))
@@ -876,6 +894,7 @@ struct Target {
     uri: hyper::Uri,
     host: hyper::header::HeaderValue,
     authorization: Option<hyper::header::HeaderValue>,
+    prefer: Option<hyper::header::HeaderValue>,
 }
 
 impl Target {
@@ -900,6 +919,15 @@ impl Target {
             authorization: bearer
                 .map(|t| format!("Bearer {t}").try_into())
                 .transpose()?,
+            prefer: None,
+        })
+    }
+
+    /// The same request with a `Prefer` header.
+    fn prefer(self, value: &str) -> Result<Target, Error> {
+        Ok(Target {
+            prefer: Some(value.try_into()?),
+            ..self
         })
     }
 
@@ -912,9 +940,14 @@ impl Target {
         if let Some(value) = &self.authorization {
             headers.insert(hyper::header::AUTHORIZATION, value.clone());
         }
+        if let Some(value) = &self.prefer {
+            headers.insert(PREFER.clone(), value.clone());
+        }
         req
     }
 }
+
+static PREFER: hyper::header::HeaderName = hyper::header::HeaderName::from_static("prefer");
 
 type Sender = hyper::client::conn::http1::SendRequest<Empty<Bytes>>;
 
