@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use common::{Api, TestStore, keys, on_memory, pinned_store, redis_url, unix_now};
 use origin::queue::redis::{RedisConfig, RedisStore};
+use origin::queue::snapshot::Snapshots;
 use origin::queue::{QueueStore, Standing, Watch};
 use origin::room::{QueueingMethod, RoomId, RoomSettings};
 use origin::state::AppState;
@@ -315,6 +316,35 @@ async fn random_rooms_and_the_front_of_the_line_always_ask_the_store() {
             }
         }
     }
+}
+
+/// A view counts its age from when it was asked for, not from when it
+/// arrived: an observation that took longer than a view may live (two
+/// ticks) to come back answers nobody, since the line may have moved by
+/// more than the front zone allows for meanwhile.
+#[tokio::test]
+async fn an_observation_that_came_back_late_answers_nobody() {
+    let clock = Arc::new(AtomicU64::new(unix_now() * 1000));
+    let t = pinned_store(clock.clone());
+    let store = Arc::new(common::recording::Recording::new(t.store.clone()));
+    let views = Snapshots::new(Duration::from_millis(100));
+    let settings = RoomSettings {
+        capacity: 1,
+        admit_per_second: 1.0,
+        ..RoomSettings::default()
+    };
+    let room = common::make_room(t.store.as_ref(), "late", settings).await;
+    let seqs = join_many(t.store.as_ref(), &room, 400).await;
+    let last = *seqs.last().unwrap();
+    views.saw(&room, last, Standing::Waiting { position: None });
+    views.refresh(store.as_ref(), &room).await.unwrap();
+    assert!(views.answer(&room, last).is_some(), "a fresh view answers");
+    store.delay_observations(300);
+    views.refresh(store.as_ref(), &room).await.unwrap();
+    assert!(
+        views.answer(&room, last).is_none(),
+        "a view whose figures are 300 ms old, on a 100 ms tick, answered"
+    );
 }
 
 /// Two real origins (servers and promoters, ticking every 50 ms) on one

@@ -171,12 +171,16 @@ impl Holds {
         let RoomWatch {
             mut signal,
             mut front,
+            start,
         } = watch;
         let held = self.enter()?;
         let wait = Duration::from_secs(secs);
-        // The signal the answer in hand was computed under; a change since
-        // subscribing is judged against it too.
-        let start = (*signal.borrow())?;
+        // The signal when subscribed (the answer in hand was computed after
+        // it): a change since then, even before the hold began, is judged
+        // against it. The receiver's current value would already be the
+        // changed one, and a room closed meanwhile would hold the poll to
+        // its end.
+        let start = start?;
         let near_front = position.is_none_or(|p| p <= front_zone(line, wait));
         // Far back, the line's moving changes nothing before the hold ends.
         let mut line_moves = near_front;
@@ -371,6 +375,50 @@ mod tests {
             ..start
         };
         assert!(wakes(start, Some(shorter), false));
+    }
+
+    /// A room closed after the poll subscribed but before its hold began
+    /// (during the store's answer, say) ends the hold at once: the change
+    /// is judged against the signal at subscription, not the receiver's
+    /// current value, which is already the closed one.
+    #[tokio::test]
+    async fn a_change_between_subscribing_and_holding_is_not_missed() {
+        let open = RoomSignal {
+            seats: SeatsLeft::Available,
+            ..signal(SeatsLeft::Available)
+        };
+        let (signals, rx) = tokio::sync::watch::channel(Some(open));
+        let (_fronts, front) = tokio::sync::watch::channel(Some(1));
+        let watch = RoomWatch {
+            signal: rx,
+            front,
+            start: Some(open),
+        };
+        let closed = RoomSignal {
+            state: crate::room::RoomState::Closed,
+            ..open
+        };
+        signals.send_replace(Some(closed));
+        let line = LineView {
+            state: crate::room::RoomState::Open,
+            opens_at_ms: None,
+            waiting: 100_000,
+            admit_rate: 1.0,
+            abandon_ms: 60_000,
+            sale: crate::queue::SaleSignal::AVAILABLE,
+            now_ms: 0,
+            schedule: None,
+        };
+        let holds = Holds::new(10);
+        // Far back (no wake for the line moving), for up to 20 s: it must
+        // end well before.
+        let hold = holds.hold(watch, Some(90_000), &line, 20);
+        let ended = tokio::time::timeout(Duration::from_secs(5), hold).await;
+        assert_eq!(
+            ended.ok(),
+            Some(Some(Some(closed))),
+            "held past a closing it should have seen"
+        );
     }
 
     #[test]

@@ -112,13 +112,17 @@ impl RoomSignal {
 pub struct RoomWatch {
     /// The room's signal.
     pub signal: watch::Receiver<Option<RoomSignal>>,
+    /// The signal when subscribed, which `signal` counts as seen: a change
+    /// between subscribing and holding is judged against this one (the
+    /// receiver's current value would hide it).
+    pub start: Option<RoomSignal>,
     /// The seq at the front of the line, as the latest observation saw it.
     pub front: watch::Receiver<Option<u64>>,
 }
 
 /// One room's view.
 struct RoomView {
-    /// The latest observation, and when this instance got it.
+    /// The latest observation, and when this instance asked for it.
     latest: Option<(Observation, Instant)>,
     /// Seqs that polled since the last observation, owed to the store.
     marks: CounterSet<u64>,
@@ -272,6 +276,7 @@ impl Snapshots {
         self.with_view(room, |v| {
             v.latest.as_ref()?;
             Some(RoomWatch {
+                start: *v.signal.borrow(),
                 signal: v.signal.subscribe(),
                 front: v.front.subscribe(),
             })
@@ -363,11 +368,15 @@ impl Snapshots {
                 since_ms: v.since_ms,
             }
         };
+        // The view's age counts from here, not from its arrival: a slow
+        // reply or a stalled task must not make it look younger than the
+        // store's figures are.
+        let asked = Instant::now();
         let result = store.observe(room, &watch).await;
         let mut v = view.lock().unwrap_or_else(PoisonError::into_inner);
         match result {
             Ok(obs) => {
-                v.install(&watch, obs);
+                v.install(&watch, obs, asked);
                 Ok(())
             }
             Err(e) => {
@@ -379,7 +388,8 @@ impl Snapshots {
 }
 
 impl RoomView {
-    fn install(&mut self, watch: &Watch, obs: Observation) {
+    /// Installs `obs`, asked of the store at `asked`.
+    fn install(&mut self, watch: &Watch, obs: Observation, asked: Instant) {
         let now = obs.line.now_ms;
         // Departures are kept a minute: a view that missed half of that
         // may have missed some, and forgets whom it saw.
@@ -406,7 +416,7 @@ impl RoomView {
         self.since_ms = now;
         let signal = Some(RoomSignal::of(&obs, *self.signal.borrow()));
         let front = obs.front.and_then(|f| f.seq);
-        self.latest = Some((obs, Instant::now()));
+        self.latest = Some((obs, asked));
         // Wakes the held polls near the front whenever the line moves.
         self.front.send_if_modified(|f| {
             let changed = *f != front;
@@ -479,12 +489,13 @@ mod tests {
         let view = views.view_or_new(&room);
         let install = |obs: Observation| {
             let mut v = view.lock().unwrap();
-            v.install(&Watch::default(), obs);
+            v.install(&Watch::default(), obs, Instant::now());
         };
         install(observed(&[1, 2, 3]));
         let RoomWatch {
             signal: mut rx,
             mut front,
+            ..
         } = views.watch(&room).expect("observed");
         assert_eq!(rx.borrow().unwrap().seats, SeatsLeft::Available);
         assert_eq!(*front.borrow(), Some(1));

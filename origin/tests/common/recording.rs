@@ -3,7 +3,7 @@
 //! rather than what the store does: how often the promoter lists rooms
 //! (`faults.rs`) and which place limit each join carries (`limits.rs`).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -20,6 +20,7 @@ pub struct Recording {
     room_lists: AtomicUsize,
     figures_reads: AtomicUsize,
     join_limits: Mutex<Vec<Option<PlaceLimit>>>,
+    observe_delay_ms: AtomicU64,
 }
 
 impl Recording {
@@ -30,6 +31,7 @@ impl Recording {
             room_lists: AtomicUsize::new(0),
             figures_reads: AtomicUsize::new(0),
             join_limits: Mutex::new(Vec::new()),
+            observe_delay_ms: AtomicU64::new(0),
         }
     }
 
@@ -43,6 +45,14 @@ impl Recording {
     #[allow(dead_code)] // only some test binaries ask
     pub fn figures_reads(&self) -> usize {
         self.figures_reads.load(Ordering::SeqCst)
+    }
+
+    /// Delays every observation's answer by `ms` from now on (a slow
+    /// reply, or a stalled task: the store's figures are as old as that
+    /// when they arrive).
+    #[allow(dead_code)] // only some test binaries ask
+    pub fn delay_observations(&self, ms: u64) {
+        self.observe_delay_ms.store(ms, Ordering::SeqCst);
     }
 
     /// The place limit of every join so far, in order.
@@ -98,7 +108,12 @@ impl QueueStore for Recording {
         room: &RoomId,
         watch: &origin::queue::Watch,
     ) -> Result<origin::queue::Observation, StoreError> {
-        self.inner.observe(room, watch).await
+        let obs = self.inner.observe(room, watch).await;
+        let delay = self.observe_delay_ms.load(Ordering::SeqCst);
+        if delay > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
+        }
+        obs
     }
     async fn ping(&self) -> Result<(), StoreError> {
         self.inner.ping().await
