@@ -18,14 +18,24 @@
 //! with no round trip to share (the embedded one: measured, batching cost
 //! its joins a tenth of their throughput and gained nothing).
 //!
+//! Batches of a room reach the store in the order they were taken, so the
+//! order of members is the order of arrival across batches too: each takes
+//! a turn when it is taken, and its call starts only once every earlier
+//! turn's has (its first poll writes it to the store's connection, which
+//! keeps the order). A batch taken by a full join or a leader goes from a
+//! task of its own, which may run after a later batch sent at once by a
+//! returning one; without turns that later batch took the lower members.
+//!
 //! No queue rule lives here (the stores hold them), and nothing of HTTP.
 
 use std::mem;
+use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::Poll;
 use std::time::Duration;
 
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 
 use super::{JoinRequest, Joined, PlaceLimit, QueueStore, StoreError};
 use crate::room::{RoomId, RoomMap};
@@ -100,12 +110,31 @@ struct Lane {
     batch: u64,
     requests: Vec<JoinRequest>,
     replies: Vec<Reply>,
+    /// Turns given to batches taken so far.
+    taken: u64,
+    /// Turns whose call has started (all below this one).
+    started: u64,
+    /// Wakes the batches waiting for their turn.
+    turns: Arc<Notify>,
+}
+
+/// A batch taken from its lane, with its turn to go to the store.
+struct Batch {
+    requests: Vec<JoinRequest>,
+    replies: Vec<Reply>,
+    turn: u64,
 }
 
 impl Lane {
-    fn take(&mut self) -> (Vec<JoinRequest>, Vec<Reply>) {
+    fn take(&mut self) -> Batch {
         self.in_flight += 1;
-        (mem::take(&mut self.requests), mem::take(&mut self.replies))
+        let turn = self.taken;
+        self.taken += 1;
+        Batch {
+            requests: mem::take(&mut self.requests),
+            replies: mem::take(&mut self.replies),
+            turn,
+        }
     }
 }
 
@@ -115,11 +144,7 @@ enum Step {
     /// the batch `u64`, sent after one yield to the scheduler.
     Lead(u64, oneshot::Receiver<Result<Joined, StoreError>>),
     /// The batch is full: send it from here, then read the answer.
-    Send(
-        Vec<JoinRequest>,
-        Vec<Reply>,
-        oneshot::Receiver<Result<Joined, StoreError>>,
-    ),
+    Send(Batch, oneshot::Receiver<Result<Joined, StoreError>>),
     /// Wait for the batch to be sent by whoever sends it.
     Wait(oneshot::Receiver<Result<Joined, StoreError>>),
 }
@@ -191,8 +216,7 @@ impl Joins {
             lane.requests.push(request);
             lane.replies.push(tx);
             if lane.requests.len() >= MAX_JOIN_BATCH {
-                let (requests, replies) = lane.take();
-                Step::Send(requests, replies, rx)
+                Step::Send(lane.take(), rx)
             } else if lead {
                 Step::Lead(lane.batch, rx)
             } else {
@@ -210,8 +234,8 @@ impl Joins {
                 drop(leader); // sends the batch
                 answer(rx).await
             }
-            Step::Send(requests, replies, rx) => {
-                tokio::spawn(run(shared.clone(), room.clone(), requests, replies));
+            Step::Send(batch, rx) => {
+                tokio::spawn(run(shared.clone(), room.clone(), batch));
                 answer(rx).await
             }
             Step::Wait(rx) => answer(rx).await,
@@ -224,8 +248,8 @@ impl Joins {
         let shared = self.shared.clone();
         tokio::spawn(async move {
             tokio::time::sleep(shared.window).await;
-            if let Some((requests, replies)) = shared.take_gathered(&room, batch) {
-                run(shared, room, requests, replies).await;
+            if let Some(taken) = shared.take_gathered(&room, batch) {
+                run(shared, room, taken).await;
             }
         });
     }
@@ -257,7 +281,7 @@ impl Shared {
     /// The batch `batch` of `room` if it is still gathering (it goes at its
     /// window's end, when full, or when its leader has yielded), now counted
     /// as at the store.
-    fn take_gathered(&self, room: &RoomId, batch: u64) -> Option<(Vec<JoinRequest>, Vec<Reply>)> {
+    fn take_gathered(&self, room: &RoomId, batch: u64) -> Option<Batch> {
         let mut lanes = self.lock();
         match lanes.by_room.get_mut(room) {
             Some(lane) if lane.batch == batch && !lane.requests.is_empty() => Some(lane.take()),
@@ -265,33 +289,126 @@ impl Shared {
         }
     }
 
-    /// One batch of `room` came back: the joins gathered meanwhile go next,
-    /// or the lane is forgotten when nothing is left.
-    fn finish(&self, room: &RoomId) -> Option<(Vec<JoinRequest>, Vec<Reply>)> {
+    /// One batch of `room` came back (or was given up): the joins gathered
+    /// meanwhile go next when `go_on`, or the lane is forgotten when
+    /// nothing is left.
+    fn finish(&self, room: &RoomId, go_on: bool) -> Option<Batch> {
         let mut lanes = self.lock();
         let lane = lanes.by_room.get_mut(room)?;
         lane.in_flight = lane.in_flight.saturating_sub(1);
-        if !lane.requests.is_empty() {
+        if go_on && !lane.requests.is_empty() {
             return Some(lane.take());
         }
-        if lane.in_flight == 0 {
+        if lane.in_flight == 0 && lane.requests.is_empty() {
             lanes.by_room.remove(room);
         }
         None
     }
+
+    /// Waits until every batch of `room` taken before turn `turn` has
+    /// started its call.
+    async fn wait_turn(&self, room: &RoomId, turn: u64) {
+        let waiting = |lanes: &Lanes| {
+            lanes
+                .by_room
+                .get(room)
+                .is_some_and(|lane| lane.started < turn)
+        };
+        loop {
+            let turns = {
+                let lanes = self.lock();
+                match lanes.by_room.get(room) {
+                    Some(lane) if lane.started < turn => lane.turns.clone(),
+                    _ => return,
+                }
+            };
+            let mut notified = pin!(turns.notified());
+            notified.as_mut().enable();
+            // A turn that started between the check and listening notified
+            // no one: look again.
+            if !waiting(&self.lock()) {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Turn `turn` of `room` has started its call (or never will): the next
+    /// may go.
+    fn started(&self, room: &RoomId, turn: u64) {
+        let mut lanes = self.lock();
+        if let Some(lane) = lanes.by_room.get_mut(room)
+            && lane.started <= turn
+        {
+            lane.started = turn + 1;
+            lane.turns.notify_waiters();
+        }
+    }
 }
 
-/// Sends batches of `room` until nothing is gathered: each answer to its
-/// caller, an error to each alike.
-async fn run(
-    shared: Arc<Shared>,
-    room: RoomId,
-    mut requests: Vec<JoinRequest>,
-    mut replies: Vec<Reply>,
-) {
+/// A batch between being taken and coming back. Dropped before its call
+/// started (its task cancelled at shutdown, or a panic), it still passes
+/// its turn on and leaves the lane, so the room's later batches do not wait
+/// for it forever. (Dropped while an earlier turn still waits, which only
+/// a runtime shutting down does, it lets the later ones go first.)
+struct Flight<'a> {
+    shared: &'a Shared,
+    room: &'a RoomId,
+    turn: u64,
+    started: bool,
+    landed: bool,
+}
+
+impl Flight<'_> {
+    fn started(&mut self) {
+        self.started = true;
+        self.shared.started(self.room, self.turn);
+    }
+
+    fn land(&mut self) -> Option<Batch> {
+        self.landed = true;
+        self.shared.finish(self.room, true)
+    }
+}
+
+impl Drop for Flight<'_> {
+    fn drop(&mut self) {
+        if !self.started {
+            self.shared.started(self.room, self.turn);
+        }
+        if !self.landed {
+            self.shared.finish(self.room, false);
+        }
+    }
+}
+
+/// Sends batches of `room` until nothing is gathered, each in its turn:
+/// each answer to its caller, an error to each alike.
+async fn run(shared: Arc<Shared>, room: RoomId, mut batch: Batch) {
     loop {
+        let Batch {
+            requests,
+            replies,
+            turn,
+        } = batch;
+        let mut flight = Flight {
+            shared: &shared,
+            room: &room,
+            turn,
+            started: false,
+            landed: false,
+        };
+        shared.wait_turn(&room, turn).await;
         shared.count(requests.len());
-        let result = shared.store.join_many(&room, &requests).await;
+        let mut call = pin!(shared.store.join_many(&room, &requests));
+        // Its first poll writes the call to the store's connection; the
+        // next turn may then go.
+        let first = std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await;
+        flight.started();
+        let result = match first {
+            Poll::Ready(result) => result,
+            Poll::Pending => call.await,
+        };
         match result {
             Ok(answers) => {
                 let mut answers = answers.into_iter();
@@ -310,11 +427,8 @@ async fn run(
                 }
             }
         }
-        match shared.finish(&room) {
-            Some((next_requests, next_replies)) => {
-                requests = next_requests;
-                replies = next_replies;
-            }
+        match flight.land() {
+            Some(next) => batch = next,
             None => return,
         }
     }
@@ -334,15 +448,72 @@ struct Leader {
 
 impl Drop for Leader {
     fn drop(&mut self) {
-        if let Some((requests, replies)) = self.shared.take_gathered(&self.room, self.batch)
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        if let Ok(runtime) = tokio::runtime::Handle::try_current()
+            && let Some(taken) = self.shared.take_gathered(&self.room, self.batch)
         {
-            runtime.spawn(run(
-                self.shared.clone(),
-                self.room.clone(),
-                requests,
-                replies,
-            ));
+            runtime.spawn(run(self.shared.clone(), self.room.clone(), taken));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::memory::MemoryStore;
+    use crate::room::{RoomSettings, RoomState};
+
+    /// A batch taken before another reaches the store before it, even when
+    /// the task that sends it runs later (as a full batch's own task may,
+    /// behind a later batch that a returning one sends at once): the later
+    /// batch waits for its turn, and the members keep the order of arrival.
+    #[tokio::test]
+    async fn batches_reach_the_store_in_the_order_they_were_taken() {
+        let store: Arc<dyn QueueStore> = Arc::new(MemoryStore::new());
+        let room = RoomId::parse("turns").unwrap();
+        store
+            .put_room(&room, &RoomSettings::default())
+            .await
+            .unwrap();
+        store.set_state(&room, RoomState::Paused).await.unwrap();
+        let shared = Arc::new(Shared {
+            store,
+            window: Duration::from_secs(60),
+            lanes: Mutex::default(),
+            batches: AtomicU64::new(0),
+            joins: AtomicU64::new(0),
+            alone: AtomicU64::new(0),
+        });
+        // Two batches of three, taken in order as the lane takes them.
+        let mut answers = Vec::new();
+        let mut take = || {
+            let mut lanes = shared.lock();
+            let lane = lanes.by_room.entry(room.clone()).or_default();
+            for _ in 0..3 {
+                let (tx, rx) = oneshot::channel();
+                lane.requests.push(JoinRequest {
+                    existing: None,
+                    draw: 0,
+                    limit: None,
+                });
+                lane.replies.push(tx);
+                answers.push(rx);
+            }
+            lane.take()
+        };
+        let (first, second) = (take(), take());
+        // The second's task runs first, the first's only later.
+        let later = tokio::spawn(run(shared.clone(), room.clone(), second));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::spawn(run(shared.clone(), room.clone(), first))
+            .await
+            .unwrap();
+        later.await.unwrap();
+        let mut seqs = Vec::new();
+        for rx in answers {
+            let joined = rx.await.unwrap().unwrap();
+            seqs.push(joined.answer().unwrap().seq.unwrap());
+        }
+        assert!(seqs.is_sorted(), "members out of arrival order: {seqs:?}");
+        assert!(shared.lock().by_room.is_empty(), "the lane is forgotten");
     }
 }
