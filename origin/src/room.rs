@@ -31,10 +31,13 @@ impl RoomId {
 }
 
 /// A map keyed by room, for the maps every queue request looks up. Rooms
-/// are created by the operator; a request only looks its room up, so no
-/// client can fill such a map with keys chosen to collide, and a fast
-/// seeded hash (foldhash) does where the default SipHash cost a status poll
-/// about 300 instructions.
+/// are created by the operator, and a request mostly only looks its room
+/// up; the one map a client's room enters unchecked (the join lanes, while
+/// its join is at the store) holds no more keys than joins in flight, which
+/// the per-address join limit bounds. So no client can fill such a map
+/// with keys chosen to collide, and a fast hash with a per-process random
+/// seed (foldhash) does where the default SipHash cost a status poll about
+/// 300 instructions.
 pub type RoomMap<V> = std::collections::HashMap<RoomId, V, foldhash::fast::RandomState>;
 
 impl fmt::Display for RoomId {
