@@ -23,7 +23,7 @@ use common::{Api, TestStore, keys, on_memory, pinned_store, redis_url, unix_now}
 use origin::queue::redis::{RedisConfig, RedisStore};
 use origin::queue::snapshot::Snapshots;
 use origin::queue::{QueueStore, Standing, Watch};
-use origin::room::{QueueingMethod, RoomId, RoomSettings};
+use origin::room::{QueueingMethod, RoomId, RoomSettings, Window};
 use origin::state::AppState;
 use rand::{RngExt, SeedableRng};
 use token::{Claims, Kind};
@@ -345,6 +345,49 @@ async fn an_observation_that_came_back_late_answers_nobody() {
         views.answer(&room, last).is_none(),
         "a view whose figures are 300 ms old, on a 100 ms tick, answered"
     );
+}
+
+/// A scheduled window that starts (or ends) within a view's horizon may
+/// switch the room to `passthrough` or `random`, or raise its rate, and
+/// another instance's tick may then let in whom this view would still call
+/// waiting: near a window's edge every status asks the store. Windows far
+/// off change nothing.
+#[tokio::test]
+async fn a_window_about_to_start_sends_every_status_to_the_store() {
+    let clock = Arc::new(AtomicU64::new(unix_now() * 1000));
+    let t = pinned_store(clock.clone());
+    let views = Snapshots::new(Duration::from_millis(100));
+    let now_ms = clock.load(Ordering::SeqCst);
+    let at = |ms: u64| {
+        time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).unwrap()
+    };
+    for (id, starts_in_ms, answered) in [("soon", 500, false), ("later", 3_600_000, true)] {
+        let settings = RoomSettings {
+            capacity: 1,
+            admit_per_second: 1.0,
+            windows: vec![Window {
+                starts_at: at(now_ms + starts_in_ms),
+                ends_at: at(now_ms + starts_in_ms + 60_000),
+                capacity: None,
+                admit_per_second: None,
+                session_seconds: None,
+                method: Some(QueueingMethod::Passthrough),
+            }],
+            ..RoomSettings::default()
+        };
+        settings.validate().unwrap();
+        let room = common::make_room(t.store.as_ref(), id, settings).await;
+        let seqs = join_many(t.store.as_ref(), &room, 400).await;
+        let last = *seqs.last().unwrap();
+        views.saw(&room, last, Standing::Waiting { position: None });
+        views.refresh(t.store.as_ref(), &room).await.unwrap();
+        views.refresh(t.store.as_ref(), &room).await.unwrap();
+        assert_eq!(
+            views.answer(&room, last).is_some(),
+            answered,
+            "{id}: a window starting in {starts_in_ms} ms"
+        );
+    }
 }
 
 /// Two real origins (servers and promoters, ticking every 50 ms) on one

@@ -285,6 +285,10 @@ pub struct Observation {
     /// after `Watch::since_ms`, in ascending order; the store keeps them for
     /// [`DEPARTURES_KEPT_MS`].
     pub departed: Vec<u64>,
+    /// The next instant (store clock, unix ms) after the observation at
+    /// which a scheduled window of the room starts or ends, if any: the
+    /// method, rate or capacity may change then.
+    pub next_window_edge_ms: Option<u64>,
 }
 
 impl Observation {

@@ -10,6 +10,9 @@
 //! - the room is `fifo`, open or paused, past its opening, and not sold
 //!   out (no seat available is fine: nobody is admitted then, and when
 //!   seats come back admission starts within the budget's reach, as below);
+//! - no scheduled window starts or ends within the view's life and the
+//!   second after it (a window may change the method or the rate; the
+//!   stores report the next edge, and near it the store answers);
 //! - this instance saw the waiter in line at an observation, by a mark it
 //!   sent (so it is not a pre-queue draw), recently enough that the
 //!   abandonment rule cannot have dropped it since;
@@ -227,6 +230,16 @@ impl Snapshots {
         let line = &obs.line;
         let open = matches!(line.state, RoomState::Open | RoomState::Paused);
         if obs.method != QueueingMethod::Fifo || !open || line.before_opening() {
+            return None;
+        }
+        // A scheduled window that starts or ends before this answer's
+        // horizon (the view's life and the second the front zone allows
+        // for) may change the method or the rate: the store answers across
+        // it.
+        if obs
+            .next_window_edge_ms
+            .is_some_and(|edge| edge <= line.now_ms + self.margin_ms())
+        {
             return None;
         }
         let seen = *v.seen_in_line.get(&seq)?;
@@ -478,6 +491,7 @@ mod tests {
             gone: Vec::new(),
             drawn: Vec::new(),
             departed: Vec::new(),
+            next_window_edge_ms: None,
         }
     }
 

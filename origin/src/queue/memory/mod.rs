@@ -164,6 +164,19 @@ impl Room {
         }
     }
 
+    /// The next instant after `now` at which one of the room's windows
+    /// starts or ends.
+    fn next_window_edge(&self, now: u64) -> Option<u64> {
+        let now = i64::try_from(now).unwrap_or(i64::MAX);
+        self.settings
+            .windows
+            .iter()
+            .flat_map(|w| [unix_ms(w.starts_at), unix_ms(w.ends_at)])
+            .filter(|&edge| edge > now)
+            .min()
+            .and_then(|edge| u64::try_from(edge).ok())
+    }
+
     /// The member a sequence number names, if this room gave it out: as the
     /// Redis store, sequence numbers start at a base taken from the clock
     /// when the room is created, so a ticket from an earlier life of the
@@ -870,6 +883,7 @@ impl QueueStore for MemoryStore {
                 gone,
                 drawn,
                 departed,
+                next_window_edge_ms: r.next_window_edge(now),
             }
         })
     }

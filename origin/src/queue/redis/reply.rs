@@ -350,7 +350,8 @@ pub fn observation(value: Value, polled: &[u64]) -> Result<Observation, StoreErr
         gone,
         drawn,
         departed,
-    ] = <[Value; 9]>::try_from(items(value)?)
+        next_edge,
+    ] = <[Value; 10]>::try_from(items(value)?)
         .map_err(|_| bad("observation has the wrong length"))?;
     let line = snapshot(view)?.line;
     let method = text(&method)
@@ -438,6 +439,7 @@ pub fn observation(value: Value, polled: &[u64]) -> Result<Observation, StoreErr
         gone: sorted(gone, bitmap_gone)?,
         drawn: sorted(drawn, bitmap_drawn)?,
         departed: sorted(departed, Vec::new())?,
+        next_window_edge_ms: u64::try_from(int(&next_edge)?).ok(),
     })
 }
 

@@ -7,7 +7,9 @@
 -- ARGV[6..] seqs that polled the instance since its last observation
 -- Returns {view() (outcome 'waiting', no member), method, front rank-1 score
 -- (-1: nobody waits), base, samples_at, samples, {gone seqs}, {drawn seqs},
--- {departed seqs}}, or UNKNOWN_ROOM. samples is '' (none), or the line as
+-- {departed seqs}, next window edge (-1: none)}, or UNKNOWN_ROOM.
+-- The next window edge is the first start or end of a scheduled window
+-- after now (ms): the method, rate or capacity may change then. samples is '' (none), or the line as
 -- the present bitmap has it: {waiting, draws, from_byte, bytes, first}
 -- (draws: how many wait on a pre-queue draw, all of them on the lowest
 -- members present; bytes: the bitmap from byte from_byte on, which holds
@@ -114,6 +116,17 @@ for _, m in ipairs(redis.call('ZRANGEBYSCORE', DEPARTED, ARGV[2], '+inf')) do
   departed[#departed + 1] = room.base + tonumber(m)
 end
 
+local next_edge = -1
+if room.windows ~= '' and room.windows ~= '[]' then
+  for _, w in ipairs(cjson.decode(room.windows)) do
+    for _, edge in ipairs({ w.s, w.e }) do
+      if edge > now and (next_edge < 0 or edge < next_edge) then
+        next_edge = edge
+      end
+    end
+  end
+end
+
 local front = redis.call('ZRANGE', WAITING, 0, 0, 'WITHSCORES')
 return { view(room, now, 'waiting'), room.method, front[2] or -1, room.base, samples_at,
-  samples, gone, drawn, departed }
+  samples, gone, drawn, departed, int(next_edge) }

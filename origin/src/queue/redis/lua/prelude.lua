@@ -105,6 +105,8 @@ local function load_room(now)
     -- sweep stopped at its bound
     swept = tonumber(v[21]) or 0,
     sweep_more = v[22] == '1',
+    -- the scheduled windows as stored (JSON; '' or '[]': none)
+    windows = v[14] or '',
   }
   if v[14] and v[14] ~= '' and v[14] ~= '[]' then
     for _, w in ipairs(cjson.decode(v[14])) do
