@@ -327,7 +327,9 @@ async fn an_observation_that_came_back_late_answers_nobody() {
     let clock = Arc::new(AtomicU64::new(unix_now() * 1000));
     let t = pinned_store(clock.clone());
     let store = Arc::new(common::recording::Recording::new(t.store.clone()));
-    let views = Snapshots::new(Duration::from_millis(100));
+    // A tick long enough that a loaded machine answers well inside a fresh
+    // view's life (two ticks).
+    let views = Snapshots::new(Duration::from_secs(1));
     let settings = RoomSettings {
         capacity: 1,
         admit_per_second: 1.0,
@@ -339,11 +341,11 @@ async fn an_observation_that_came_back_late_answers_nobody() {
     views.saw(&room, last, Standing::Waiting { position: None });
     views.refresh(store.as_ref(), &room).await.unwrap();
     assert!(views.answer(&room, last).is_some(), "a fresh view answers");
-    store.delay_observations(300);
+    store.delay_observations(2_500);
     views.refresh(store.as_ref(), &room).await.unwrap();
     assert!(
         views.answer(&room, last).is_none(),
-        "a view whose figures are 300 ms old, on a 100 ms tick, answered"
+        "a view whose figures are 2.5 s old, on a 1 s tick, answered"
     );
 }
 
@@ -356,7 +358,8 @@ async fn an_observation_that_came_back_late_answers_nobody() {
 async fn a_window_about_to_start_sends_every_status_to_the_store() {
     let clock = Arc::new(AtomicU64::new(unix_now() * 1000));
     let t = pinned_store(clock.clone());
-    let views = Snapshots::new(Duration::from_millis(100));
+    // A view lives two ticks; its horizon is that and a second (3 s here).
+    let views = Snapshots::new(Duration::from_secs(1));
     let now_ms = clock.load(Ordering::SeqCst);
     let at = |ms: u64| {
         time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).unwrap()
@@ -380,7 +383,6 @@ async fn a_window_about_to_start_sends_every_status_to_the_store() {
         let seqs = join_many(t.store.as_ref(), &room, 400).await;
         let last = *seqs.last().unwrap();
         views.saw(&room, last, Standing::Waiting { position: None });
-        views.refresh(t.store.as_ref(), &room).await.unwrap();
         views.refresh(t.store.as_ref(), &room).await.unwrap();
         assert_eq!(
             views.answer(&room, last).is_some(),

@@ -25,6 +25,10 @@
 //! keeps the order). A batch taken by a full join or a leader goes from a
 //! task of its own, which may run after a later batch sent at once by a
 //! returning one; without turns that later batch took the lower members.
+//! Not kept across an outage: a call's first poll writes nothing while the
+//! connection is being made again, and one that finds Redis without the
+//! script loads it and sends again, behind calls sent meanwhile; batches
+//! in flight at such a moment may reach the store in another order.
 //!
 //! No queue rule lives here (the stores hold them), and nothing of HTTP.
 
@@ -346,11 +350,12 @@ impl Shared {
     }
 }
 
-/// A batch between being taken and coming back. Dropped before its call
-/// started (its task cancelled at shutdown, or a panic), it still passes
-/// its turn on and leaves the lane, so the room's later batches do not wait
-/// for it forever. (Dropped while an earlier turn still waits, which only
-/// a runtime shutting down does, it lets the later ones go first.)
+/// A batch between its task's first run and coming back. Dropped before
+/// its call started (a panic, or its task cancelled), it still passes its
+/// turn on and leaves the lane, so the room's later batches do not wait for
+/// it forever. Only a runtime shutting down drops such a task before it
+/// runs (no guard then: nothing of the room runs afterwards) or while an
+/// earlier turn still waits (the later ones then go first).
 struct Flight<'a> {
     shared: &'a Shared,
     room: &'a RoomId,
