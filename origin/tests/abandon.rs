@@ -124,18 +124,95 @@ async fn a_new_abandon_time_counts_the_line_as_polling_from_when_it_is_set() {
     };
     store.put_room(&room, &short).await.unwrap();
 
-    // Counted as polling at the change: kept until 5/6 of the new time...
-    clock.store(changed + 4_900, Ordering::SeqCst);
-    assert_eq!(store.tick(&room).await.unwrap().abandoned, 0);
+    // Counted as polling at the change: kept until 5/6 of the new time
+    // (ticked as a promoter does: a gap between ticks of half the abandon
+    // time would read as an outage)...
+    let mut now = changed;
+    while now < changed + 4_900 {
+        now += TICK;
+        clock.store(now, Ordering::SeqCst);
+        assert_eq!(store.tick(&room).await.unwrap().abandoned, 0);
+    }
     // ...and dropped by the new time plus a tick after it.
     let mut dropped = 0;
-    let mut now = changed + 4_900;
     while now < changed + 6_000 + TICK {
         now += TICK;
         clock.store(now, Ordering::SeqCst);
         dropped += store.tick(&room).await.unwrap().abandoned;
     }
     assert_eq!(dropped, 1, "dropped within 6 s and a tick of the change");
+    assert_eq!(
+        api.status(&room, &silent.ticket()).await.json["state"],
+        "expired"
+    );
+}
+
+/// An outage longer than the abandon time (Redis away, or every promoter),
+/// during which polls are refused rather than marked, drops nobody for it:
+/// the first tick after it counts the whole line as polling, so a waiter
+/// that polls again as told stays, and a silent one goes within the
+/// abandon time plus a tick of the outage's end.
+#[tokio::test]
+async fn an_outage_longer_than_the_abandon_time_drops_nobody_for_it() {
+    let start = unix_now() * 1000;
+    let clock = Arc::new(AtomicU64::new(start));
+    let t = pinned_store(clock.clone());
+    let store = t.store.clone();
+    let room = make_paused_room(
+        store.as_ref(),
+        "outage",
+        RoomSettings {
+            abandon_seconds: 6,
+            ..settings(1)
+        },
+    )
+    .await;
+    let api = Api::new(state(store.clone()).with_clock(Clock::Manual(clock.clone())));
+    let abandon = 6_000;
+    let silent = api.join(&room, None).await;
+    let polling = api.join(&room, None).await;
+    let ticket = polling.ticket();
+    // Ticks as a promoter's for a second, with a poll at its end.
+    let mut now = start;
+    while now < start + 1_000 {
+        now += TICK;
+        clock.store(now, Ordering::SeqCst);
+        assert_eq!(store.tick(&room).await.unwrap().abandoned, 0);
+    }
+    assert_eq!(api.status(&room, &ticket).await.json["state"], "waiting");
+    // Nothing for 20 s: no tick, and no poll reaches the store.
+    now += 20_000;
+    clock.store(now, Ordering::SeqCst);
+    let back = now;
+    assert_eq!(
+        store.tick(&room).await.unwrap().abandoned,
+        0,
+        "the first tick after the outage dropped waiters for it"
+    );
+    // From here the promoter ticks and the waiter polls as told again.
+    let reply = api.status(&room, &ticket).await;
+    assert_eq!(reply.json["state"], "waiting");
+    let mut next_poll = now + reply.json["poll_after_ms"].as_u64().unwrap();
+    let mut dropped_at = None;
+    while now < back + 3 * abandon {
+        now += TICK;
+        clock.store(now, Ordering::SeqCst);
+        if now >= next_poll {
+            let reply = api.status(&room, &ticket).await;
+            assert_eq!(reply.json["state"], "waiting", "polled as told, dropped");
+            next_poll = now + reply.json["poll_after_ms"].as_u64().unwrap();
+        }
+        let report = store.tick(&room).await.unwrap();
+        if report.abandoned > 0 {
+            assert_eq!(report.abandoned, 1, "only the silent one");
+            dropped_at = Some(now - back);
+        }
+    }
+    let dropped_at = dropped_at.expect("the silent waiter was dropped");
+    assert!(
+        dropped_at <= abandon + TICK,
+        "dropped {dropped_at} ms after the outage, abandon {abandon}"
+    );
     assert_eq!(
         api.status(&room, &silent.ticket()).await.json["state"],
         "expired"

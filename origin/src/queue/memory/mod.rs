@@ -110,6 +110,8 @@ struct Polls {
     present: bool,
     /// generation -> the waiters whose last poll fell in it.
     by_gen: BTreeMap<u64, MemberSet>,
+    /// When the last tick ran (store clock, ms).
+    tick_at: Option<u64>,
 }
 
 /// Counters the tick keeps to tell sessions that ended early (left, booked)
@@ -302,18 +304,23 @@ impl Room {
         if self.polls.g != Some(g) {
             self.polls.g = Some(g);
             self.polls.newest = k;
-            let everyone: MemberSet = self.waiters.keys().copied().collect();
-            self.polls.by_gen.clear();
-            if !everyone.is_empty() {
-                self.polls.by_gen.insert(k, everyone);
-            }
-            for (_, generation) in self.waiters.values_mut() {
-                *generation = k;
-            }
+            self.all_polling(k);
         } else if k > self.polls.newest {
             self.polls.newest = k;
         }
         self.polls.newest
+    }
+
+    /// Every waiter counts as polling in generation `k`.
+    fn all_polling(&mut self, k: u64) {
+        let everyone: MemberSet = self.waiters.keys().copied().collect();
+        self.polls.by_gen.clear();
+        if !everyone.is_empty() {
+            self.polls.by_gen.insert(k, everyone);
+        }
+        for (_, generation) in self.waiters.values_mut() {
+            *generation = k;
+        }
     }
 
     /// Takes `member` out of the generation it is filed under.
@@ -355,9 +362,19 @@ impl Room {
     /// `tick.lua`: only when a generation died since the last sweep (or it
     /// stopped at its bound), lowest member first, at most `bound`.
     fn stale(&mut self, now: u64, bound: usize) -> Vec<Member> {
-        self.generation(now);
+        let k = self.generation(now);
         let g = self.polls.g.unwrap_or(1);
         let abandon_ms = u64::from(self.settings.abandon_seconds) * 1000;
+        // A gap between ticks of more than half the abandon time, as in
+        // `tick.lua`: the whole line counts as polling now.
+        if self
+            .polls
+            .tick_at
+            .is_some_and(|at| now.saturating_sub(at) > abandon_ms / 2)
+        {
+            self.all_polling(k);
+        }
+        self.polls.tick_at = Some(now);
         let dead = now.saturating_sub(abandon_ms) / g;
         if !((dead > self.polls.swept || self.polls.more) && self.polls.present) {
             return Vec::new();

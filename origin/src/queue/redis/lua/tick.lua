@@ -39,6 +39,18 @@ if redis.call('EXISTS', SEEN) == 1 then
   room.sweep_more = true
 end
 
+-- A gap between ticks of more than half the abandon time: Redis, or every
+-- promoter, was away, and the polls meanwhile were refused rather than
+-- marked (a faithful poller's last mark may then be older than the
+-- abandon time allows). The whole line counts as polling now, as when the
+-- abandon time changes: an outage drops nobody who polls again as told,
+-- and one who stopped goes an abandon time after it.
+local last_tick = tonumber(redis.call('HGET', ROOM, 'tick_at'))
+if last_tick and now - last_tick > room.abandon_ms / 2 and redis.call('EXISTS', PRESENT) == 1 then
+  redis.call('BITOP', 'OR', polled_key(gen_now), polled_key(gen_now), PRESENT)
+end
+redis.call('HSET', ROOM, 'tick_at', int(now))
+
 local stale = {}
 -- The newest generation no longer live (k*g + abandon <= now).
 local dead = math.floor((now - room.abandon_ms) / g)
