@@ -117,12 +117,10 @@ for _, m in ipairs(redis.call('ZRANGEBYSCORE', DEPARTED, ARGV[2], '+inf')) do
 end
 
 local next_edge = -1
-if room.windows ~= '' and room.windows ~= '[]' then
-  for _, w in ipairs(cjson.decode(room.windows)) do
-    for _, edge in ipairs({ w.s, w.e }) do
-      if edge > now and (next_edge < 0 or edge < next_edge) then
-        next_edge = edge
-      end
+for _, w in ipairs(room.windows or {}) do
+  for _, edge in ipairs({ w.s, w.e }) do
+    if edge > now and (next_edge < 0 or edge < next_edge) then
+      next_edge = edge
     end
   end
 end

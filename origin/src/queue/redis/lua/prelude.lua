@@ -105,11 +105,12 @@ local function load_room(now)
     -- sweep stopped at its bound
     swept = tonumber(v[21]) or 0,
     sweep_more = v[22] == '1',
-    -- the scheduled windows as stored (JSON; '' or '[]': none)
-    windows = v[14] or '',
   }
+  -- room.windows: the scheduled windows, decoded (observe.lua reads their
+  -- edges); nil when there are none
   if v[14] and v[14] ~= '' and v[14] ~= '[]' then
-    for _, w in ipairs(cjson.decode(v[14])) do
+    room.windows = cjson.decode(v[14])
+    for _, w in ipairs(room.windows) do
       if now >= w.s and now < w.e then
         room.capacity = w.c or room.capacity
         room.rate = w.r or room.rate
