@@ -312,25 +312,20 @@ impl Shared {
     /// Waits until every batch of `room` taken before turn `turn` has
     /// started its call.
     async fn wait_turn(&self, room: &RoomId, turn: u64) {
-        let waiting = |lanes: &Lanes| {
-            lanes
-                .by_room
-                .get(room)
-                .is_some_and(|lane| lane.started < turn)
+        // What wakes this turn, while an earlier one has not started.
+        let earlier = |lanes: &Lanes| {
+            let lane = lanes.by_room.get(room).filter(|lane| lane.started < turn)?;
+            Some(lane.turns.clone())
         };
         loop {
-            let turns = {
-                let lanes = self.lock();
-                match lanes.by_room.get(room) {
-                    Some(lane) if lane.started < turn => lane.turns.clone(),
-                    _ => return,
-                }
+            let Some(turns) = earlier(&self.lock()) else {
+                return;
             };
             let mut notified = pin!(turns.notified());
             notified.as_mut().enable();
             // A turn that started between the check and listening notified
             // no one: look again.
-            if !waiting(&self.lock()) {
+            if earlier(&self.lock()).is_none() {
                 return;
             }
             notified.await;
