@@ -11,26 +11,49 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use common::*;
 use origin::clock::Clock;
-use origin::room::RoomSettings;
+use origin::room::{RoomId, RoomSettings};
 
 /// The promoter's tick in this test (ms).
 const TICK: u64 = 100;
 
-async fn polling_waiter_stays_and_silent_one_goes(abandon_seconds: u32) {
+/// A paused room on a store and an API whose clock is pinned, at `start`
+/// (now), and stepped by the test.
+struct Pinned {
+    start: u64,
+    clock: Arc<AtomicU64>,
+    t: TestStore,
+    room: RoomId,
+    api: Api,
+}
+
+async fn pinned_room(name: &str, abandon_seconds: u32) -> Pinned {
     let start = unix_now() * 1000;
     let clock = Arc::new(AtomicU64::new(start));
     let t = pinned_store(clock.clone());
+    let settings = RoomSettings {
+        abandon_seconds,
+        ..settings(1)
+    };
+    let room = make_paused_room(t.store.as_ref(), name, settings).await;
+    let api = Api::new(state(t.store.clone()).with_clock(Clock::Manual(clock.clone())));
+    Pinned {
+        start,
+        clock,
+        t,
+        room,
+        api,
+    }
+}
+
+async fn polling_waiter_stays_and_silent_one_goes(abandon_seconds: u32) {
+    let Pinned {
+        start,
+        clock,
+        t,
+        room,
+        api,
+    } = pinned_room(&format!("paced{abandon_seconds}"), abandon_seconds).await;
     let store = t.store.clone();
-    let room = make_paused_room(
-        store.as_ref(),
-        &format!("paced{abandon_seconds}"),
-        RoomSettings {
-            abandon_seconds,
-            ..settings(1)
-        },
-    )
-    .await;
-    let api = Api::new(state(store.clone()).with_clock(Clock::Manual(clock.clone())));
     let abandon = u64::from(abandon_seconds) * 1000;
 
     let silent = api.join(&room, None).await;
@@ -101,16 +124,14 @@ async fn a_waiter_polling_as_told_is_never_dropped_and_a_silent_one_is_within_ab
 /// within the new abandon time plus a tick of the change.
 #[tokio::test]
 async fn a_new_abandon_time_counts_the_line_as_polling_from_when_it_is_set() {
-    let start = unix_now() * 1000;
-    let clock = Arc::new(AtomicU64::new(start));
-    let t = pinned_store(clock.clone());
+    let Pinned {
+        start,
+        clock,
+        t,
+        room,
+        api,
+    } = pinned_room("renumbered", 60).await;
     let store = t.store.clone();
-    let long = RoomSettings {
-        abandon_seconds: 60,
-        ..settings(1)
-    };
-    let room = make_paused_room(store.as_ref(), "renumbered", long.clone()).await;
-    let api = Api::new(state(store.clone()).with_clock(Clock::Manual(clock.clone())));
     let silent = api.join(&room, None).await;
     assert_eq!(silent.json["state"], "waiting");
 
@@ -120,7 +141,7 @@ async fn a_new_abandon_time_counts_the_line_as_polling_from_when_it_is_set() {
     assert_eq!(store.tick(&room).await.unwrap().abandoned, 0);
     let short = RoomSettings {
         abandon_seconds: 6,
-        ..long
+        ..settings(1)
     };
     store.put_room(&room, &short).await.unwrap();
 
@@ -154,20 +175,14 @@ async fn a_new_abandon_time_counts_the_line_as_polling_from_when_it_is_set() {
 /// abandon time plus a tick of the outage's end.
 #[tokio::test]
 async fn an_outage_longer_than_the_abandon_time_drops_nobody_for_it() {
-    let start = unix_now() * 1000;
-    let clock = Arc::new(AtomicU64::new(start));
-    let t = pinned_store(clock.clone());
+    let Pinned {
+        start,
+        clock,
+        t,
+        room,
+        api,
+    } = pinned_room("outage", 6).await;
     let store = t.store.clone();
-    let room = make_paused_room(
-        store.as_ref(),
-        "outage",
-        RoomSettings {
-            abandon_seconds: 6,
-            ..settings(1)
-        },
-    )
-    .await;
-    let api = Api::new(state(store.clone()).with_clock(Clock::Manual(clock.clone())));
     let abandon = 6_000;
     let silent = api.join(&room, None).await;
     let polling = api.join(&room, None).await;
