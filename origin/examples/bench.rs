@@ -941,13 +941,13 @@ impl Target {
             headers.insert(hyper::header::AUTHORIZATION, value.clone());
         }
         if let Some(value) = &self.prefer {
-            headers.insert(PREFER.clone(), value.clone());
+            headers.insert(PREFER, value.clone());
         }
         req
     }
 }
 
-static PREFER: hyper::header::HeaderName = hyper::header::HeaderName::from_static("prefer");
+const PREFER: hyper::header::HeaderName = hyper::header::HeaderName::from_static("prefer");
 
 type Sender = hyper::client::conn::http1::SendRequest<Empty<Bytes>>;
 

@@ -383,10 +383,7 @@ mod tests {
     /// current value, which is already the closed one.
     #[tokio::test]
     async fn a_change_between_subscribing_and_holding_is_not_missed() {
-        let open = RoomSignal {
-            seats: SeatsLeft::Available,
-            ..signal(SeatsLeft::Available)
-        };
+        let open = signal(SeatsLeft::Available);
         let (signals, rx) = tokio::sync::watch::channel(Some(open));
         let (_fronts, front) = tokio::sync::watch::channel(Some(1));
         let watch = RoomWatch {
