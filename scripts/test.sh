@@ -14,6 +14,9 @@ ensure_rust
 ensure_redis
 ensure_mariadb
 
+# A clean build each run: incremental caches only grow the target folder.
+export CARGO_INCREMENTAL=0
+
 step() { printf '\n== %s\n' "$*"; }
 
 step "format"
@@ -27,7 +30,9 @@ step "tests (real Redis on 127.0.0.1:6379; the cluster, fault and persistence te
 cargo test --workspace
 step "the same origin suite on the embedded store"
 # (cluster, faults, persistence and parity are about Redis itself and ran above)
-WR_TEST_STORE=memory cargo test -p origin --lib --test admin --test bad_input --test fifo \
+# --workspace, as above: the same packages give the same features, so the
+# build above serves (`-p origin` alone built every dependency again).
+WR_TEST_STORE=memory cargo test --workspace --lib --test admin --test bad_input --test fifo \
   --test limits --test line --test methods --test openapi --test tokens \
   --test sale --test pages --test booking_api --test sessions --test eta --test console \
   --test joins --test abandon --test snapshots --test held_polls
