@@ -80,8 +80,8 @@ pub struct Config {
     #[arg(long, env = "WR_ROOMS")]
     pub rooms: Option<PathBuf>,
 
-    /// How often the promoter admits, in milliseconds.
-    #[arg(long, env = "WR_TICK_MS", default_value_t = 100, value_parser = clap::value_parser!(u64).range(10..=10_000))]
+    /// How often the promoter admits, in milliseconds (10 to 1000).
+    #[arg(long, env = "WR_TICK_MS", default_value_t = 100, value_parser = clap::value_parser!(u64).range(10..=MAX_TICK_MS))]
     pub tick_ms: u64,
 
     /// The admin API's key (`Authorization: Bearer <key>`), at least 16
@@ -277,6 +277,16 @@ pub enum CookieSecure {
     Never,
 }
 
+/// The longest promoter tick. A gap between a room's ticks of more than
+/// half its abandon time reads as a store outage, after which everyone in
+/// line counts as polling (`tick.lua`): a tick that long would switch
+/// abandonment off. So ticks stay under half the shortest abandon time
+/// (1.5 s), with half a second to spare for a tick that runs late.
+pub const MAX_TICK_MS: u64 = 1_000;
+
+const _: () =
+    assert!(MAX_TICK_MS + 500 <= crate::room::RoomSettings::MIN_ABANDON_SECONDS as u64 * 1000 / 2);
+
 impl Config {
     /// Whether cookies carry `Secure`, from `--cookie-secure` and `--listen`.
     pub fn secure_cookies(&self) -> bool {
@@ -351,6 +361,8 @@ mod tests {
         let cfg = Config::try_parse_from(["origin"]).unwrap();
         assert_eq!(cfg.listen.to_string(), "127.0.0.1:8080");
         assert_eq!(cfg.tick_ms, 100);
+        let longest = Config::try_parse_from(["origin", "--tick-ms", "1000"]).unwrap();
+        assert_eq!(longest.tick_ms, MAX_TICK_MS);
         assert!(cfg.redis_url.is_none());
         assert!(cfg.admin_key.is_none() && cfg.edge_secret.is_none());
         assert_eq!((cfg.ip_join_rate, cfg.ip_max_places), (0, 0));
@@ -398,6 +410,10 @@ mod tests {
         for args in [
             &["origin", "--listen", "nowhere"][..],
             &["origin", "--tick-ms", "0"],
+            // Half the shortest abandon time or more: every tick would read
+            // as the end of an outage, and nobody would ever be dropped.
+            &["origin", "--tick-ms", "1001"],
+            &["origin", "--tick-ms", "10000"],
             &["origin", "--redis-prefix", "{x}"],
             &["origin", "--unknown"],
             &["origin", "--admin-key", ""],
