@@ -17,7 +17,7 @@ ensure_mariadb
 # A clean build each run: incremental caches only grow the target folder.
 export CARGO_INCREMENTAL=0
 
-step() { printf '\n== %s\n' "$*"; }
+step() { printf '\n== %s (%s UTC)\n' "$*" "$(date -u +%H:%M:%S)"; }
 
 step "format"
 cargo fmt --all -- --check
@@ -51,3 +51,4 @@ step "the edge end to end: the worker in workerd before a real origin, and chrom
 scripts/edge-test.sh
 step "the on-sale rehearsal through the edge: 1,000 visitors, the worker in workerd, --check"
 scripts/rehearsal.sh --edge
+step "every check passed"
