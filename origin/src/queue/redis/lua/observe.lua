@@ -9,14 +9,14 @@
 -- (-1: nobody waits), base, samples_at, samples, {gone seqs}, {drawn seqs},
 -- {departed seqs}, next window edge (-1: none)}, or UNKNOWN_ROOM.
 -- The next window edge is the first start or end of a scheduled window
--- after now (ms): the method, rate or capacity may change then. samples is '' (none), or the line as
--- the present bitmap has it: {waiting, draws, from_byte, bytes, first}
--- (draws: how many wait on a pre-queue draw, all of them on the lowest
--- members present; bytes: the bitmap from byte from_byte on, which holds
--- every member in line; first: the lowest member placed after the opening,
--- -1 if none), and then gone and drawn are empty (the instance reads them
--- off the bitmap), or, when the bitmap cannot say (see below), 'rank
--- score' pairs, space separated.
+-- after now (ms): the method, rate or capacity may change then.
+-- samples is '' (none), or the line as the present bitmap has it:
+-- {waiting, draws, from_byte, bytes, first} (draws: how many wait on a
+-- pre-queue draw, all of them on the lowest members present; bytes: the
+-- bitmap from byte from_byte on, which holds every member in line; first:
+-- the lowest member placed after the opening, -1 if none), and then gone
+-- and drawn are empty (the instance reads them off the bitmap), or, when
+-- the bitmap cannot say (see below), 'rank score' pairs, space separated.
 local now = now_ms()
 local room = load_room(now)
 if not room then
