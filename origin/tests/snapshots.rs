@@ -22,7 +22,7 @@ use std::time::Duration;
 use common::{Api, TestStore, keys, on_memory, pinned_store, redis_url, unix_now};
 use origin::queue::redis::{RedisConfig, RedisStore};
 use origin::queue::snapshot::Snapshots;
-use origin::queue::{QueueStore, Standing, Watch};
+use origin::queue::{QueueStore, SaleSignal, SeatsLeft, Standing, Watch};
 use origin::room::{QueueingMethod, RoomId, RoomSettings, Window};
 use origin::state::AppState;
 use rand::{RngExt, SeedableRng};
@@ -316,6 +316,118 @@ async fn random_rooms_and_the_front_of_the_line_always_ask_the_store() {
             }
         }
     }
+}
+
+/// A lottery admits from anywhere in the line, so whom a view saw waiting
+/// while the room was `random` may be inside by the time the room is `fifo`
+/// again (a window's end, an operator's change): such a visitor must learn
+/// it on its next poll, not read `waiting` from the view, which only knows
+/// that nobody ahead of the front has been admitted.
+#[tokio::test]
+async fn a_visitor_let_in_by_a_lottery_is_not_answered_from_a_view_once_the_room_is_fifo() {
+    let clock = Arc::new(AtomicU64::new(unix_now() * 1000));
+    let t = pinned_store(clock.clone());
+    let views = Snapshots::new(TICK);
+    let lottery = RoomSettings {
+        capacity: 10_000,
+        admit_per_second: 20.0,
+        method: QueueingMethod::Random,
+        ..RoomSettings::default()
+    };
+    let room = common::make_room(t.store.as_ref(), "drawn", lottery.clone()).await;
+    let seqs = join_many(t.store.as_ref(), &room, 2_000).await;
+    // Everyone polled (through the store, as a random room's polls go) and
+    // was observed in line.
+    for &seq in &seqs {
+        views.saw(&room, seq, Standing::Waiting { position: None });
+    }
+    views.refresh(t.store.as_ref(), &room).await.unwrap();
+    // A draw lets some in, from anywhere in the line.
+    clock.fetch_add(1_000, Ordering::SeqCst);
+    let admitted: BTreeSet<u64> = t
+        .store
+        .tick(&room)
+        .await
+        .unwrap()
+        .admitted
+        .into_iter()
+        .collect();
+    assert!(!admitted.is_empty());
+    // The one let in with the most still waiting ahead of it.
+    let drawn = *admitted.iter().next_back().unwrap();
+    let ahead = seqs
+        .iter()
+        .filter(|&&s| s < drawn && !admitted.contains(&s))
+        .count();
+    assert!(ahead > 1_000, "only {ahead} wait ahead of {drawn}");
+    // The room turns fifo; the next observation sees the line in order.
+    let fifo = RoomSettings {
+        method: QueueingMethod::Fifo,
+        ..lottery
+    };
+    t.store.put_room(&room, &fifo).await.unwrap();
+    clock.fetch_add(100, Ordering::SeqCst);
+    views.refresh(t.store.as_ref(), &room).await.unwrap();
+    assert!(matches!(
+        truth(t.store.as_ref(), &room, drawn).await,
+        Standing::Admitted { .. }
+    ));
+    assert_eq!(
+        views.answer(&room, drawn).map(|s| s.standing),
+        None,
+        "a visitor let in by the lottery was answered from the view"
+    );
+}
+
+/// In a sold-out room the front of the line still asks the store: seats
+/// may come back (another instance's sale loop writes them, or a write
+/// races this view's observation) and the next tick let the front in while
+/// the view still reads `sold_out`, which would send it away for a third of
+/// the abandon time. Far back, the view answers `sold_out`.
+#[tokio::test]
+async fn the_front_of_a_sold_out_line_asks_the_store() {
+    let clock = Arc::new(AtomicU64::new(unix_now() * 1000));
+    let t = pinned_store(clock.clone());
+    let views = Snapshots::new(TICK);
+    let settings = RoomSettings {
+        capacity: 100,
+        admit_per_second: 1.0,
+        ..RoomSettings::default()
+    };
+    let room = common::make_room(t.store.as_ref(), "sold", settings).await;
+    let seqs = join_many(t.store.as_ref(), &room, 400).await;
+    let (front, back) = (seqs[0], *seqs.last().unwrap());
+    let sale = |seats| SaleSignal {
+        seats,
+        rate_factor: 1.0,
+    };
+    t.store
+        .set_sale(&room, sale(SeatsLeft::SoldOut))
+        .await
+        .unwrap();
+    for seq in [front, back] {
+        views.saw(&room, seq, Standing::SoldOut);
+    }
+    views.refresh(t.store.as_ref(), &room).await.unwrap();
+    assert_eq!(
+        views.answer(&room, back).map(|s| s.standing),
+        Some(Standing::SoldOut)
+    );
+    assert_eq!(
+        views.answer(&room, front).map(|s| s.standing),
+        None,
+        "the front of a sold-out line was answered from the view"
+    );
+    // Seats come back through the store alone (another instance), and a
+    // tick lets the front in before this view is refreshed.
+    t.store
+        .set_sale(&room, sale(SeatsLeft::Available))
+        .await
+        .unwrap();
+    clock.fetch_add(1_000, Ordering::SeqCst);
+    let admitted = t.store.tick(&room).await.unwrap().admitted;
+    assert!(admitted.contains(&front), "{admitted:?}");
+    assert_eq!(views.answer(&room, front).map(|s| s.standing), None);
 }
 
 /// A view counts its age from when it was asked for, not from when it

@@ -13,9 +13,11 @@
 //! - no scheduled window starts or ends within the view's life and the
 //!   second after it (a window may change the method or the rate; the
 //!   stores report the next edge, and near it the store answers);
-//! - this instance saw the waiter in line at an observation, by a mark it
-//!   sent (so it is not a pre-queue draw), recently enough that the
-//!   abandonment rule cannot have dropped it since;
+//! - this instance saw the waiter in line at an observation of the `fifo`
+//!   room, by a mark it sent (so it is not a pre-queue draw), recently
+//!   enough that the abandonment rule cannot have dropped it since (an
+//!   observation of any other method forgets every waiter: a lottery admits
+//!   from anywhere in the line);
 //! - no observation since reported it gone or departed (left: the store
 //!   keeps departures for [`DEPARTURES_KEPT_MS`]; a view that missed that
 //!   long forgets every waiter), and this instance did not see it leave;
@@ -27,8 +29,8 @@
 //!   plus [`FRONT_MARGIN`]. A rate raised more than twofold shows from the
 //!   next tick.
 //!
-//! Once every seat is booked, such a waiter (checked the same way, but
-//! without the position bound: nobody is admitted in a sold-out room) reads
+//! Once every seat is booked, such a waiter (checked the same way, the
+//! front zone included: seats may come back before the next view) reads
 //! `sold_out` from the view.
 //!
 //! Such a waiter's position only falls while it waits (joins go behind it),
@@ -252,14 +254,16 @@ impl Snapshots {
         if obs.front?.seq.is_some_and(|front| front > seq) {
             return None;
         }
+        // The front zone asks the store even in a sold-out room: seats
+        // coming back (another instance's sale loop, or a write racing this
+        // view's observation) let the front in before the view shows it.
+        let position = obs.bound(seq)?;
+        if position <= front_zone(line, 2 * self.tick) {
+            return None;
+        }
         let standing = if line.sale.seats == SeatsLeft::SoldOut {
-            // Nobody is admitted while every seat is booked: no bound needed.
             Standing::SoldOut
         } else {
-            let position = obs.bound(seq)?;
-            if position <= front_zone(line, 2 * self.tick) {
-                return None;
-            }
             Standing::Waiting {
                 position: Some(position),
             }
@@ -406,15 +410,23 @@ impl RoomView {
         let now = obs.line.now_ms;
         // Departures are kept a minute: a view that missed half of that
         // may have missed some, and forgets whom it saw.
-        if self.since_ms == 0 || now.saturating_sub(self.since_ms) > DEPARTURES_KEPT_MS / 2 {
+        // Outside a fifo line anyone may be admitted, not only the front:
+        // whom a lottery saw is no longer known to wait once the room turns
+        // fifo again (a window's end, an operator's change).
+        if self.since_ms == 0
+            || now.saturating_sub(self.since_ms) > DEPARTURES_KEPT_MS / 2
+            || obs.method != QueueingMethod::Fifo
+        {
             self.seen_in_line.clear();
         }
         for seq in obs.departed.iter().chain(&obs.gone).chain(&obs.drawn) {
             self.seen_in_line.remove(seq);
         }
         let not_seen: HashSet<u64> = obs.gone.iter().chain(&obs.drawn).copied().collect();
+        let fifo = obs.method == QueueingMethod::Fifo;
         for &seq in &watch.polled {
-            if !not_seen.contains(&seq)
+            if fifo
+                && !not_seen.contains(&seq)
                 && (self.seen_in_line.len() < MAX_CONFIRMED || self.seen_in_line.contains_key(&seq))
             {
                 self.seen_in_line.insert(seq, now);
