@@ -35,7 +35,7 @@ step "the same origin suite on the embedded store"
 WR_TEST_STORE=memory cargo test --workspace --lib --test admin --test bad_input --test fifo \
   --test limits --test line --test methods --test openapi --test tokens \
   --test sale --test pages --test booking_api --test sessions --test eta --test console \
-  --test joins --test abandon --test snapshots --test held_polls
+  --test joins --test abandon --test snapshots --test held_polls --test promoter
 step "schemathesis: the API against its own OpenAPI document (a running origin)"
 ./scripts/schemathesis.sh
 step "benchmark smoke run (tiny counts, debug build: it runs, it measures nothing)"

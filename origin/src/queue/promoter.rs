@@ -10,7 +10,16 @@
 //! After its ticks, each instance observes every room once for its status
 //! snapshots ([`Snapshots::refresh`]), which also writes the "still
 //! polling" marks gathered since the last tick in one call per room.
+//!
+//! A store that cannot list the rooms, or fails every room's tick, is down:
+//! the promoter backs off. One room that fails (its tick or its
+//! observation: a reply too slow for a huge line, a key another program
+//! wrote) is logged when it starts and stops failing, and the other rooms
+//! keep their ticks: a backoff for all would slow every room's admission
+//! and, past half an abandon time between ticks, read as an outage that
+//! keeps whole lines from being dropped.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -53,18 +62,45 @@ pub async fn run(
     let mut rooms: Vec<RoomId> = Vec::new();
     let mut ticks: u32 = 0;
     let mut failing = false;
+    // Rooms whose tick or observation failed last time (logged once).
+    let mut failing_rooms: HashSet<RoomId> = HashSet::new();
     let mut pause = interval;
     loop {
         let step = async {
             if ticks.is_multiple_of(ROOMS_REFRESH_TICKS) || failing {
                 rooms = store.rooms().await?;
                 snapshots.retain(&rooms);
+                failing_rooms.retain(|room| rooms.contains(room));
             }
-            let reports = tick_rooms(store.as_ref(), &rooms).await?;
+            let mut reports = Vec::with_capacity(rooms.len());
+            let mut failed = Vec::new();
+            for room in &rooms {
+                match store.tick(room).await {
+                    Ok(report) => reports.push((room.clone(), report)),
+                    Err(StoreError::UnknownRoom) => {}
+                    Err(e) => failed.push((room.clone(), e)),
+                }
+            }
+            // Every room failed (and some exist): the store is down.
+            if reports.is_empty()
+                && let Some((_, e)) = failed.pop()
+            {
+                return Err(e);
+            }
             for (room, _) in &reports {
                 match snapshots.refresh(store.as_ref(), room).await {
                     Ok(()) | Err(StoreError::UnknownRoom) => {}
-                    Err(e) => return Err(e),
+                    Err(e) => failed.push((room.clone(), e)),
+                }
+            }
+            for (room, e) in &failed {
+                if failing_rooms.insert(room.clone()) {
+                    tracing::warn!(%room, error = %e, "a room's tick or observation fails; the other rooms go on");
+                }
+            }
+            for (room, _) in &reports {
+                if !failed.iter().any(|(r, _)| r == room) && failing_rooms.remove(room) {
+                    tracing::info!(%room, "the room's tick and observation work again");
                 }
             }
             Ok(reports)

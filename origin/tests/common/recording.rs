@@ -1,7 +1,8 @@
 //! A store that passes every call on to a real one and records what the
 //! origin asked of it, for the tests that check what reaches the store
 //! rather than what the store does: how often the promoter lists rooms
-//! (`faults.rs`) and which place limit each join carries (`limits.rs`).
+//! (`faults.rs`), which place limit each join carries (`limits.rs`), and
+//! how the promoter goes on when one room fails (`promoter.rs`).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,6 +22,10 @@ pub struct Recording {
     figures_reads: AtomicUsize,
     join_limits: Mutex<Vec<Option<PlaceLimit>>>,
     observe_delay_ms: AtomicU64,
+    /// Rooms whose ticks, and rooms whose observations, fail.
+    failing_ticks: Mutex<Vec<RoomId>>,
+    failing_observations: Mutex<Vec<RoomId>>,
+    ticks: Mutex<Vec<RoomId>>,
 }
 
 impl Recording {
@@ -32,6 +37,9 @@ impl Recording {
             figures_reads: AtomicUsize::new(0),
             join_limits: Mutex::new(Vec::new()),
             observe_delay_ms: AtomicU64::new(0),
+            failing_ticks: Mutex::new(Vec::new()),
+            failing_observations: Mutex::new(Vec::new()),
+            ticks: Mutex::new(Vec::new()),
         }
     }
 
@@ -53,6 +61,29 @@ impl Recording {
     #[allow(dead_code)] // only some test binaries ask
     pub fn delay_observations(&self, ms: u64) {
         self.observe_delay_ms.store(ms, Ordering::SeqCst);
+    }
+
+    /// Every tick of `room` fails from now on, as an unreachable store's.
+    #[allow(dead_code)] // only some test binaries ask
+    pub fn fail_ticks_of(&self, room: &RoomId) {
+        self.failing_ticks.lock().unwrap().push(room.clone());
+    }
+
+    /// Every observation of `room` fails from now on.
+    #[allow(dead_code)] // only some test binaries ask
+    pub fn fail_observations_of(&self, room: &RoomId) {
+        self.failing_observations.lock().unwrap().push(room.clone());
+    }
+
+    /// How many ticks of `room` succeeded so far.
+    #[allow(dead_code)] // only some test binaries ask
+    pub fn ticks_of(&self, room: &RoomId) -> usize {
+        self.ticks
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| *r == room)
+            .count()
     }
 
     /// The place limit of every join so far, in order.
@@ -101,13 +132,23 @@ impl QueueStore for Recording {
         self.inner.session_active(room, seq).await
     }
     async fn tick(&self, room: &RoomId) -> Result<TickReport, StoreError> {
-        self.inner.tick(room).await
+        if self.failing_ticks.lock().unwrap().contains(room) {
+            return Err(StoreError::Unavailable("this room's tick fails".into()));
+        }
+        let report = self.inner.tick(room).await?;
+        self.ticks.lock().unwrap().push(room.clone());
+        Ok(report)
     }
     async fn observe(
         &self,
         room: &RoomId,
         watch: &origin::queue::Watch,
     ) -> Result<origin::queue::Observation, StoreError> {
+        if self.failing_observations.lock().unwrap().contains(room) {
+            return Err(StoreError::Unavailable(
+                "this room's observation fails".into(),
+            ));
+        }
         let obs = self.inner.observe(room, watch).await;
         let delay = self.observe_delay_ms.load(Ordering::SeqCst);
         if delay > 0 {
