@@ -11,6 +11,11 @@
 //!   rate is scaled by a factor that falls (×0.7 a second) while booking's
 //!   p99 latency, measured here over the last few seconds, is over the
 //!   target, and climbs back (+0.1 a second) once it is comfortably under.
+//!   A target removed lets the factor climb back the same way, not at once:
+//!   a jump from 0.05 to 1 would let twenty times the rate in within a
+//!   tick, onto a booking system that was just struggling and past what
+//!   the status snapshots of other instances look ahead for (twice the
+//!   rate, `queue::snapshot`).
 //!
 //! The loop also sweeps ended holds, so counts and the signal see freed
 //! seats promptly. A signal it writes reaches this instance's status views
@@ -88,6 +93,16 @@ impl Latency {
         took.sort_unstable();
         let at = (took.len() * 99).div_ceil(100).saturating_sub(1);
         took.get(at).copied()
+    }
+}
+
+/// The factor after one adjustment: toward what booking's p99 asks for
+/// against the room's target, or, with no target (removed, or never set),
+/// climbing back to 1 as from a fast sale.
+fn adjusted_factor(factor: f64, target: Option<Duration>, p99: Option<Duration>) -> f64 {
+    match target {
+        Some(target) => next_factor(factor, p99, target),
+        None => next_factor(factor, None, Duration::ZERO),
     }
 }
 
@@ -206,18 +221,18 @@ async fn pass(
             factor: figures.sale.rate_factor,
             adjusted: Instant::now(),
         });
-        match figures.settings.target_booking_p99_ms {
-            Some(target) if state.adjusted.elapsed() >= ADJUST_EVERY => {
-                let target = Duration::from_millis(u64::from(target));
-                let next = next_factor(state.factor, latency.p99(&room), target);
-                if next != state.factor {
-                    tracing::info!(%room, from = state.factor, to = next, "adaptive admission");
-                }
-                state.factor = next;
-                state.adjusted = Instant::now();
+        if state.adjusted.elapsed() >= ADJUST_EVERY {
+            let target = figures
+                .settings
+                .target_booking_p99_ms
+                .map(|ms| Duration::from_millis(u64::from(ms)));
+            let p99 = target.and_then(|_| latency.p99(&room));
+            let next = adjusted_factor(state.factor, target, p99);
+            if next != state.factor {
+                tracing::info!(%room, from = state.factor, to = next, "adaptive admission");
             }
-            Some(_) => {}
-            None => state.factor = 1.0,
+            state.factor = next;
+            state.adjusted = Instant::now();
         }
         let signal = SaleSignal {
             seats: seats_left(seats),
@@ -296,6 +311,31 @@ mod tests {
         }
         assert_eq!(f, 1.0);
         assert_eq!(next_factor(0.5, None, target), 0.6);
+    }
+
+    #[test]
+    fn a_target_removed_lets_the_factor_climb_back_a_step_a_second() {
+        // A room that never had a target stays at 1.
+        assert_eq!(adjusted_factor(1.0, None, None), 1.0);
+        // From the floor: at most three times the rate from one step to
+        // the next (0.05 to 0.15), never more than the status snapshots'
+        // front zone allows for (twice the rate over the view's life and
+        // the banked second, doubled), and 1 within ten steps.
+        let mut f = MIN_FACTOR;
+        let mut steps = 0;
+        while f < 1.0 {
+            let next = adjusted_factor(f, None, Some(Duration::from_secs(9)));
+            assert!(next / f <= 3.0 + 1e-9, "{f} to {next}");
+            f = next;
+            steps += 1;
+        }
+        assert!(steps <= 10, "{steps} steps");
+        // With a target, the p99 against it decides, as before.
+        let target = Some(Duration::from_millis(100));
+        assert_eq!(
+            adjusted_factor(1.0, target, Some(Duration::from_millis(300))),
+            0.7
+        );
     }
 
     #[test]
