@@ -430,6 +430,58 @@ async fn the_front_of_a_sold_out_line_asks_the_store() {
     assert_eq!(views.answer(&room, front).map(|s| s.standing), None);
 }
 
+/// An operator's change through this instance's admin API (a lottery, a
+/// closed room, a rate raised past the front zone) takes this instance's
+/// view out of use at once: the store answers until the next observation,
+/// which sees the change.
+#[tokio::test]
+async fn an_operator_change_here_sends_every_status_to_the_store_until_the_next_view() {
+    let clock = Arc::new(AtomicU64::new(unix_now() * 1000));
+    let t = pinned_store(clock.clone());
+    let state = common::admin_state(t.store.clone()).with_status_snapshots(TICK);
+    let api = Api::new(state.clone());
+    let views = &state.snapshots;
+    let settings = RoomSettings {
+        capacity: 1,
+        admit_per_second: 1.0,
+        ..RoomSettings::default()
+    };
+    let room = common::make_room(t.store.as_ref(), "operated", settings).await;
+    let seqs = join_many(t.store.as_ref(), &room, 400).await;
+    let last = *seqs.last().unwrap();
+    let changes = [
+        (
+            "PATCH",
+            format!("/admin/rooms/{room}"),
+            r#"{"method":"random"}"#,
+        ),
+        (
+            "PATCH",
+            format!("/admin/rooms/{room}"),
+            r#"{"method":"fifo"}"#,
+        ),
+        ("POST", format!("/admin/rooms/{room}/close"), ""),
+    ];
+    for (method, uri, body) in changes {
+        views.saw(&room, last, Standing::Waiting { position: None });
+        views.refresh(t.store.as_ref(), &room).await.unwrap();
+        views.saw(&room, last, Standing::Waiting { position: None });
+        views.refresh(t.store.as_ref(), &room).await.unwrap();
+        let before = views.answer(&room, last).is_some();
+        let r = api.admin(method, &uri, body).await;
+        assert_eq!(r.status, 200, "{method} {uri}: {}", r.json);
+        assert_eq!(
+            views.answer(&room, last).map(|s| s.standing),
+            None,
+            "{method} {uri} {body}: answered from the view before the next observation"
+        );
+        // The first change was made on a fifo room the view answered for.
+        if body.contains("random") {
+            assert!(before, "the fifo room's view answered before the change");
+        }
+    }
+}
+
 /// A view counts its age from when it was asked for, not from when it
 /// arrived: an observation that took longer than a view may live (two
 /// ticks) to come back answers nobody, since the line may have moved by

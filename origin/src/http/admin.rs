@@ -252,6 +252,7 @@ async fn put_room(
     let settings = merge(&RoomSettings::default(), fields)?;
     validate(&settings)?;
     state.queue.put_room(&room, &settings).await?;
+    state.snapshots.settings_written(&room);
     tracing::info!(?settings, "room put");
     room_view(&state, &room).await
 }
@@ -286,6 +287,7 @@ async fn patch_room(
     validate(&settings)?;
     if settings != current {
         state.queue.put_room(&room, &settings).await?;
+        state.snapshots.settings_written(&room);
         tracing::info!(?settings, "room patched");
     }
     room_view(&state, &room).await
@@ -336,6 +338,7 @@ async fn set_state(
     to: RoomState,
 ) -> Result<Json<AdminRoom>, ApiError> {
     state.queue.set_state(room, to).await?;
+    state.snapshots.settings_written(room);
     tracing::info!(%room, state = to.as_str(), "room state set");
     room_view(state, room).await
 }

@@ -29,6 +29,10 @@
 //!   plus [`FRONT_MARGIN`]. A rate raised more than twofold shows from the
 //!   next tick.
 //!
+//! An operator's change (settings or state, through the admin API) takes
+//! the view of the instance that made it out of use until its next
+//! observation; other instances see it at their next one, within two ticks.
+//!
 //! Once every seat is booked, such a waiter (checked the same way, the
 //! front zone included: seats may come back before the next view) reads
 //! `sold_out` from the view.
@@ -320,6 +324,15 @@ impl Snapshots {
                 changed
             });
         });
+    }
+
+    /// This instance just changed `room`'s settings or state (the admin
+    /// API): its view answers nobody until the next observation, which
+    /// sees the change (a rate raised past what the front zone allows for,
+    /// a lottery, an opening moved later, a closed room). Other instances
+    /// see it at their next observation, within two ticks.
+    pub fn settings_written(&self, room: &RoomId) {
+        self.with_view(room, |v| v.latest = None);
     }
 
     /// The interval views are refreshed at.
