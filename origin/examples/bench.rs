@@ -501,6 +501,13 @@ async fn poll_as_told(
                     .map_err(|_| "poisoned")?
                     .pop()
                     .ok_or("no connection")?;
+                // A connection the pool has not used since it was opened is
+                // closed by the origin after its header timeout (10 s: no
+                // request head since the accept), as a browser's would be;
+                // like a browser, open another rather than count an error.
+                if sender.is_closed() {
+                    sender = connect(addr).await?;
+                }
                 let sent = Instant::now();
                 let outcome = async {
                     let response = sender.send_request(target.request()).await?;
