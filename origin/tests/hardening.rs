@@ -1,6 +1,7 @@
 //! Small defences of the operator surface, each against what an attacker
 //! would try: cookies whose `Secure` flag a client can talk the origin out
-//! of, admin keys guessed at speed, and `/metrics` read by anyone.
+//! of, admin keys guessed at speed, `/metrics` read by anyone, and a
+//! sibling subdomain's page riding on the visitor's cookies.
 
 mod common;
 
@@ -114,4 +115,64 @@ async fn metrics_take_an_optional_bearer_key() {
     }
     let r = guarded.call("GET", "/metrics", Some(METRICS_KEY)).await;
     assert_eq!(r.status, 200);
+}
+
+/// A page on a sibling subdomain (user content, a forum) is `same-site` to
+/// the browser, which sends the visitor's SameSite=Lax cookies along; its
+/// `Origin` is not the site's own, so it may neither join nor leave for the
+/// visitor (403 `cross_site`, nothing changed), unless the operator lists
+/// it. The site's own page (`same-origin`) is fine even when a proxy
+/// renamed `Host`.
+#[tokio::test]
+async fn a_sibling_subdomain_cannot_join_or_leave_for_the_visitor() {
+    let t = test_store();
+    let room = make_room(t.store.as_ref(), "sibling", settings(0)).await;
+    let api = Api::new(state(t.store.clone()));
+    let ticket = api.join(&room, None).await.json["ticket"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let from = |path: &str, site: &str, origin: &str| {
+        Request::post(format!("/queue/{room}/{path}"))
+            .header("host", "tickets.example")
+            .header("sec-fetch-site", site)
+            .header("origin", origin)
+            .header("cookie", format!("wr_ticket_{room}={ticket}"))
+            .body(Body::empty())
+            .unwrap()
+    };
+    for path in ["leave", "join"] {
+        let r = api
+            .send(from(path, "same-site", "https://ugc.tickets.example"))
+            .await;
+        assert_eq!(
+            (r.status.as_u16(), r.error_code()),
+            (403, "cross_site"),
+            "{path}"
+        );
+    }
+    assert_eq!(api.status(&room, &ticket).await.json["state"], "waiting");
+    // The site's own page, behind a proxy that sends another Host.
+    let own = Request::post(format!("/queue/{room}/join"))
+        .header("host", "origin.internal")
+        .header("sec-fetch-site", "same-origin")
+        .header("origin", "https://tickets.example")
+        .header("cookie", format!("wr_ticket_{room}={ticket}"))
+        .body(Body::empty())
+        .unwrap();
+    let r = api.send(own).await;
+    assert_eq!(r.status, 200, "{}", r.json);
+    assert_eq!(
+        seq_of(r.json["ticket"].as_str().unwrap(), &room),
+        seq_of(&ticket, &room),
+        "its own place back"
+    );
+    // Listed by the operator, the sibling may.
+    let listed = Api::new(
+        state(t.store.clone()).with_allowed_origins(vec!["https://ugc.tickets.example".into()]),
+    );
+    let r = listed
+        .send(from("leave", "same-site", "https://ugc.tickets.example"))
+        .await;
+    assert_eq!(r.status, 204, "{}", r.json);
 }

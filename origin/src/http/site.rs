@@ -3,7 +3,8 @@
 //! behalf with the visitor's cookies: state-changing routes ask for
 //! [`SameSite`] in their signature, which refuses (403 `cross_site`) a
 //! request a browser marks as cross-site (`Sec-Fetch-Site: cross-site`), or
-//! whose `Origin` is neither the site's own nor an allowed one. Requests
+//! whose `Origin` is neither the site's own nor an allowed one (a sibling
+//! subdomain's page included, unless allowed). Requests
 //! without `Origin` (apps, curl) are unaffected: they carry no ambient
 //! cookies a third party could ride on.
 
@@ -30,18 +31,23 @@ impl FromRequestParts<AppState> for SameSite {
     }
 }
 
-/// The rule: `Sec-Fetch-Site` decides when the browser sent it; otherwise
+/// The rule: a browser's `Sec-Fetch-Site: cross-site` is refused and its
+/// `same-origin` or `none` (typed URL, bookmark) accepted, whatever `Host`
+/// says (the edge or a proxy may have changed it; the browser vouches that
+/// the page is the site's own). Otherwise (`same-site`, or no such header)
 /// an `Origin`, when present, must be the site's own (its authority equals
-/// `Host`) or listed in `allowed` (`scheme://host[:port]`).
+/// `Host`) or listed in `allowed` (`scheme://host[:port]`): a sibling
+/// subdomain is another site's page unless the operator lists it (its
+/// SameSite=Lax cookies would ride along).
 pub fn check(headers: &HeaderMap, allowed: &[String]) -> Result<(), ApiError> {
     if let Some(site) = headers.get(SEC_FETCH_SITE) {
-        // `same-origin`, `same-site` and `none` (typed URL, bookmark) are the
-        // site's own; the edge forwards it unchanged, so this holds behind it.
-        return if site.as_bytes().eq_ignore_ascii_case(b"cross-site") {
-            Err(ApiError::CrossSite)
-        } else {
-            Ok(())
-        };
+        let site = site.as_bytes();
+        if site.eq_ignore_ascii_case(b"cross-site") {
+            return Err(ApiError::CrossSite);
+        }
+        if site.eq_ignore_ascii_case(b"same-origin") || site.eq_ignore_ascii_case(b"none") {
+            return Ok(());
+        }
     }
     let Some(origin) = headers.get(header::ORIGIN) else {
         return Ok(());
@@ -81,7 +87,39 @@ mod tests {
             (&[], true),                                  // an app
             (&[("sec-fetch-site", "same-origin")], true), // the site's own page
             (&[("sec-fetch-site", "none")], true),        // typed URL
-            (&[("sec-fetch-site", "same-site")], true),   // a sibling subdomain
+            (&[("sec-fetch-site", "same-site")], true),   // no Origin: as an app
+            (
+                &[
+                    ("sec-fetch-site", "same-site"),
+                    ("origin", "https://ugc.tickets.example"),
+                    ("host", "tickets.example"),
+                ],
+                false, // a sibling subdomain's page, not listed
+            ),
+            (
+                &[
+                    ("sec-fetch-site", "same-site"),
+                    ("origin", "https://tickets.example"),
+                    ("host", "api.tickets.example"),
+                ],
+                true, // a sibling the operator allowed
+            ),
+            (
+                &[
+                    ("sec-fetch-site", "same-origin"),
+                    ("origin", "https://tickets.example"),
+                    ("host", "origin.internal"),
+                ],
+                true, // the site's own page, behind a proxy that renamed Host
+            ),
+            (
+                &[
+                    ("sec-fetch-site", "bogus"),
+                    ("origin", "https://evil.example"),
+                    ("host", "x"),
+                ],
+                false, // an unknown value proves nothing: the Origin decides
+            ),
             (&[("sec-fetch-site", "cross-site")], false), // another site's page
             (&[("sec-fetch-site", "Cross-Site")], false),
             (
