@@ -248,6 +248,52 @@ async fn a_session_shared_among_many_addresses_is_ended() {
     );
 }
 
+/// A ticket posted for a crowd, shown at join rather than at status: each
+/// join from another address counts as a status does, and past the room's
+/// addresses the session ends; no copy gets an entry token after that.
+#[tokio::test]
+async fn a_ticket_shown_again_at_join_counts_its_address() {
+    let db = TestDb::new(Kind::Sqlite).await;
+    let (api, _, room, _t) = setup(&db).await;
+    let join = format!("/queue/{room}/join");
+    let r = from(&api, "POST", &join, "198.51.100.1", None, None).await;
+    assert_eq!(r.json["state"], "admitted", "{}", r.json);
+    let ticket = r.ticket();
+    let seq = common::seq_of(&ticket, &room);
+    let (mut minted, mut ended) = (0, 0);
+    for i in 2..=20 {
+        let ip = format!("198.51.100.{i}");
+        let r = from(&api, "POST", &join, &ip, Some(&ticket), None).await;
+        assert_eq!(r.status, 200, "{}", r.json);
+        let same_place = r.json["ticket"]
+            .as_str()
+            .is_some_and(|t| common::seq_of(t, &room) == seq);
+        if same_place && r.json["entry_token"].is_string() {
+            minted += 1;
+        } else if r.json["state"] == "expired" {
+            assert!(r.json["ticket"].is_null(), "no ticket for an ended place");
+            ended += 1;
+        } else {
+            // Once the session ended, the ticket is a gone place's: a join
+            // takes a new place, as anyone's.
+            assert!(!same_place, "{ip}: {}", r.json);
+        }
+    }
+    // The owner's address and two more are allowed (settings' default: 3).
+    assert_eq!(minted, 2, "entry tokens of the shared session handed out");
+    assert_eq!(ended, 1, "the session ends once");
+    let r = from(
+        &api,
+        "GET",
+        &format!("/queue/{room}/status"),
+        "198.51.100.1",
+        Some(&ticket),
+        None,
+    )
+    .await;
+    assert_eq!(r.json["state"], "expired", "the shared session ended");
+}
+
 #[tokio::test]
 async fn the_booking_api_counts_addresses_too() {
     let db = TestDb::new(Kind::Sqlite).await;
@@ -263,7 +309,8 @@ async fn the_booking_api_counts_addresses_too() {
     .await;
     let entry = r.json["entry_token"].as_str().unwrap().to_owned();
     let uri = format!("/api/{room}/performances");
-    for (i, ip) in ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"]
+    // The join's own address is the session's first of three.
+    for (i, ip) in ["198.51.100.1", "10.0.0.1", "10.0.0.2", "10.0.0.3"]
         .into_iter()
         .enumerate()
     {

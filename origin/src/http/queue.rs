@@ -478,7 +478,7 @@ async fn join(
         .joins
         .join(&room, claims.as_ref().map(|c| c.seq), draw, limit.as_ref())
         .await?;
-    let Joined::Answer(snap) = joined else {
+    let Joined::Answer(mut snap) = joined else {
         return Err(ApiError::TooManyPlaces);
     };
     // The same place keeps the same visitor; a new place gets a new visitor id.
@@ -486,6 +486,15 @@ async fn join(
         Some(c) if Some(c.seq) == snap.seq => c.visitor,
         _ => rand::random(),
     };
+    // An admission shown again from one more address counts as a status
+    // does (a ticket posted for a crowd would otherwise mint entry tokens
+    // here); ended, it reads as a gone place and gets no ticket.
+    if let (Standing::Admitted { until_ms }, Some(seq)) = (snap.standing, snap.seq)
+        && Box::pin(used_from(&state, &room, seq, visitor, until_ms, client)).await?
+    {
+        snap.standing = Standing::Gone;
+        snap.seq = None;
+    }
     let rules = match snap.standing {
         Standing::Admitted { .. } => Box::pin(admitted_rules(&state, &room, &snap)).await,
         _ => None,
@@ -752,21 +761,35 @@ async fn stored_status(
 ) -> Result<Snapshot, ApiError> {
     let mut snap = state.queue.status(room, claims.seq).await?;
     state.snapshots.saw(room, claims.seq, snap.standing);
-    if let Standing::Admitted { until_ms } = snap.standing {
-        // The watch counts addresses against the room's rules: learn them
-        // first (the store is asked once per room and instance).
-        state.sessions.rules_for(room, state.queue.as_ref()).await;
-        let now = state.clock.now_ms();
-        if state
-            .sessions
-            .watch(room, claims.seq, until_ms, client, now)
-            == Watch::Shared
-        {
-            end_shared(state, room, claims.seq, claims.visitor).await?;
-            snap.standing = Standing::Gone;
-        }
+    if let Standing::Admitted { until_ms } = snap.standing
+        && used_from(state, room, claims.seq, claims.visitor, until_ms, client).await?
+    {
+        snap.standing = Standing::Gone;
     }
     Ok(snap)
+}
+
+/// Counts `client` among the addresses an admitted session is used from,
+/// against the room's rules; past them the session ends (one admission
+/// shared among many) and this is `true`. Status and join (a ticket shown
+/// again) both count: either hands out an entry token.
+async fn used_from(
+    state: &AppState,
+    room: &RoomId,
+    seq: u64,
+    visitor: u128,
+    until_ms: u64,
+    client: ClientKey,
+) -> Result<bool, ApiError> {
+    // The watch counts addresses against the room's rules: learn them
+    // first (the store is asked once per room and instance).
+    state.sessions.rules_for(room, state.queue.as_ref()).await;
+    let now = state.clock.now_ms();
+    if state.sessions.watch(room, seq, until_ms, client, now) == Watch::Shared {
+        end_shared(state, room, seq, visitor).await?;
+        return Ok(true);
+    }
+    Ok(false)
 }
 
 /// Give up the place in line or the session.
