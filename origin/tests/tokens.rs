@@ -119,6 +119,36 @@ async fn a_refused_ticket_cookie_is_deleted_so_the_browser_can_join_afresh() {
     assert_eq!(basic.status, 401);
 }
 
+/// A browser on a site behind HTTP Basic auth sends `Authorization: Basic`
+/// with every request: its ticket cookie still counts (the contract: the
+/// cookie works on every queue route). The Bearer scheme is matched in any
+/// case (RFC 9110).
+#[tokio::test]
+async fn the_ticket_cookie_counts_beside_basic_auth_and_bearer_in_any_case() {
+    let t = test_store();
+    let room = make_paused_room(t.store.as_ref(), "basic", RoomSettings::default()).await;
+    let api = Api::new(state(t.store.clone()));
+    let ticket = api.join(&room, None).await.ticket();
+    let with = |authorization: &str, cookie: bool| {
+        let mut req =
+            Request::get(format!("/queue/{room}/status")).header("authorization", authorization);
+        if cookie {
+            req = req.header("cookie", format!("wr_ticket_{room}={ticket}"));
+        }
+        req.body(Body::empty()).unwrap()
+    };
+    let r = api.send(with("Basic dXNlcjpwYXNz", true)).await;
+    assert_eq!(r.status, 200, "{}", r.json);
+    assert_eq!(r.json["position"], 1);
+    for scheme in ["bearer", "BEARER", "Bearer"] {
+        let r = api.send(with(&format!("{scheme} {ticket}"), false)).await;
+        assert_eq!(r.status, 200, "{scheme}: {}", r.json);
+    }
+    // A Bearer header wins over the cookie, and an empty one is refused.
+    let r = api.send(with("Bearer ", true)).await;
+    assert_eq!(r.status, 401);
+}
+
 #[tokio::test]
 async fn during_a_rotation_old_tokens_stay_valid_until_their_key_is_removed() {
     let t = test_store();

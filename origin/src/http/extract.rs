@@ -99,37 +99,51 @@ pub struct Presented {
     pub cookie: Option<String>,
 }
 
-/// The ticket a request carries: `Authorization: Bearer` (apps) first, else
-/// the room's cookie (browsers). An `Authorization` header of another scheme
-/// is refused rather than ignored, so a broken client hears about it.
+/// The ticket a request carries: `Authorization: Bearer` (apps; the scheme
+/// in any case, RFC 9110) first, else the room's cookie (browsers). An
+/// `Authorization` header of another scheme gives way to the cookie (a
+/// browser on a site behind HTTP Basic auth sends one with every request);
+/// with no cookie it is refused rather than ignored, so a broken client
+/// hears about it instead of taking a new place at every join.
 pub fn presented_ticket(headers: &HeaderMap, room: &RoomId) -> Result<Option<Presented>, ApiError> {
-    if let Some(value) = headers.get(header::AUTHORIZATION) {
-        let token = value
-            .to_str()
-            .ok()
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or(ApiError::InvalidTicket {
-                reason: TokenError::Malformed,
-                clear_cookie: None,
-            })?;
-        return Ok(Some(Presented {
-            token: token.to_owned(),
-            cookie: None,
-        }));
-    }
+    let malformed = || ApiError::InvalidTicket {
+        reason: TokenError::Malformed,
+        clear_cookie: None,
+    };
+    let other_scheme = match headers.get(header::AUTHORIZATION) {
+        None => false,
+        Some(value) => {
+            let value = value.to_str().map_err(|_| malformed())?.trim();
+            let (scheme, rest) = value.split_once(' ').unwrap_or((value, ""));
+            if scheme.eq_ignore_ascii_case("bearer") {
+                let token = rest.trim();
+                if token.is_empty() {
+                    return Err(malformed());
+                }
+                return Ok(Some(Presented {
+                    token: token.to_owned(),
+                    cookie: None,
+                }));
+            }
+            true
+        }
+    };
     // Apps send no cookies: no jar to build, no name to write.
-    if !headers.contains_key(header::COOKIE) {
-        return Ok(None);
+    let cookie = if headers.contains_key(header::COOKIE) {
+        let name = ticket_cookie(room.as_str());
+        CookieJar::from_headers(headers)
+            .get(&name)
+            .map(|c| Presented {
+                token: c.value().to_owned(),
+                cookie: Some(name),
+            })
+    } else {
+        None
+    };
+    match cookie {
+        None if other_scheme => Err(malformed()),
+        cookie => Ok(cookie),
     }
-    let name = ticket_cookie(room.as_str());
-    Ok(CookieJar::from_headers(headers)
-        .get(&name)
-        .map(|c| Presented {
-            token: c.value().to_owned(),
-            cookie: Some(name),
-        }))
 }
 
 /// The entry token a protected request carries: the `Entry-Token` header
