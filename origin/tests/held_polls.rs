@@ -356,6 +356,48 @@ async fn past_the_cap_polls_are_answered_at_once() {
     assert!(again.is_err(), "a place came back: held again");
 }
 
+/// One ticket on many connections holds one poll, not every place: its
+/// other polls are answered at once (no `Preference-Applied`), and another
+/// waiter's poll is still held.
+#[tokio::test]
+async fn one_ticket_holds_one_poll() {
+    let t = test_store();
+    let room = endgame_room(t.store.as_ref(), "held-one", RoomSettings::default()).await;
+    let o = origin(t.store.clone(), 8).await;
+    let tickets = o.join(&room, 2).await;
+    ticks(2).await;
+    let first = {
+        let (http, url, ticket) = (
+            o.http.clone(),
+            o.running.url(&format!("/queue/{room}/status")),
+            tickets[0].clone(),
+        );
+        tokio::spawn(async move {
+            http.get(url)
+                .bearer_auth(ticket)
+                .header("prefer", "wait=10")
+                .send()
+                .await
+        })
+    };
+    o.until_held(1).await;
+    for _ in 0..5 {
+        let again = o.status(&room, &tickets[0], Some("wait=10")).await;
+        assert_eq!(again.json["state"], "waiting");
+        assert_eq!(again.applied, None, "the same ticket held twice");
+        assert!(again.took < Duration::from_millis(500));
+    }
+    assert_eq!(o.state.holds.held(), 1);
+    let other = tokio::time::timeout(
+        Duration::from_millis(300),
+        o.status(&room, &tickets[1], Some("wait=10")),
+    )
+    .await;
+    assert!(other.is_err(), "another waiter's poll is held");
+    first.abort();
+    o.until_held(0).await;
+}
+
 #[tokio::test]
 async fn a_client_gone_mid_hold_leaves_nothing_behind() {
     let t = test_store();

@@ -42,8 +42,11 @@
 //!   heard it only after the sale was over (the rehearsal's smoke run);
 //! - this instance stopped viewing the room (deleted), or shuts down.
 //!
-//! What bounds it: at most [`Holds::max`] holds per instance (beyond that a
-//! poll is answered at once, as without the header); the wait is clamped
+//! What bounds it: at most [`Holds::max`] holds per instance, and one per
+//! ticket (beyond either a poll is answered at once, as without the
+//! header: one ticket on thousands of connections would otherwise take
+//! every hold, and every other waiter would fall back to its poll
+//! interval in the sale's last moments); the wait is clamped
 //! and never longer than the poll interval the answer gives, which stays
 //! under a third of the abandon time, so a client that polls again right
 //! after a held answer is never dropped as abandoned (it was marked as
@@ -59,7 +62,9 @@
 //! Not here: what the answer is (`http::queue`), what the view knows and
 //! when its signal changes (`queue::snapshot`).
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use std::convert::Infallible;
@@ -72,6 +77,7 @@ use tokio_util::sync::CancellationToken;
 use crate::queue::LineView;
 use crate::queue::snapshot::{RoomSignal, RoomWatch, front_zone};
 use crate::queue::{SeatsLeft, Standing, pacing};
+use crate::room::RoomId;
 use crate::telemetry;
 
 /// Longest hold, whatever the client prefers.
@@ -97,6 +103,8 @@ const MAX_PREFER_LEN: usize = 256;
 pub struct Holds {
     max: usize,
     held: AtomicUsize,
+    /// The tickets (room, seq) held now: one hold each.
+    tickets: Mutex<HashSet<(RoomId, u64)>>,
     released: CancellationToken,
 }
 
@@ -112,6 +120,7 @@ impl Holds {
         Holds {
             max,
             held: AtomicUsize::new(0),
+            tickets: Mutex::new(HashSet::new()),
             released: CancellationToken::new(),
         }
     }
@@ -132,9 +141,10 @@ impl Holds {
         self.released.cancel();
     }
 
-    /// A place for one hold, if the cap allows and the instance is not
-    /// shutting down.
-    fn enter(&self) -> Option<Held<'_>> {
+    /// A place for one hold of the ticket `seq` of `room`, if the cap
+    /// allows, the ticket holds none yet and the instance is not shutting
+    /// down.
+    fn enter(&self, room: &RoomId, seq: u64) -> Option<Held<'_>> {
         if self.released.is_cancelled() {
             return None;
         }
@@ -151,8 +161,20 @@ impl Holds {
                 Err(now) => n = now,
             }
         }
+        // Counted first, so the guard gives the count back on every way out.
+        let mut held = Held {
+            holds: self,
+            ticket: None,
+        };
+        let ticket = (room.clone(), seq);
+        let mut tickets = self.tickets.lock().unwrap_or_else(PoisonError::into_inner);
+        if !tickets.insert(ticket.clone()) {
+            return None;
+        }
+        drop(tickets);
+        held.ticket = Some(ticket);
         metrics::gauge!(telemetry::HELD_POLLS).increment(1.0);
-        Some(Held(self))
+        Some(held)
     }
 
     /// Holds a waiter's poll: waits on `watch` (subscribed before its
@@ -163,6 +185,7 @@ impl Holds {
     /// `Preference-Applied`; else the room's signal when the hold ended.
     pub async fn hold(
         &self,
+        (room, seq): (&RoomId, u64),
         watch: RoomWatch,
         position: Option<u64>,
         line: &LineView,
@@ -173,7 +196,7 @@ impl Holds {
             mut front,
             start,
         } = watch;
-        let held = self.enter()?;
+        let held = self.enter(room, seq)?;
         let wait = Duration::from_secs(secs);
         // The signal when subscribed (the answer in hand was computed after
         // it): a change since then, even before the hold began, is judged
@@ -189,7 +212,7 @@ impl Holds {
         loop {
             tokio::select! {
                 () = &mut timeout => break,
-                () = held.0.released.cancelled() => break,
+                () = held.holds.released.cancelled() => break,
                 changed = signal.changed() => {
                     let Ok(()) = changed else { return Some(None) };
                     if wakes(start, *signal.borrow_and_update(), near_front) {
@@ -207,14 +230,26 @@ impl Holds {
     }
 }
 
-/// One poll's place among the holds; given back when dropped (also when
-/// the client goes away and the handler's future is dropped mid-hold).
-struct Held<'a>(&'a Holds);
+/// One poll's place among the holds, and its ticket's; given back when
+/// dropped (also when the client goes away and the handler's future is
+/// dropped mid-hold).
+struct Held<'a> {
+    holds: &'a Holds,
+    /// Set once the ticket's place is taken (and the gauge counts it).
+    ticket: Option<(RoomId, u64)>,
+}
 
 impl Drop for Held<'_> {
     fn drop(&mut self) {
-        self.0.held.fetch_sub(1, Ordering::AcqRel);
-        metrics::gauge!(telemetry::HELD_POLLS).decrement(1.0);
+        self.holds.held.fetch_sub(1, Ordering::AcqRel);
+        if let Some(ticket) = self.ticket.take() {
+            self.holds
+                .tickets
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&ticket);
+            metrics::gauge!(telemetry::HELD_POLLS).decrement(1.0);
+        }
     }
 }
 
@@ -409,7 +444,8 @@ mod tests {
         let holds = Holds::new(10);
         // Far back (no wake for the line moving), for up to 20 s: it must
         // end well before.
-        let hold = holds.hold(watch, Some(90_000), &line, 20);
+        let room = RoomId::parse("r").unwrap();
+        let hold = holds.hold((&room, 1), watch, Some(90_000), &line, 20);
         let ended = tokio::time::timeout(Duration::from_secs(5), hold).await;
         assert_eq!(
             ended.ok(),
@@ -467,17 +503,33 @@ mod tests {
     #[test]
     fn the_cap_counts_holds_and_gives_places_back() {
         let holds = Holds::new(2);
-        let a = holds.enter().expect("first");
-        let b = holds.enter().expect("second");
-        assert!(holds.enter().is_none(), "over the cap");
+        let room = RoomId::parse("r").unwrap();
+        let a = holds.enter(&room, 1).expect("first");
+        let b = holds.enter(&room, 2).expect("second");
+        assert!(holds.enter(&room, 3).is_none(), "over the cap");
         assert_eq!(holds.held(), 2);
         drop(a);
         assert_eq!(holds.held(), 1);
-        let c = holds.enter().expect("a place came back");
+        let c = holds.enter(&room, 3).expect("a place came back");
         drop((b, c));
         assert_eq!(holds.held(), 0);
         holds.release_all();
-        assert!(holds.enter().is_none(), "none while shutting down");
+        assert!(holds.enter(&room, 4).is_none(), "none while shutting down");
+        assert_eq!(holds.held(), 0);
+    }
+
+    #[test]
+    fn one_hold_per_ticket() {
+        let holds = Holds::new(8);
+        let (r, s) = (RoomId::parse("r").unwrap(), RoomId::parse("s").unwrap());
+        let a = holds.enter(&r, 1).expect("first");
+        assert!(holds.enter(&r, 1).is_none(), "the same ticket again");
+        assert_eq!(holds.held(), 1, "a refused hold takes no place");
+        let b = holds.enter(&s, 1).expect("the same seq in another room");
+        let c = holds.enter(&r, 2).expect("another ticket");
+        drop(a);
+        let d = holds.enter(&r, 1).expect("the ticket's hold ended");
+        drop((b, c, d));
         assert_eq!(holds.held(), 0);
     }
 }

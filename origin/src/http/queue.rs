@@ -702,7 +702,12 @@ async fn held(
         _ => None,
     };
     let mut applied = None;
-    if let Some(ended) = state.holds.hold(watch, position, &snap.line, secs).await {
+    let ticket = (&room, claims.seq);
+    if let Some(ended) = state
+        .holds
+        .hold(ticket, watch, position, &snap.line, secs)
+        .await
+    {
         snap = match ended {
             // Every held waiter of the room wakes at once on the last
             // seat: all read the same terminal answer, from the signal
