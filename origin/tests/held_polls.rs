@@ -186,6 +186,56 @@ async fn a_held_poll_hears_sold_out_within_a_few_ticks() {
     assert_eq!(o.state.holds.held(), 0);
 }
 
+/// Closing the room wakes every held poll at once; each is answered
+/// `closed` from the signal, none asks the store (thousands of statuses in
+/// one instant, for a room the view does not answer for).
+#[tokio::test]
+async fn a_closing_answers_every_held_poll_from_the_signal() {
+    let t = test_store();
+    let store = Arc::new(recording::Recording::new(t.store.clone()));
+    let room = endgame_room(store.as_ref(), "held-closed", RoomSettings::default()).await;
+    let o = origin(store.clone(), 100).await;
+    let tickets = o.join(&room, 5).await;
+    ticks(2).await;
+    let polls: Vec<_> = tickets
+        .iter()
+        .map(|ticket| {
+            let (http, url, ticket) = (
+                o.http.clone(),
+                o.running.url(&format!("/queue/{room}/status")),
+                ticket.clone(),
+            );
+            tokio::spawn(async move {
+                let r = http
+                    .get(url)
+                    .bearer_auth(ticket)
+                    .header("prefer", "wait=10")
+                    .send()
+                    .await
+                    .unwrap();
+                let applied = r.headers().get("preference-applied").is_some();
+                let json: Value = r.json().await.unwrap();
+                (applied, json)
+            })
+        })
+        .collect();
+    o.until_held(5).await;
+    let before = store.statuses();
+    o.store.set_state(&room, RoomState::Closed).await.unwrap();
+    for p in polls {
+        let (applied, json) = p.await.unwrap();
+        assert_eq!(json["state"], "closed", "{json}");
+        assert_eq!(json["room"]["state"], "closed", "{json}");
+        assert!(json["position"].is_null());
+        assert!(applied, "held, and answered as held");
+    }
+    assert_eq!(
+        store.statuses() - before,
+        0,
+        "held polls asked the store on the closing"
+    );
+}
+
 #[tokio::test]
 async fn polls_are_answered_at_once_outside_the_endgame_or_without_the_header() {
     let t = test_store();

@@ -56,8 +56,9 @@
 //! away drops it, and [`Held`] gives its place back.
 //!
 //! [`Holds::hold`] returns the signal it ended on: a hold the sell-out
-//! ended is answered `sold_out` from it, with no store or view read (every
-//! held waiter of the room wakes in the same instant).
+//! ended is answered `sold_out` from it, and one a closing ended `closed`,
+//! with no store or view read (every held waiter of the room wakes in the
+//! same instant).
 //!
 //! Not here: what the answer is (`http::queue`), what the view knows and
 //! when its signal changes (`queue::snapshot`).

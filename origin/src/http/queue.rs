@@ -715,6 +715,9 @@ async fn held(
             // view aged by that very rush sent thousands to the store,
             // which timed out: BENCHMARKS.md, run F).
             Some(signal) if signal.seats == SeatsLeft::SoldOut => sold_out(snap),
+            // A closed room wakes them all alike, and the view does not
+            // answer for it: from the signal too.
+            Some(signal) if signal.state == RoomState::Closed => closed(snap),
             _ => current_status(&state, &room, &claims, client).await?,
         };
         applied = Some(secs);
@@ -727,6 +730,14 @@ async fn held(
             .insert(hold::PREFERENCE_APPLIED, value);
     }
     Ok(response)
+}
+
+/// The answer for a waiter of a room that has just closed (what the store
+/// answers then: `closed`, no position).
+fn closed(mut snap: Snapshot) -> Snapshot {
+    snap.standing = Standing::Closed;
+    snap.line.state = RoomState::Closed;
+    snap
 }
 
 /// The answer for a waiter of a room that has just sold out.

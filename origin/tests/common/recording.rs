@@ -1,8 +1,9 @@
 //! A store that passes every call on to a real one and records what the
 //! origin asked of it, for the tests that check what reaches the store
 //! rather than what the store does: how often the promoter lists rooms
-//! (`faults.rs`), which place limit each join carries (`limits.rs`), and
-//! how the promoter goes on when one room fails (`promoter.rs`).
+//! (`faults.rs`), which place limit each join carries (`limits.rs`), how
+//! the promoter goes on when one room fails (`promoter.rs`), and how many
+//! statuses reach the store (`held_polls.rs`).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -26,6 +27,7 @@ pub struct Recording {
     failing_ticks: Mutex<Vec<RoomId>>,
     failing_observations: Mutex<Vec<RoomId>>,
     ticks: Mutex<Vec<RoomId>>,
+    statuses: AtomicUsize,
 }
 
 impl Recording {
@@ -40,6 +42,7 @@ impl Recording {
             failing_ticks: Mutex::new(Vec::new()),
             failing_observations: Mutex::new(Vec::new()),
             ticks: Mutex::new(Vec::new()),
+            statuses: AtomicUsize::new(0),
         }
     }
 
@@ -73,6 +76,12 @@ impl Recording {
     #[allow(dead_code)] // only some test binaries ask
     pub fn fail_observations_of(&self, room: &RoomId) {
         self.failing_observations.lock().unwrap().push(room.clone());
+    }
+
+    /// How many status calls reached the store so far.
+    #[allow(dead_code)] // only some test binaries ask
+    pub fn statuses(&self) -> usize {
+        self.statuses.load(Ordering::SeqCst)
     }
 
     /// How many ticks of `room` succeeded so far.
@@ -123,6 +132,7 @@ impl QueueStore for Recording {
         self.inner.join_many(room, joins).await
     }
     async fn status(&self, room: &RoomId, seq: u64) -> Result<Snapshot, StoreError> {
+        self.statuses.fetch_add(1, Ordering::SeqCst);
         self.inner.status(room, seq).await
     }
     async fn leave(&self, room: &RoomId, seq: u64) -> Result<bool, StoreError> {
