@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use common::{Api, TestStore, keys, on_memory, pinned_store, redis_url, unix_now};
+use common::{Api, TestStore, keys, on_memory, pinned_store, redis_url, test_store, unix_now};
 use origin::queue::redis::{RedisConfig, RedisStore};
 use origin::queue::snapshot::Snapshots;
 use origin::queue::{QueueStore, SaleSignal, SeatsLeft, Standing, Watch};
@@ -480,6 +480,41 @@ async fn an_operator_change_here_sends_every_status_to_the_store_until_the_next_
             assert!(before, "the fifo room's view answered before the change");
         }
     }
+}
+
+/// A refused ticket is 401 and an unknown room 404; telling them apart asks
+/// the store for the room, unless this instance observed it within a
+/// view's life: a flood of forged or missing tickets for a live room then
+/// costs no store call each.
+#[tokio::test]
+async fn refused_tickets_for_an_observed_room_cost_no_store_call() {
+    let t = test_store();
+    let store = Arc::new(common::recording::Recording::new(t.store.clone()));
+    let state = AppState::new(store.clone(), keys()).with_status_snapshots(TICK);
+    let api = Api::new(state.clone());
+    let room = common::make_room(store.as_ref(), "forged", RoomSettings::default()).await;
+    state
+        .snapshots
+        .refresh(store.as_ref(), &room)
+        .await
+        .unwrap();
+    let before = store.figures_reads();
+    for _ in 0..50 {
+        let r = api.status(&room, "forged.ticket").await;
+        assert_eq!(r.status, 401);
+        let r = api.leave(&room, "forged.ticket").await;
+        assert_eq!(r.status, 401);
+        let r = api
+            .call("GET", &format!("/queue/{room}/status"), None)
+            .await;
+        assert_eq!(r.status, 401);
+    }
+    assert_eq!(store.figures_reads() - before, 0, "the store was asked");
+    // A room nobody observed is asked about: unknown, 404.
+    let unknown = origin::room::RoomId::parse("nowhere").unwrap();
+    let r = api.status(&unknown, "forged.ticket").await;
+    assert_eq!(r.status, 404);
+    assert_eq!(store.figures_reads() - before, 1);
 }
 
 /// A view counts its age from when it was asked for, not from when it

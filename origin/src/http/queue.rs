@@ -248,6 +248,11 @@ fn checked_claims(
 /// trip; boxed by its callers, so the futures of good requests do not
 /// carry it.
 async fn unknown_room_first(state: &AppState, room: &RoomId, error: ApiError) -> ApiError {
+    // A room this instance observed within a view's life exists: a flood of
+    // forged or missing tickets then costs no store call each.
+    if state.snapshots.observed(room) {
+        return error;
+    }
     match state.queue.figures(room).await {
         Ok(_) => error,
         Err(e) => e.into(),

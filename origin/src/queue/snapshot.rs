@@ -287,6 +287,19 @@ impl Snapshots {
         })
     }
 
+    /// Whether this instance observed `room` within a view's life: it
+    /// exists (a refused ticket for it is 401 without asking the store).
+    pub fn observed(&self, room: &RoomId) -> bool {
+        self.enabled
+            && self
+                .with_view(room, |v| {
+                    v.latest
+                        .as_ref()
+                        .is_some_and(|(_, at)| at.elapsed() <= 2 * self.tick)
+                })
+                .unwrap_or(false)
+    }
+
     /// The room's signal and the front of its line, to wait for their next
     /// change; `None` when views are off or this instance has not observed
     /// the room yet (nothing would ever change them).
