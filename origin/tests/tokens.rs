@@ -147,6 +147,15 @@ async fn the_ticket_cookie_counts_beside_basic_auth_and_bearer_in_any_case() {
     // A Bearer header wins over the cookie, and an empty one is refused.
     let r = api.send(with("Bearer ", true)).await;
     assert_eq!(r.status, 401);
+    // The first visit behind Basic auth: no ticket yet, a join gets one.
+    let first = Request::post(format!("/queue/{room}/join"))
+        .header("authorization", "Basic dXNlcjpwYXNz")
+        .header("cookie", "session=abc")
+        .body(Body::empty())
+        .unwrap();
+    let r = api.send(first).await;
+    assert_eq!(r.status, 200, "{}", r.json);
+    assert!(r.json["ticket"].is_string());
 }
 
 #[tokio::test]

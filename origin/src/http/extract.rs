@@ -101,49 +101,41 @@ pub struct Presented {
 
 /// The ticket a request carries: `Authorization: Bearer` (apps; the scheme
 /// in any case, RFC 9110) first, else the room's cookie (browsers). An
-/// `Authorization` header of another scheme gives way to the cookie (a
-/// browser on a site behind HTTP Basic auth sends one with every request);
-/// with no cookie it is refused rather than ignored, so a broken client
-/// hears about it instead of taking a new place at every join.
+/// `Authorization` header of another scheme is not about tickets and is
+/// passed over: a browser on a site behind HTTP Basic auth sends one with
+/// every request, its first join included. (A broken app that sends its
+/// ticket so hears of it from status, 401 `missing_ticket`; its joins take
+/// places as any ticketless join, under the per-address cap.)
 pub fn presented_ticket(headers: &HeaderMap, room: &RoomId) -> Result<Option<Presented>, ApiError> {
     let malformed = || ApiError::InvalidTicket {
         reason: TokenError::Malformed,
         clear_cookie: None,
     };
-    let other_scheme = match headers.get(header::AUTHORIZATION) {
-        None => false,
-        Some(value) => {
-            let value = value.to_str().map_err(|_| malformed())?.trim();
-            let (scheme, rest) = value.split_once(' ').unwrap_or((value, ""));
-            if scheme.eq_ignore_ascii_case("bearer") {
-                let token = rest.trim();
-                if token.is_empty() {
-                    return Err(malformed());
-                }
-                return Ok(Some(Presented {
-                    token: token.to_owned(),
-                    cookie: None,
-                }));
+    if let Some(value) = headers.get(header::AUTHORIZATION) {
+        let value = value.to_str().map_err(|_| malformed())?.trim();
+        let (scheme, rest) = value.split_once(' ').unwrap_or((value, ""));
+        if scheme.eq_ignore_ascii_case("bearer") {
+            let token = rest.trim();
+            if token.is_empty() {
+                return Err(malformed());
             }
-            true
+            return Ok(Some(Presented {
+                token: token.to_owned(),
+                cookie: None,
+            }));
         }
-    };
-    // Apps send no cookies: no jar to build, no name to write.
-    let cookie = if headers.contains_key(header::COOKIE) {
-        let name = ticket_cookie(room.as_str());
-        CookieJar::from_headers(headers)
-            .get(&name)
-            .map(|c| Presented {
-                token: c.value().to_owned(),
-                cookie: Some(name),
-            })
-    } else {
-        None
-    };
-    match cookie {
-        None if other_scheme => Err(malformed()),
-        cookie => Ok(cookie),
     }
+    // Apps send no cookies: no jar to build, no name to write.
+    if !headers.contains_key(header::COOKIE) {
+        return Ok(None);
+    }
+    let name = ticket_cookie(room.as_str());
+    Ok(CookieJar::from_headers(headers)
+        .get(&name)
+        .map(|c| Presented {
+            token: c.value().to_owned(),
+            cookie: Some(name),
+        }))
 }
 
 /// The entry token a protected request carries: the `Entry-Token` header
