@@ -517,6 +517,57 @@ async fn refused_tickets_for_an_observed_room_cost_no_store_call() {
     assert_eq!(store.figures_reads() - before, 1);
 }
 
+/// An observation asked before an operator's change here, and back after
+/// it, does not put the old view back in use: the store answers until an
+/// observation asked after the change.
+#[tokio::test]
+async fn an_observation_in_flight_across_an_operator_change_is_not_installed() {
+    let clock = Arc::new(AtomicU64::new(unix_now() * 1000));
+    let t = pinned_store(clock.clone());
+    let store = Arc::new(common::recording::Recording::new(t.store.clone()));
+    let state = common::admin_state(store.clone()).with_status_snapshots(TICK);
+    let api = Api::new(state.clone());
+    let settings = RoomSettings {
+        capacity: 1,
+        admit_per_second: 1.0,
+        ..RoomSettings::default()
+    };
+    let room = common::make_room(store.as_ref(), "inflight", settings).await;
+    let seqs = join_many(store.as_ref(), &room, 400).await;
+    let last = *seqs.last().unwrap();
+    for _ in 0..2 {
+        state
+            .snapshots
+            .saw(&room, last, Standing::Waiting { position: None });
+        state
+            .snapshots
+            .refresh(store.as_ref(), &room)
+            .await
+            .unwrap();
+    }
+    assert!(state.snapshots.answer(&room, last).is_some());
+    store.delay_observations(300);
+    let refresh = {
+        let (views, store, room) = (state.snapshots.clone(), store.clone(), room.clone());
+        tokio::spawn(async move { views.refresh(store.as_ref(), &room).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let r = api
+        .admin(
+            "PATCH",
+            &format!("/admin/rooms/{room}"),
+            r#"{"method":"random"}"#,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.json);
+    refresh.await.unwrap().unwrap();
+    assert_eq!(
+        state.snapshots.answer(&room, last).map(|s| s.standing),
+        None,
+        "the view from before the change answered"
+    );
+}
+
 /// A view counts its age from when it was asked for, not from when it
 /// arrived: an observation that took longer than a view may live (two
 /// ticks) to come back answers nobody, since the line may have moved by

@@ -147,6 +147,9 @@ struct RoomView {
     signal: watch::Sender<Option<RoomSignal>>,
     /// The seq at the front of the line as the latest observation saw it.
     front: watch::Sender<Option<u64>>,
+    /// Bumped by each change this instance wrote ([`Snapshots::settings_written`]):
+    /// an observation asked before it is not installed after it.
+    written: u64,
 }
 
 impl Default for RoomView {
@@ -159,6 +162,7 @@ impl Default for RoomView {
             pruned_ms: 0,
             signal: watch::Sender::new(None),
             front: watch::Sender::new(None),
+            written: 0,
         }
     }
 }
@@ -345,7 +349,10 @@ impl Snapshots {
     /// a lottery, an opening moved later, a closed room). Other instances
     /// see it at their next observation, within two ticks.
     pub fn settings_written(&self, room: &RoomId) {
-        self.with_view(room, |v| v.latest = None);
+        self.with_view(room, |v| {
+            v.latest = None;
+            v.written += 1;
+        });
     }
 
     /// The interval views are refreshed at.
@@ -403,13 +410,14 @@ impl Snapshots {
             return Ok(());
         }
         let view = self.view_or_new(room);
-        let watch = {
+        let (watch, written) = {
             let mut v = view.lock().unwrap_or_else(PoisonError::into_inner);
-            Watch {
+            let watch = Watch {
                 samples: !v.marks.is_empty() || !v.seen_in_line.is_empty(),
                 polled: v.marks.drain().collect(),
                 since_ms: v.since_ms,
-            }
+            };
+            (watch, v.written)
         };
         // The view's age counts from here, not from its arrival: a slow
         // reply or a stalled task must not make it look younger than the
@@ -418,6 +426,9 @@ impl Snapshots {
         let result = store.observe(room, &watch).await;
         let mut v = view.lock().unwrap_or_else(PoisonError::into_inner);
         match result {
+            // Asked before a change this instance wrote: it may not show
+            // it (the marks it carried are in the store all the same).
+            Ok(_) if v.written != written => Ok(()),
             Ok(obs) => {
                 v.install(&watch, obs, asked);
                 Ok(())
