@@ -78,7 +78,14 @@ pub async fn run(
                 match store.tick(room).await {
                     Ok(report) => reports.push((room.clone(), report)),
                     Err(StoreError::UnknownRoom) => {}
-                    Err(e) => failed.push((room.clone(), e)),
+                    Err(e) => {
+                        // A store that is down fails every room, each after
+                        // its timeout: the first failure asks it once.
+                        if failed.is_empty() && store.ping().await.is_err() {
+                            return Err(e);
+                        }
+                        failed.push((room.clone(), e));
+                    }
                 }
             }
             // Every room failed (and some exist): the store is down.
