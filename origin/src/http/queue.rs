@@ -27,7 +27,7 @@ use super::hold::{self, Preferred};
 use super::responses::{BadBody, BadTicket, CrossSite, JoinLimits, NoRoom, StoreDown, TicketAuth};
 use super::site::SameSite;
 use crate::error::ApiError;
-use crate::queue::snapshot::RoomWatch;
+use crate::queue::snapshot::{RoomWatch, front_zone};
 use crate::queue::{Joined, PREQUEUE_SPAN, SeatsLeft, Snapshot, Standing, pacing};
 use crate::room::{RoomId, RoomState};
 use crate::sessions::{SessionRules, Watch, entry_expiry};
@@ -491,10 +491,14 @@ async fn join(
         Some(c) if Some(c.seq) == snap.seq => c.visitor,
         _ => rand::random(),
     };
-    // An admission shown again from one more address counts as a status
-    // does (a ticket posted for a crowd would otherwise mint entry tokens
-    // here); ended, it reads as a gone place and gets no ticket.
-    if let (Standing::Admitted { until_ms }, Some(seq)) = (snap.standing, snap.seq)
+    // An admission shown again (its ticket) from one more address counts as
+    // a status does (a ticket posted for a crowd would otherwise mint entry
+    // tokens here); ended, it reads as a gone place and gets no ticket. One
+    // let in at once is counted by its first status, as before: every join
+    // of a passthrough room would otherwise fill the sessions' map.
+    let shown_again = claims.as_ref().is_some_and(|c| Some(c.seq) == snap.seq);
+    if let (true, Standing::Admitted { until_ms }, Some(seq)) =
+        (shown_again, snap.standing, snap.seq)
         && Box::pin(used_from(&state, &room, seq, visitor, until_ms, client)).await?
     {
         snap.standing = Standing::Gone;
@@ -721,8 +725,17 @@ async fn held(
             // which timed out: BENCHMARKS.md, run F).
             Some(signal) if signal.seats == SeatsLeft::SoldOut => sold_out(snap),
             // A closed room wakes them all alike, and the view does not
-            // answer for it: from the signal too.
-            Some(signal) if signal.state == RoomState::Closed => closed(snap),
+            // answer for it: from the signal too, beyond the reach of the
+            // admission budget (a tick between seats coming back and the
+            // closing may have let the front in; it stays inside).
+            Some(signal)
+                if signal.state == RoomState::Closed
+                    && position.is_some_and(|p| {
+                        p > front_zone(&snap.line, 2 * state.snapshots.tick())
+                    }) =>
+            {
+                closed(snap)
+            }
             _ => current_status(&state, &room, &claims, client).await?,
         };
         applied = Some(secs);
