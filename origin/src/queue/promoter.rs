@@ -34,20 +34,43 @@ const ROOMS_REFRESH_TICKS: u32 = 10;
 /// Longest pause between attempts while the store is failing.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
+/// One pass of ticks: the rooms ticked, and those whose tick failed.
+#[derive(Debug, Default)]
+pub struct Ticked {
+    /// Each ticked room and what its tick did.
+    pub reports: Vec<(RoomId, TickReport)>,
+    /// Each room whose tick failed, and why.
+    pub failed: Vec<(RoomId, StoreError)>,
+}
+
 /// One tick over every room in `rooms`; rooms that vanished are skipped.
-pub async fn tick_rooms(
-    store: &dyn QueueStore,
-    rooms: &[RoomId],
-) -> Result<Vec<(RoomId, TickReport)>, StoreError> {
-    let mut reports = Vec::with_capacity(rooms.len());
+/// A room whose tick fails is among [`Ticked::failed`], unless the store
+/// itself is down (the error): it does not answer a ping after the first
+/// failure (a store that is down fails every room, each after its
+/// timeout), or every room failed.
+pub async fn tick_rooms(store: &dyn QueueStore, rooms: &[RoomId]) -> Result<Ticked, StoreError> {
+    let mut ticked = Ticked {
+        reports: Vec::with_capacity(rooms.len()),
+        failed: Vec::new(),
+    };
     for room in rooms {
         match store.tick(room).await {
-            Ok(report) => reports.push((room.clone(), report)),
+            Ok(report) => ticked.reports.push((room.clone(), report)),
             Err(StoreError::UnknownRoom) => {}
-            Err(e) => return Err(e),
+            Err(e) => {
+                if ticked.failed.is_empty() && store.ping().await.is_err() {
+                    return Err(e);
+                }
+                ticked.failed.push((room.clone(), e));
+            }
         }
     }
-    Ok(reports)
+    if ticked.reports.is_empty()
+        && let Some((_, e)) = ticked.failed.pop()
+    {
+        return Err(e);
+    }
+    Ok(ticked)
 }
 
 /// Runs until `cancel` fires. A failing store is logged once when it starts
@@ -72,28 +95,10 @@ pub async fn run(
                 snapshots.retain(&rooms);
                 failing_rooms.retain(|room| rooms.contains(room));
             }
-            let mut reports = Vec::with_capacity(rooms.len());
-            let mut failed = Vec::new();
-            for room in &rooms {
-                match store.tick(room).await {
-                    Ok(report) => reports.push((room.clone(), report)),
-                    Err(StoreError::UnknownRoom) => {}
-                    Err(e) => {
-                        // A store that is down fails every room, each after
-                        // its timeout: the first failure asks it once.
-                        if failed.is_empty() && store.ping().await.is_err() {
-                            return Err(e);
-                        }
-                        failed.push((room.clone(), e));
-                    }
-                }
-            }
-            // Every room failed (and some exist): the store is down.
-            if reports.is_empty()
-                && let Some((_, e)) = failed.pop()
-            {
-                return Err(e);
-            }
+            let Ticked {
+                reports,
+                mut failed,
+            } = tick_rooms(store.as_ref(), &rooms).await?;
             for (room, _) in &reports {
                 match snapshots.refresh(store.as_ref(), room).await {
                     Ok(()) | Err(StoreError::UnknownRoom) => {}
@@ -110,7 +115,7 @@ pub async fn run(
                     tracing::info!(%room, "the room's tick and observation work again");
                 }
             }
-            Ok(reports)
+            Ok::<_, StoreError>(reports)
         };
         match step.await {
             Ok(reports) => {
