@@ -27,7 +27,7 @@ use super::hold::{self, Preferred};
 use super::responses::{BadBody, BadTicket, CrossSite, JoinLimits, NoRoom, StoreDown, TicketAuth};
 use super::site::SameSite;
 use crate::error::ApiError;
-use crate::queue::snapshot::{RoomWatch, front_zone};
+use crate::queue::snapshot::RoomWatch;
 use crate::queue::{Joined, PREQUEUE_SPAN, SeatsLeft, Snapshot, Standing, pacing};
 use crate::room::{RoomId, RoomState};
 use crate::sessions::{SessionRules, Watch, entry_expiry};
@@ -730,9 +730,7 @@ async fn held(
             // closing may have let the front in; it stays inside).
             Some(signal)
                 if signal.state == RoomState::Closed
-                    && position.is_some_and(|p| {
-                        p > front_zone(&snap.line, 2 * state.snapshots.tick())
-                    }) =>
+                    && position.is_some_and(|p| p > state.snapshots.front_zone(&snap.line)) =>
             {
                 closed(snap)
             }

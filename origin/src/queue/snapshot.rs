@@ -234,7 +234,7 @@ impl Snapshots {
     fn answer_from(&self, v: &mut RoomView, seq: u64) -> Option<Snapshot> {
         let (obs, taken) = v.latest.as_ref()?;
         let age = taken.elapsed();
-        if age > 2 * self.tick {
+        if age > self.max_age() {
             return None;
         }
         let line = &obs.line;
@@ -266,7 +266,7 @@ impl Snapshots {
         // coming back (another instance's sale loop, or a write racing this
         // view's observation) let the front in before the view shows it.
         let position = obs.bound(seq)?;
-        if position <= front_zone(line, 2 * self.tick) {
+        if position <= self.front_zone(line) {
             return None;
         }
         let standing = if line.sale.seats == SeatsLeft::SoldOut {
@@ -299,7 +299,7 @@ impl Snapshots {
                 .with_view(room, |v| {
                     v.latest
                         .as_ref()
-                        .is_some_and(|(_, at)| at.elapsed() <= 2 * self.tick)
+                        .is_some_and(|(_, at)| at.elapsed() <= self.max_age())
                 })
                 .unwrap_or(false)
     }
@@ -360,10 +360,23 @@ impl Snapshots {
         self.tick
     }
 
+    /// How long a view answers: two ticks, so one late or failed refresh
+    /// does not send every poll to the store.
+    fn max_age(&self) -> Duration {
+        2 * self.tick
+    }
+
+    /// The places from the front of `line` that the admission budget may
+    /// reach before a view of it is replaced: a waiter there asks the store
+    /// (anything said of it from memory may be stale).
+    pub fn front_zone(&self, line: &LineView) -> u64 {
+        front_zone(line, self.max_age())
+    }
+
     /// Time the abandonment rule must leave a waiter after its last mark
     /// for the view to answer for it: the view's life plus a second.
     fn margin_ms(&self) -> u64 {
-        (2 * self.tick).as_millis() as u64 + 1000
+        self.max_age().as_millis() as u64 + 1000
     }
 
     /// Learns from the store's answer to `seq`'s status: a waiter is marked
@@ -445,14 +458,13 @@ impl RoomView {
     /// Installs `obs`, asked of the store at `asked`.
     fn install(&mut self, watch: &Watch, obs: Observation, asked: Instant) {
         let now = obs.line.now_ms;
+        let fifo = obs.method == QueueingMethod::Fifo;
         // Departures are kept a minute: a view that missed half of that
         // may have missed some, and forgets whom it saw.
         // Outside a fifo line anyone may be admitted, not only the front:
         // whom a lottery saw is no longer known to wait once the room turns
         // fifo again (a window's end, an operator's change).
-        if self.since_ms == 0
-            || now.saturating_sub(self.since_ms) > DEPARTURES_KEPT_MS / 2
-            || obs.method != QueueingMethod::Fifo
+        if self.since_ms == 0 || now.saturating_sub(self.since_ms) > DEPARTURES_KEPT_MS / 2 || !fifo
         {
             self.seen_in_line.clear();
         }
@@ -460,7 +472,6 @@ impl RoomView {
             self.seen_in_line.remove(seq);
         }
         let not_seen: HashSet<u64> = obs.gone.iter().chain(&obs.drawn).copied().collect();
-        let fifo = obs.method == QueueingMethod::Fifo;
         for &seq in &watch.polled {
             if fifo
                 && !not_seen.contains(&seq)
