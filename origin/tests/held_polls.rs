@@ -103,6 +103,29 @@ impl Origin {
         }
     }
 
+    /// A status poll with `Prefer: wait=10` on a task of its own, so the
+    /// test goes on while it is held: whether it was answered as held
+    /// (`Preference-Applied`), and its body.
+    fn held_poll(&self, room: &RoomId, ticket: &str) -> tokio::task::JoinHandle<(bool, Value)> {
+        let (http, url, ticket) = (
+            self.http.clone(),
+            self.running.url(&format!("/queue/{room}/status")),
+            ticket.to_owned(),
+        );
+        tokio::spawn(async move {
+            let r = http
+                .get(url)
+                .bearer_auth(ticket)
+                .header("prefer", "wait=10")
+                .send()
+                .await
+                .unwrap();
+            let held = r.headers().contains_key("preference-applied");
+            let json: Value = r.json().await.unwrap();
+            (held, json)
+        })
+    }
+
     /// Once `n` polls have been held 200 ms, sets the room's seats to
     /// `seats` (as the sale loop would); when it did.
     async fn sale_after_holds(&self, room: &RoomId, n: usize, seats: SeatsLeft) -> Instant {
@@ -207,25 +230,7 @@ async fn a_closing_answers_the_far_back_held_polls_from_the_signal() {
         .collect();
     let polls: Vec<_> = held
         .iter()
-        .map(|ticket| {
-            let (http, url, ticket) = (
-                o.http.clone(),
-                o.running.url(&format!("/queue/{room}/status")),
-                ticket.clone(),
-            );
-            tokio::spawn(async move {
-                let r = http
-                    .get(url)
-                    .bearer_auth(ticket)
-                    .header("prefer", "wait=10")
-                    .send()
-                    .await
-                    .unwrap();
-                let applied = r.headers().get("preference-applied").is_some();
-                let json: Value = r.json().await.unwrap();
-                (applied, json)
-            })
-        })
+        .map(|ticket| o.held_poll(&room, ticket))
         .collect();
     o.until_held(held.len()).await;
     let before = store.statuses();
@@ -381,20 +386,7 @@ async fn past_the_cap_polls_are_answered_at_once() {
     ticks(2).await;
     let held: Vec<_> = tickets[..2]
         .iter()
-        .map(|ticket| {
-            let (http, url, ticket) = (
-                o.http.clone(),
-                o.running.url(&format!("/queue/{room}/status")),
-                ticket.clone(),
-            );
-            tokio::spawn(async move {
-                http.get(url)
-                    .bearer_auth(ticket)
-                    .header("prefer", "wait=10")
-                    .send()
-                    .await
-            })
-        })
+        .map(|ticket| o.held_poll(&room, ticket))
         .collect();
     o.until_held(2).await;
     let third = o.status(&room, &tickets[2], Some("wait=10")).await;
@@ -424,20 +416,7 @@ async fn one_ticket_holds_one_poll() {
     let o = origin(t.store.clone(), 8).await;
     let tickets = o.join(&room, 2).await;
     ticks(2).await;
-    let first = {
-        let (http, url, ticket) = (
-            o.http.clone(),
-            o.running.url(&format!("/queue/{room}/status")),
-            tickets[0].clone(),
-        );
-        tokio::spawn(async move {
-            http.get(url)
-                .bearer_auth(ticket)
-                .header("prefer", "wait=10")
-                .send()
-                .await
-        })
-    };
+    let first = o.held_poll(&room, &tickets[0]);
     o.until_held(1).await;
     for _ in 0..5 {
         let again = o.status(&room, &tickets[0], Some("wait=10")).await;
@@ -502,23 +481,7 @@ async fn shutdown_answers_held_polls_at_once() {
     let o = origin(t.store.clone(), 100).await;
     let tickets = o.join(&room, 1).await;
     ticks(2).await;
-    let (http, url, ticket) = (
-        o.http.clone(),
-        o.running.url(&format!("/queue/{room}/status")),
-        tickets[0].clone(),
-    );
-    let poll = tokio::spawn(async move {
-        let r = http
-            .get(url)
-            .bearer_auth(ticket)
-            .header("prefer", "wait=10")
-            .send()
-            .await
-            .unwrap();
-        let held = r.headers().contains_key("preference-applied");
-        let json: Value = r.json().await.unwrap();
-        (held, json)
-    });
+    let poll = o.held_poll(&room, &tickets[0]);
     o.until_held(1).await;
     let start = Instant::now();
     tokio::time::timeout(Duration::from_secs(3), o.running.stop())
