@@ -248,10 +248,8 @@ impl IntoResponse for ApiError {
                 clear_cookie: Some(name),
                 ..
             } => {
-                // The name is `wr_ticket_` plus a validated room id: always a valid header.
-                if let Ok(v) = HeaderValue::from_str(&format!("{name}=; Path=/; Max-Age=0")) {
-                    headers.append(header::SET_COOKIE, v);
-                }
+                // The name is `wr_ticket_` plus a validated room id.
+                headers.append(header::SET_COOKIE, crate::http::extract::clear_cookie(name));
             }
             _ => {}
         }
