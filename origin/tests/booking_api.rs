@@ -28,6 +28,7 @@ both!(
     refusals_change_nothing,
     the_room_follows_its_seats,
     adaptive_admission_follows_payment,
+    leaving_ends_the_holds_and_a_repeated_leave_asks_nothing,
 );
 
 /// A payment whose latency the test sets while it runs.
@@ -203,6 +204,61 @@ impl Sale {
         ));
         cancel
     }
+}
+
+/// Leave ends the session's holds at once (their seats are on sale again).
+/// A leave that ends nothing (the ticket's place and session already gone)
+/// does not reach the booking database: a ticket's leaves sent in a loop
+/// would otherwise each cost it a query. Shown with a hold made straight in
+/// the store for the visitor after it left, which only a database query
+/// could end.
+async fn leaving_ends_the_holds_and_a_repeated_leave_asks_nothing(db: &TestDb) {
+    let s = sale(db).await;
+    let room = s.room("leave", settings(1), (2, 3)).await;
+    let (ticket, entry) = s.visitor(&room).await;
+    let entry = entry.expect("admitted at once");
+    let r = s.hold(&room, &entry, &["A-1-1", "A-1-2"]).await;
+    assert_eq!(r.status, 201, "{}", r.json);
+    assert_eq!(s.counts(&room).await, (4, 2, 0));
+
+    let r = s.api.leave(&room, &ticket).await;
+    assert_eq!(r.status, 204, "{}", r.json);
+    assert_eq!(
+        s.counts(&room).await,
+        (6, 0, 0),
+        "the holds ended with the session"
+    );
+
+    let visitor = s
+        .state
+        .keys
+        .verify(&entry, token::Kind::Entry, room.as_str(), unix_now())
+        .expect("the entry token")
+        .visitor;
+    let now_ms = unix_now() * 1000;
+    s.state
+        .booking
+        .as_ref()
+        .unwrap()
+        .hold(
+            room.as_str(),
+            "night",
+            visitor,
+            &["A-1-3".to_owned()],
+            now_ms + 600_000,
+            now_ms,
+        )
+        .await
+        .unwrap();
+    for _ in 0..3 {
+        let r = s.api.leave(&room, &ticket).await;
+        assert_eq!(r.status, 204, "leave stays idempotent: {}", r.json);
+    }
+    assert_eq!(
+        s.counts(&room).await,
+        (5, 1, 0),
+        "a leave that ended nothing did not reach the database"
+    );
 }
 
 /// Waits (bounded) until `check` holds.

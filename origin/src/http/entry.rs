@@ -95,8 +95,14 @@ pub async fn end_session(
     seq: u64,
     visitor: u128,
 ) -> Result<(), ApiError> {
-    state.queue.leave(room, seq).await?;
+    let ended = state.queue.leave(room, seq).await?;
     state.sessions.forget(room, seq);
+    // Nothing left to end: the holds ended with the place or session, by
+    // time or by the call that ended it. One ticket's leaves in a loop
+    // would otherwise each cost the booking database a query.
+    if !ended {
+        return Ok(());
+    }
     if let Some(booking) = &state.booking {
         let now = state.clock.now_ms();
         if let Err(e) = booking.end_session(room.as_str(), visitor, now).await {
