@@ -121,47 +121,64 @@ async fn a_waiter_polling_as_told_is_never_dropped_and_a_silent_one_is_within_ab
 /// A new abandon time counts every waiter as polling from the moment it is
 /// set (the marks' generations are renumbered then, on both stores), not
 /// from whichever poll or tick comes next: a silent waiter is then dropped
-/// within the new abandon time plus a tick of the change.
+/// within the new abandon time plus a tick of the change. Shorter or
+/// longer: a longer one numbers the generations lower than those already
+/// swept, and the sweep must start again from them.
 #[tokio::test]
 async fn a_new_abandon_time_counts_the_line_as_polling_from_when_it_is_set() {
+    // Silent for 50 s of its 60, then 6 s; silent for 3 s of its 6, then 9.
+    for (from, silent_for, to) in [(60, 50_000, 6), (6, 3_000, 9)] {
+        silent_waiter_under_a_new_abandon_time(from, silent_for, to).await;
+    }
+}
+
+async fn silent_waiter_under_a_new_abandon_time(from: u32, silent_for: u64, to: u32) {
     let Pinned {
         start,
         clock,
         t,
         room,
         api,
-    } = pinned_room("renumbered", 60).await;
+    } = pinned_room(&format!("renumbered{from}to{to}"), from).await;
     let store = t.store.clone();
     let silent = api.join(&room, None).await;
     assert_eq!(silent.json["state"], "waiting");
 
-    // Silent for 50 s of its 60; then the abandon time drops to 6 s.
-    let changed = start + 50_000;
+    let changed = start + silent_for;
     clock.store(changed, Ordering::SeqCst);
     assert_eq!(store.tick(&room).await.unwrap().abandoned, 0);
-    let short = RoomSettings {
-        abandon_seconds: 6,
+    let new = RoomSettings {
+        abandon_seconds: to,
         ..settings(1)
     };
-    store.put_room(&room, &short).await.unwrap();
+    store.put_room(&room, &new).await.unwrap();
+    let abandon = u64::from(to) * 1000;
 
     // Counted as polling at the change: kept until 5/6 of the new time
     // (ticked as a promoter does: a gap between ticks of half the abandon
     // time would read as an outage)...
     let mut now = changed;
-    while now < changed + 4_900 {
+    while now < changed + abandon * 5 / 6 - TICK {
         now += TICK;
         clock.store(now, Ordering::SeqCst);
-        assert_eq!(store.tick(&room).await.unwrap().abandoned, 0);
+        assert_eq!(
+            store.tick(&room).await.unwrap().abandoned,
+            0,
+            "{from} s to {to} s: dropped {} ms after the change",
+            now - changed
+        );
     }
     // ...and dropped by the new time plus a tick after it.
     let mut dropped = 0;
-    while now < changed + 6_000 + TICK {
+    while now < changed + abandon + TICK {
         now += TICK;
         clock.store(now, Ordering::SeqCst);
         dropped += store.tick(&room).await.unwrap().abandoned;
     }
-    assert_eq!(dropped, 1, "dropped within 6 s and a tick of the change");
+    assert_eq!(
+        dropped, 1,
+        "{from} s to {to} s: dropped within {to} s and a tick of the change"
+    );
     assert_eq!(
         api.status(&room, &silent.ticket()).await.json["state"],
         "expired"

@@ -296,7 +296,8 @@ impl Room {
 
     /// The generation `now` falls in, after moving the polls to it, as
     /// `generation` in the prelude: a new generation length (the abandon
-    /// time changed) renumbers them, and every waiter counts as polling now.
+    /// time changed) renumbers them, every waiter counts as polling now, and
+    /// the sweep starts again.
     fn generation(&mut self, now: u64) -> u64 {
         let abandon_ms = u64::from(self.settings.abandon_seconds) * 1000;
         let g = abandon_ms.div_ceil(6).max(1);
@@ -304,6 +305,8 @@ impl Room {
         if self.polls.g != Some(g) {
             self.polls.g = Some(g);
             self.polls.newest = k;
+            // As in the prelude: swept generations had the old numbering.
+            self.polls.swept = 0;
             self.all_polling(k);
         } else if k > self.polls.newest {
             self.polls.newest = k;

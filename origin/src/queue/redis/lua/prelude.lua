@@ -219,7 +219,7 @@ end
 -- generations skipped since the last move are emptied (they held the
 -- generations RING before, long dead). A new generation length (the
 -- abandon time changed) renumbers the generations: every waiter then
--- counts as polling now. Never goes back (a clock stepping back reuses the
+-- counts as polling now, and the sweep starts again. Never goes back (a clock stepping back reuses the
 -- newest generation).
 local function generation(room, now)
   local g = poll_g(room)
@@ -231,8 +231,10 @@ local function generation(room, now)
     if redis.call('EXISTS', PRESENT) == 1 then
       redis.call('BITOP', 'OR', polled_key(k), PRESENT)
     end
-    room.poll_g, room.poll_gen = g, k
-    redis.call('HSET', ROOM, 'poll_g', int(g), 'poll_gen', int(k))
+    -- Swept generations were numbered by the old length: a longer one
+    -- numbers them lower, and the sweep would wait for years.
+    room.poll_g, room.poll_gen, room.swept = g, k, 0
+    redis.call('HSET', ROOM, 'poll_g', int(g), 'poll_gen', int(k), 'swept', '0')
   elseif k > room.poll_gen then
     for j = math.max(room.poll_gen + 1, k - RING + 1), k do
       redis.call('DEL', polled_key(j))
