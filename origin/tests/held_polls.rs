@@ -107,6 +107,16 @@ impl Origin {
     /// test goes on while it is held: whether it was answered as held
     /// (`Preference-Applied`), and its body.
     fn held_poll(&self, room: &RoomId, ticket: &str) -> tokio::task::JoinHandle<(bool, Value)> {
+        self.held_poll_for(room, ticket, 10)
+    }
+
+    /// [`Origin::held_poll`] with `Prefer: wait={secs}`.
+    fn held_poll_for(
+        &self,
+        room: &RoomId,
+        ticket: &str,
+        secs: u64,
+    ) -> tokio::task::JoinHandle<(bool, Value)> {
         let (http, url, ticket) = (
             self.http.clone(),
             self.running.url(&format!("/queue/{room}/status")),
@@ -116,7 +126,7 @@ impl Origin {
             let r = http
                 .get(url)
                 .bearer_auth(ticket)
-                .header("prefer", "wait=10")
+                .header("prefer", format!("wait={secs}"))
                 .send()
                 .await
                 .unwrap();
@@ -247,6 +257,53 @@ async fn a_closing_answers_the_far_back_held_polls_from_the_signal() {
         1,
         "only the front of the line asks the store on the closing"
     );
+}
+
+/// A closing the view hears late (its observations failed meanwhile) is
+/// not answered from the signal to a waiter the line may have reached
+/// since its hold began: the admission budget's reach is counted from the
+/// hold's start, not from the view's last refresh. Here seats came back
+/// and the promoter let the waiter in while the view was blind; it reads
+/// `admitted`, as the store says, not `closed`.
+#[tokio::test]
+async fn a_closing_heard_late_does_not_tell_a_waiter_let_in_meanwhile_it_is_closed() {
+    let t = test_store();
+    let store = Arc::new(recording::Recording::new(t.store.clone()));
+    let settings = RoomSettings {
+        capacity: 1_000,
+        admit_per_second: 100.0,
+        ..RoomSettings::default()
+    };
+    let room = endgame_room(store.as_ref(), "held-late", settings).await;
+    let o = origin(store.clone(), 100).await;
+    // The view's front zone at 100 a second and a 50 ms tick: 2 x 100 x
+    // 2.1 + 100 = 520 places; the waiter is beyond it.
+    let tickets = o.join(&room, 530).await;
+    ticks(2).await;
+    let ticket = &tickets[525];
+    let poll = o.held_poll_for(&room, ticket, 20);
+    o.until_held(1).await;
+    store.fail_observations_of(&room);
+    ticks(2).await;
+    o.store
+        .set_sale(&room, sale(SeatsLeft::Available))
+        .await
+        .unwrap();
+    // The promoter lets the line in at 100 a second, the waiter among them.
+    let seq = seq_of(ticket, &room);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !matches!(
+        t.store.status(&room, seq).await.unwrap().standing,
+        origin::queue::Standing::Admitted { .. }
+    ) {
+        assert!(Instant::now() < deadline, "not let in within 15 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    o.store.set_state(&room, RoomState::Closed).await.unwrap();
+    store.heal_observations_of(&room);
+    let (held, json) = poll.await.unwrap();
+    assert!(held, "held, and answered as held");
+    assert_eq!(json["state"], "admitted", "{json}");
 }
 
 #[tokio::test]

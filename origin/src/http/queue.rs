@@ -712,6 +712,7 @@ async fn held(
     };
     let mut applied = None;
     let ticket = (&room, claims.seq);
+    let began = std::time::Instant::now();
     if let Some(ended) = state
         .holds
         .hold(ticket, watch, position, &snap.line, secs)
@@ -726,11 +727,15 @@ async fn held(
             Some(signal) if signal.seats == SeatsLeft::SoldOut => sold_out(snap),
             // A closed room wakes them all alike, and the view does not
             // answer for it: from the signal too, beyond the reach of the
-            // admission budget (a tick between seats coming back and the
-            // closing may have let the front in; it stays inside).
+            // admission budget since the hold began (seats that came back
+            // meanwhile may have let the front in; it stays inside). The
+            // signal may be late: the view is not refreshed while the
+            // store fails to answer.
             Some(signal)
                 if signal.state == RoomState::Closed
-                    && position.is_some_and(|p| p > state.snapshots.front_zone(&snap.line)) =>
+                    && position.is_some_and(|p| {
+                        p > state.snapshots.front_zone(&snap.line, began.elapsed())
+                    }) =>
             {
                 closed(snap)
             }

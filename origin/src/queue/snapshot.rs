@@ -266,7 +266,7 @@ impl Snapshots {
         // coming back (another instance's sale loop, or a write racing this
         // view's observation) let the front in before the view shows it.
         let position = obs.bound(seq)?;
-        if position <= self.front_zone(line) {
+        if position <= self.front_zone(line, Duration::ZERO) {
             return None;
         }
         let standing = if line.sale.seats == SeatsLeft::SoldOut {
@@ -367,10 +367,10 @@ impl Snapshots {
     }
 
     /// The places from the front of `line` that the admission budget may
-    /// reach before a view of it is replaced: a waiter there asks the store
-    /// (anything said of it from memory may be stale).
-    pub fn front_zone(&self, line: &LineView) -> u64 {
-        front_zone(line, self.max_age())
+    /// reach within `since` and a view's life: a waiter there asks the
+    /// store (anything said of it from memory may be stale).
+    pub fn front_zone(&self, line: &LineView, since: Duration) -> u64 {
+        front_zone(line, since + self.max_age())
     }
 
     /// Time the abandonment rule must leave a waiter after its last mark

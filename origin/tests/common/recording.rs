@@ -78,6 +78,15 @@ impl Recording {
         self.failing_observations.lock().unwrap().push(room.clone());
     }
 
+    /// Observations of `room` succeed again.
+    #[allow(dead_code)] // only some test binaries ask
+    pub fn heal_observations_of(&self, room: &RoomId) {
+        self.failing_observations
+            .lock()
+            .unwrap()
+            .retain(|r| r != room);
+    }
+
     /// How many status calls reached the store so far.
     #[allow(dead_code)] // only some test binaries ask
     pub fn statuses(&self) -> usize {
