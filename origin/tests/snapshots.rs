@@ -379,6 +379,78 @@ async fn a_visitor_let_in_by_a_lottery_is_not_answered_from_a_view_once_the_room
     );
 }
 
+/// The same when no observation of the view fell in the lottery: the room
+/// turned `random` and back to `fifo` between two of its observations (an
+/// operator's two changes made elsewhere, a short window, observations that
+/// failed meanwhile). The store counts the ticks that drew a lottery, and a
+/// view that sees the count move forgets whom it saw in line.
+#[tokio::test]
+async fn a_lottery_between_two_observations_is_not_missed() {
+    let clock = Arc::new(AtomicU64::new(unix_now() * 1000));
+    let t = pinned_store(clock.clone());
+    let views = Snapshots::new(TICK);
+    let fifo = RoomSettings {
+        capacity: 10_000,
+        admit_per_second: 20.0,
+        ..RoomSettings::default()
+    };
+    let room = common::make_room(t.store.as_ref(), "unseen-draw", fifo.clone()).await;
+    let seqs = join_many(t.store.as_ref(), &room, 2_000).await;
+    // Everyone polled and was observed in line, in a fifo room.
+    for &seq in &seqs {
+        views.saw(&room, seq, Standing::Waiting { position: Some(1) });
+    }
+    views.refresh(t.store.as_ref(), &room).await.unwrap();
+    views.refresh(t.store.as_ref(), &room).await.unwrap();
+    let far = *seqs.last().unwrap();
+    assert!(
+        views.answer(&room, far).is_some(),
+        "the view answers far back before the lottery"
+    );
+    // Elsewhere: a lottery, one tick of draws, and fifo again, unobserved.
+    let lottery = RoomSettings {
+        method: QueueingMethod::Random,
+        ..fifo.clone()
+    };
+    t.store.put_room(&room, &lottery).await.unwrap();
+    clock.fetch_add(1_000, Ordering::SeqCst);
+    let admitted: BTreeSet<u64> = t
+        .store
+        .tick(&room)
+        .await
+        .unwrap()
+        .admitted
+        .into_iter()
+        .collect();
+    let drawn = *admitted.iter().next_back().unwrap();
+    let ahead = seqs
+        .iter()
+        .filter(|&&s| s < drawn && !admitted.contains(&s))
+        .count();
+    assert!(ahead > 1_000, "only {ahead} wait ahead of {drawn}");
+    // A tick that draws nobody (the budget is spent) is not counted.
+    assert!(t.store.tick(&room).await.unwrap().admitted.is_empty());
+    let watch = Watch {
+        polled: Vec::new(),
+        since_ms: 0,
+        samples: false,
+    };
+    let lottery_ticks = t.store.observe(&room, &watch).await.unwrap().lottery_ticks;
+    assert_eq!(lottery_ticks, 1, "the store counts the ticks that drew");
+    t.store.put_room(&room, &fifo).await.unwrap();
+    clock.fetch_add(100, Ordering::SeqCst);
+    views.refresh(t.store.as_ref(), &room).await.unwrap();
+    assert!(matches!(
+        truth(t.store.as_ref(), &room, drawn).await,
+        Standing::Admitted { .. }
+    ));
+    assert_eq!(
+        views.answer(&room, drawn).map(|s| s.standing),
+        None,
+        "a visitor let in by a lottery the view never saw was answered from it"
+    );
+}
+
 /// In a sold-out room the front of the line still asks the store: seats
 /// may come back (another instance's sale loop writes them, or a write
 /// races this view's observation) and the next tick let the front in while

@@ -289,6 +289,11 @@ pub struct Observation {
     /// which a scheduled window of the room starts or ends, if any: the
     /// method, rate or capacity may change then.
     pub next_window_edge_ms: Option<u64>,
+    /// How many ticks so far let waiters in by a lottery's draw (from
+    /// anywhere in the line, not the front): a view that sees it move
+    /// forgets whom it saw in line, even if no observation of it fell in
+    /// the lottery.
+    pub lottery_ticks: u64,
 }
 
 impl Observation {

@@ -17,7 +17,8 @@
 //!   room, by a mark it sent (so it is not a pre-queue draw), recently
 //!   enough that the abandonment rule cannot have dropped it since (an
 //!   observation of any other method forgets every waiter: a lottery admits
-//!   from anywhere in the line);
+//!   from anywhere in the line; so does one whose store counts a lottery
+//!   drawn since the last, which no observation may have fallen in);
 //! - no observation since reported it gone or departed (left: the store
 //!   keeps departures for [`DEPARTURES_KEPT_MS`]; a view that missed that
 //!   long forgets every waiter), and this instance did not see it leave;
@@ -150,6 +151,8 @@ struct RoomView {
     /// Bumped by each change this instance wrote ([`Snapshots::settings_written`]):
     /// an observation asked before it is not installed after it.
     written: u64,
+    /// The store's count of lottery ticks at the latest observation.
+    lottery_ticks: u64,
 }
 
 impl Default for RoomView {
@@ -163,6 +166,7 @@ impl Default for RoomView {
             signal: watch::Sender::new(None),
             front: watch::Sender::new(None),
             written: 0,
+            lottery_ticks: 0,
         }
     }
 }
@@ -464,10 +468,16 @@ impl RoomView {
         // Outside a fifo line anyone may be admitted, not only the front:
         // whom a lottery saw is no longer known to wait once the room turns
         // fifo again (a window's end, an operator's change).
-        if self.since_ms == 0 || now.saturating_sub(self.since_ms) > DEPARTURES_KEPT_MS / 2 || !fifo
+        // A lottery drawn between two observations, none of them random,
+        // is told by the store's count of lottery ticks.
+        if self.since_ms == 0
+            || now.saturating_sub(self.since_ms) > DEPARTURES_KEPT_MS / 2
+            || !fifo
+            || obs.lottery_ticks != self.lottery_ticks
         {
             self.seen_in_line.clear();
         }
+        self.lottery_ticks = obs.lottery_ticks;
         for seq in obs.departed.iter().chain(&obs.gone).chain(&obs.drawn) {
             self.seen_in_line.remove(seq);
         }
@@ -552,6 +562,7 @@ mod tests {
             drawn: Vec::new(),
             departed: Vec::new(),
             next_window_edge_ms: None,
+            lottery_ticks: 0,
         }
     }
 

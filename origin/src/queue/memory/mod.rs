@@ -58,6 +58,8 @@ struct Room {
     last_member: u64,
     admitted: u64,
     abandoned: u64,
+    /// Ticks that drew a lottery (`lottery_ticks` in the room hash).
+    lottery_ticks: u64,
     allow: Option<f64>,
     refill_at: Option<u64>,
     rate_est: f64,
@@ -818,6 +820,9 @@ impl QueueStore for MemoryStore {
                     admitted.push(r.seq_of(entry.member));
                 }
                 let k = admitted.len() as u64;
+                if e.method == QueueingMethod::Random && k > 0 {
+                    r.lottery_ticks += 1;
+                }
                 if e.method != QueueingMethod::Passthrough {
                     r.allow = Some(allow - k as f64);
                 }
@@ -904,6 +909,7 @@ impl QueueStore for MemoryStore {
                 drawn,
                 departed,
                 next_window_edge_ms: r.next_window_edge(now),
+                lottery_ticks: r.lottery_ticks,
             }
         })
     }

@@ -351,7 +351,8 @@ pub fn observation(value: Value, polled: &[u64]) -> Result<Observation, StoreErr
         drawn,
         departed,
         next_edge,
-    ] = <[Value; 10]>::try_from(items(value)?)
+        lottery_ticks,
+    ] = <[Value; 11]>::try_from(items(value)?)
         .map_err(|_| bad("observation has the wrong length"))?;
     let line = snapshot(view)?.line;
     let method = text(&method)
@@ -440,6 +441,8 @@ pub fn observation(value: Value, polled: &[u64]) -> Result<Observation, StoreErr
         drawn: sorted(drawn, bitmap_drawn)?,
         departed: sorted(departed, Vec::new())?,
         next_window_edge_ms: u64::try_from(int(&next_edge)?).ok(),
+        lottery_ticks: u64::try_from(int(&lottery_ticks)?)
+            .map_err(|_| bad("negative lottery ticks"))?,
     })
 }
 

@@ -7,7 +7,8 @@
 -- ARGV[6..] seqs that polled the instance since its last observation
 -- Returns {view() (outcome 'waiting', no member), method, front rank-1 score
 -- (-1: nobody waits), base, samples_at, samples, {gone seqs}, {drawn seqs},
--- {departed seqs}, next window edge (-1: none)}, or UNKNOWN_ROOM.
+-- {departed seqs}, next window edge (-1: none), lottery ticks}, or
+-- UNKNOWN_ROOM. Lottery ticks: how many ticks drew a lottery so far.
 -- The next window edge is the first start or end of a scheduled window
 -- after now (ms): the method, rate or capacity may change then.
 -- samples is '' (none), or the line as the present bitmap has it:
@@ -127,4 +128,5 @@ end
 
 local front = redis.call('ZRANGE', WAITING, 0, 0, 'WITHSCORES')
 return { view(room, now, 'waiting'), room.method, front[2] or -1, room.base, samples_at,
-  samples, gone, drawn, departed, int(next_edge) }
+  samples, gone, drawn, departed, int(next_edge),
+  tonumber(redis.call('HGET', ROOM, 'lottery_ticks')) or 0 }

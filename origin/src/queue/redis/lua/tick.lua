@@ -123,6 +123,9 @@ local out = { 0, 0, expired, #stale }
 local function pick(k)
   if room.method == 'random' then
     local drawn = redis.call('ZRANDMEMBER', WAITING, k)
+    -- Read by the instances' views (observe.lua): whom they saw in line
+    -- may now be inside, whatever the front says.
+    redis.call('HINCRBY', ROOM, 'lottery_ticks', 1)
     for _, m in ipairs(drawn) do
       redis.call('SETBIT', PRESENT, m, 0)
     end
