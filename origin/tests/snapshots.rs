@@ -671,6 +671,62 @@ async fn an_observation_that_came_back_late_answers_nobody() {
     );
 }
 
+/// A failed observation may have been carried out all the same (a reply
+/// that timed out): the marks it carried go to the next observation once,
+/// not with every failure, or a client that stopped polling would stay in
+/// line for as long as the failures last. Here every observation after the
+/// polls fails that way: the waiters who stopped are dropped within the
+/// abandon time and three ticks of their last poll (the mark's first send,
+/// its one retry, the tick).
+#[tokio::test]
+async fn marks_of_a_failed_observation_are_sent_again_once() {
+    let clock = Arc::new(AtomicU64::new(unix_now() * 1000));
+    let t = pinned_store(clock.clone());
+    let store = Arc::new(common::recording::Recording::new(t.store.clone()));
+    let views = Snapshots::new(TICK);
+    let settings = RoomSettings {
+        abandon_seconds: 6,
+        ..RoomSettings::default()
+    };
+    let room = common::make_paused_room(t.store.as_ref(), "retried", settings).await;
+    let seqs = join_many(t.store.as_ref(), &room, 300).await;
+    for &seq in &seqs {
+        views.saw(&room, seq, Standing::Waiting { position: None });
+    }
+    views.refresh(store.as_ref(), &room).await.unwrap();
+    // The last poll of each: answered from the view (the far back) or by
+    // the store (the front zone).
+    for &seq in &seqs {
+        if views.answer(&room, seq).is_none() {
+            truth(t.store.as_ref(), &room, seq).await;
+            views.saw(&room, seq, Standing::Waiting { position: None });
+        }
+    }
+    let last_poll = clock.load(Ordering::SeqCst);
+    store.observe_then_fail_of(&room);
+    const STEP: u64 = 100;
+    let mut now = last_poll;
+    while now < last_poll + 6_000 + 10 * STEP {
+        now += STEP;
+        clock.store(now, Ordering::SeqCst);
+        t.store.tick(&room).await.unwrap();
+        assert!(views.refresh(store.as_ref(), &room).await.is_err());
+        if t.store.figures(&room).await.unwrap().waiting == 0 {
+            break;
+        }
+    }
+    assert_eq!(
+        t.store.figures(&room).await.unwrap().waiting,
+        0,
+        "marks sent again with every failed observation kept them in line"
+    );
+    assert!(
+        now <= last_poll + 6_000 + 3 * STEP,
+        "dropped {} ms after the last poll",
+        now - last_poll
+    );
+}
+
 /// A scheduled window that starts (or ends) within a view's horizon may
 /// switch the room to `passthrough` or `random`, or raise its rate, and
 /// another instance's tick may then let in whom this view would still call

@@ -136,6 +136,9 @@ struct RoomView {
     latest: Option<(Observation, Instant)>,
     /// Seqs that polled since the last observation, owed to the store.
     marks: CounterSet<u64>,
+    /// Marks a failed observation carried, put back for the next one once
+    /// (see [`RoomView::put_back`]); a new poll takes its seq out.
+    retried: CounterSet<u64>,
     /// Seq -> store time (ms) of the observation that last found it in
     /// line (not on a pre-queue draw).
     seen_in_line: CounterMap<u64, u64>,
@@ -160,6 +163,7 @@ impl Default for RoomView {
         RoomView {
             latest: None,
             marks: CounterSet::default(),
+            retried: CounterSet::default(),
             seen_in_line: CounterMap::default(),
             since_ms: 0,
             pruned_ms: 0,
@@ -287,7 +291,7 @@ impl Snapshots {
         if v.marks.len() >= MAX_MARKS && !v.marks.contains(&seq) {
             return None;
         }
-        v.marks.insert(seq);
+        v.mark(seq);
         Some(Snapshot {
             seq: Some(seq),
             standing,
@@ -395,7 +399,7 @@ impl Snapshots {
         match standing {
             Standing::Waiting { .. } | Standing::SoldOut => {
                 if v.marks.len() < MAX_MARKS {
-                    v.marks.insert(seq);
+                    v.mark(seq);
                 }
             }
             Standing::Admitted { .. } | Standing::Gone | Standing::Closed => {
@@ -445,13 +449,16 @@ impl Snapshots {
         match result {
             // Asked before a change this instance wrote: it may not show
             // it (the marks it carried are in the store all the same).
-            Ok(_) if v.written != written => Ok(()),
+            Ok(_) if v.written != written => {
+                v.retried.clear();
+                Ok(())
+            }
             Ok(obs) => {
                 v.install(&watch, obs, asked);
                 Ok(())
             }
             Err(e) => {
-                v.marks.extend(watch.polled);
+                v.put_back(watch.polled);
                 Err(e)
             }
         }
@@ -459,8 +466,35 @@ impl Snapshots {
 }
 
 impl RoomView {
+    /// A poll of `seq`, owed to the store.
+    fn mark(&mut self, seq: u64) {
+        self.marks.insert(seq);
+        if !self.retried.is_empty() {
+            self.retried.remove(&seq);
+        }
+    }
+
+    /// The marks `polled` of a failed observation go to the next one, once:
+    /// a reply that timed out may have come after the store wrote them, and
+    /// marks sent again with every failure would keep a client that stopped
+    /// polling in line for as long as the failures last. A mark lost after
+    /// two failures costs nothing: one that polls as told polls again
+    /// within a third of the abandon time, and once the view is two ticks
+    /// old its polls go to the store.
+    fn put_back(&mut self, polled: Vec<u64>) {
+        let mut again = CounterSet::default();
+        for seq in polled {
+            if !self.retried.contains(&seq) {
+                self.marks.insert(seq);
+                again.insert(seq);
+            }
+        }
+        self.retried = again;
+    }
+
     /// Installs `obs`, asked of the store at `asked`.
     fn install(&mut self, watch: &Watch, obs: Observation, asked: Instant) {
+        self.retried.clear();
         let now = obs.line.now_ms;
         let fifo = obs.method == QueueingMethod::Fifo;
         // Departures are kept a minute: a view that missed half of that

@@ -26,6 +26,9 @@ pub struct Recording {
     /// Rooms whose ticks, and rooms whose observations, fail.
     failing_ticks: Mutex<Vec<RoomId>>,
     failing_observations: Mutex<Vec<RoomId>>,
+    /// Rooms whose observations are carried out, then fail (a reply that
+    /// timed out after the store did the work).
+    late_observations: Mutex<Vec<RoomId>>,
     ticks: Mutex<Vec<RoomId>>,
     statuses: AtomicUsize,
 }
@@ -41,6 +44,7 @@ impl Recording {
             observe_delay_ms: AtomicU64::new(0),
             failing_ticks: Mutex::new(Vec::new()),
             failing_observations: Mutex::new(Vec::new()),
+            late_observations: Mutex::new(Vec::new()),
             ticks: Mutex::new(Vec::new()),
             statuses: AtomicUsize::new(0),
         }
@@ -76,6 +80,13 @@ impl Recording {
     #[allow(dead_code)] // only some test binaries ask
     pub fn fail_observations_of(&self, room: &RoomId) {
         self.failing_observations.lock().unwrap().push(room.clone());
+    }
+
+    /// Every observation of `room` is carried out by the store and then
+    /// fails from now on, as a reply that timed out.
+    #[allow(dead_code)] // only some test binaries ask
+    pub fn observe_then_fail_of(&self, room: &RoomId) {
+        self.late_observations.lock().unwrap().push(room.clone());
     }
 
     /// Observations of `room` succeed again.
@@ -169,6 +180,11 @@ impl QueueStore for Recording {
             ));
         }
         let obs = self.inner.observe(room, watch).await;
+        if self.late_observations.lock().unwrap().contains(room) {
+            return Err(StoreError::Unavailable(
+                "this room's observation was carried out, then timed out".into(),
+            ));
+        }
         let delay = self.observe_delay_ms.load(Ordering::SeqCst);
         if delay > 0 {
             tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
