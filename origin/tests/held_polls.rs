@@ -259,6 +259,44 @@ async fn a_closing_answers_the_far_back_held_polls_from_the_signal() {
     );
 }
 
+/// How long the polls were held before the closing does not widen the
+/// front zone while the view is healthy: a hold near the front wakes when
+/// an observation shows the line moved, so one still held at the closing
+/// missed at most a tick of moves. Held 3 s (the zone would reach 202
+/// places at 10 a second if counted from the holds' start), the waiters at
+/// 151 to 155 are answered from the signal.
+#[tokio::test]
+async fn a_closing_after_a_long_hold_answers_the_far_back_from_the_signal() {
+    let t = test_store();
+    let store = Arc::new(recording::Recording::new(t.store.clone()));
+    let room = endgame_room(store.as_ref(), "held-long", RoomSettings::default()).await;
+    let o = origin(store.clone(), 100).await;
+    let tickets = o.join(&room, 160).await;
+    ticks(2).await;
+    let held: Vec<String> = std::iter::once(&tickets[0])
+        .chain(&tickets[150..155])
+        .cloned()
+        .collect();
+    let polls: Vec<_> = held
+        .iter()
+        .map(|ticket| o.held_poll(&room, ticket))
+        .collect();
+    o.until_held(held.len()).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let before = store.statuses();
+    o.store.set_state(&room, RoomState::Closed).await.unwrap();
+    for p in polls {
+        let (applied, json) = p.await.unwrap();
+        assert_eq!(json["state"], "closed", "{json}");
+        assert!(applied, "held, and answered as held");
+    }
+    assert_eq!(
+        store.statuses() - before,
+        1,
+        "only the front of the line asks the store on the closing"
+    );
+}
+
 /// A closing the view hears late (its observations failed meanwhile) is
 /// not answered from the signal to a waiter the line may have reached
 /// since its hold began: the admission budget's reach is counted from the

@@ -98,8 +98,9 @@ pub async fn end_session(
     let ended = state.queue.leave(room, seq).await?;
     state.sessions.forget(room, seq);
     // Nothing left to end: the holds ended with the place or session, by
-    // time or by the call that ended it. One ticket's leaves in a loop
-    // would otherwise each cost the booking database a query.
+    // time or by the call that ended it (one whose release failed is then
+    // left to its time). One ticket's leaves in a loop would otherwise
+    // each cost the booking database a query.
     if !ended {
         return Ok(());
     }

@@ -727,14 +727,15 @@ async fn held(
             Some(signal) if signal.seats == SeatsLeft::SoldOut => sold_out(snap),
             // A closed room wakes them all alike, and the view does not
             // answer for it: from the signal too, beyond the reach of the
-            // admission budget since the hold began (seats that came back
-            // meanwhile may have let the front in; it stays inside). The
-            // signal may be late: the view is not refreshed while the
-            // store fails to answer.
+            // admission budget over what the view may have missed during
+            // the hold (seats that came back meanwhile may have let the
+            // front in; it stays inside). Healthy, it missed a tick's
+            // moves; blind (observations failing), the whole hold's.
             Some(signal)
                 if signal.state == RoomState::Closed
                     && position.is_some_and(|p| {
-                        p > state.snapshots.front_zone(&snap.line, began.elapsed())
+                        let missed = began.elapsed().min(state.snapshots.blind_for(&room));
+                        p > state.snapshots.front_zone(&snap.line, missed)
                     }) =>
             {
                 closed(snap)

@@ -156,6 +156,12 @@ struct RoomView {
     written: u64,
     /// The store's count of lottery ticks at the latest observation.
     lottery_ticks: u64,
+    /// When the latest observation installed was asked for (kept when an
+    /// operator's change takes the view out of use).
+    last_asked: Option<Instant>,
+    /// The gaps between the asking of the latest two observations installed
+    /// and of the one before each (`Duration::MAX`: none before).
+    gaps: [Duration; 2],
 }
 
 impl Default for RoomView {
@@ -171,6 +177,8 @@ impl Default for RoomView {
             front: watch::Sender::new(None),
             written: 0,
             lottery_ticks: 0,
+            last_asked: None,
+            gaps: [Duration::MAX; 2],
         }
     }
 }
@@ -363,6 +371,17 @@ impl Snapshots {
         });
     }
 
+    /// How long this instance's view of `room` may have missed the line's
+    /// moves: the longer of the gaps before its latest two observations (a
+    /// hold woken by the latest may ask after the next is in);
+    /// `Duration::MAX` when unknown. A hold near the front wakes whenever
+    /// an observation shows the line moved, so one still held when an
+    /// observation shows the room closed missed at most this much.
+    pub fn blind_for(&self, room: &RoomId) -> Duration {
+        self.with_view(room, |v| v.gaps[0].max(v.gaps[1]))
+            .unwrap_or(Duration::MAX)
+    }
+
     /// The interval views are refreshed at.
     pub fn tick(&self) -> Duration {
         self.tick
@@ -484,6 +503,10 @@ impl RoomView {
     fn put_back(&mut self, polled: Vec<u64>) {
         let mut again = CounterSet::default();
         for seq in polled {
+            // Polled again meanwhile: owed as a new mark, not a retry.
+            if self.marks.contains(&seq) {
+                continue;
+            }
             if !self.retried.contains(&seq) {
                 self.marks.insert(seq);
                 again.insert(seq);
@@ -495,6 +518,11 @@ impl RoomView {
     /// Installs `obs`, asked of the store at `asked`.
     fn install(&mut self, watch: &Watch, obs: Observation, asked: Instant) {
         self.retried.clear();
+        let gap = self.last_asked.map_or(Duration::MAX, |before| {
+            asked.saturating_duration_since(before)
+        });
+        self.gaps = [gap, self.gaps[0]];
+        self.last_asked = Some(asked);
         let now = obs.line.now_ms;
         let fifo = obs.method == QueueingMethod::Fifo;
         // Departures are kept a minute: a view that missed half of that

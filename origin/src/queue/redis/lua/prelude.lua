@@ -219,8 +219,8 @@ end
 -- generations skipped since the last move are emptied (they held the
 -- generations RING before, long dead). A new generation length (the
 -- abandon time changed) renumbers the generations: every waiter then
--- counts as polling now, and the sweep starts again. Never goes back (a clock stepping back reuses the
--- newest generation).
+-- counts as polling now, and the sweep starts again. Never goes back (a
+-- clock stepping back reuses the newest generation).
 local function generation(room, now)
   local g = poll_g(room)
   local k = math.floor(now / g)
