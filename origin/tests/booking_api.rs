@@ -29,6 +29,7 @@ both!(
     the_room_follows_its_seats,
     adaptive_admission_follows_payment,
     leaving_ends_the_holds_and_a_repeated_leave_asks_nothing,
+    a_made_up_hold_id_is_404_and_claims_no_key,
 );
 
 /// A payment whose latency the test sets while it runs.
@@ -258,6 +259,45 @@ async fn leaving_ends_the_holds_and_a_repeated_leave_asks_nothing(db: &TestDb) {
         s.counts(&room).await,
         (5, 1, 0),
         "a leave that ended nothing did not reach the database"
+    );
+}
+
+/// A confirm of a hold id that is no hold id at all (too long for the
+/// column, not ASCII, not a UUID) is 404, never a 500, and writes nothing:
+/// its idempotency key is still free for the visitor's real hold. A key
+/// already used for a real hold is still 409 with a made-up id.
+async fn a_made_up_hold_id_is_404_and_claims_no_key(db: &TestDb) {
+    let s = sale(db).await;
+    let room = s.room("madeup", settings(10), (1, 6)).await;
+    let entry = s.entered(&room).await;
+    let r = s.hold(&room, &entry, &["A-1-1"]).await;
+    assert_eq!(r.status, 201, "{}", r.json);
+    let hold = r.json["hold_id"].as_str().unwrap().to_owned();
+    let long = "x".repeat(200);
+    let uuid_like_but_not = "0".repeat(36);
+    for id in [
+        long.as_str(),
+        "%C3%A9t%C3%A9",
+        uuid_like_but_not.as_str(),
+        "1",
+    ] {
+        let r = s.confirm(&room, &entry, id, "key-1", "tok_visa").await;
+        assert_eq!(
+            (r.status.as_u16(), r.error_code()),
+            (404, "not_found"),
+            "{id}: {}",
+            r.json
+        );
+    }
+    assert_eq!(s.payment.charges.load(Ordering::SeqCst), 0);
+    let r = s.confirm(&room, &entry, &hold, "key-1", "tok_visa").await;
+    assert_eq!(r.status, 201, "the key was still free: {}", r.json);
+    let r = s.confirm(&room, &entry, &long, "key-1", "tok_visa").await;
+    assert_eq!(
+        (r.status.as_u16(), r.error_code()),
+        (409, "idempotency_key_reused"),
+        "{}",
+        r.json
     );
 }
 

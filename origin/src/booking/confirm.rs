@@ -128,6 +128,17 @@ impl BookingStore {
         let fp = fingerprint(hold_id, payment_token);
         let now = db_ms(now_ms);
         let key = idempotency_key;
+        if !is_uuid(hold_id) {
+            // No such hold: a made-up id costs a read, not a row kept for
+            // good (nor a 500 from a column it does not fit). A key already
+            // used for another request is still told so.
+            let mut conn = self.db.pool.acquire().await?;
+            let used = self.read_key(&mut conn, room, &visitor, key).await?;
+            return Err(match used {
+                Some((first, _)) if first != fp => BookingError::IdempotencyKeyReused,
+                _ => BookingError::NotFound,
+            });
+        }
         let start = write_tx!(self.db, |tx| self.start_payment(
             tx.conn(),
             room,
@@ -271,11 +282,7 @@ impl BookingStore {
             }
             other => other?,
         };
-        let hold = if is_uuid(hold_id) {
-            self.lock_hold(&mut *conn, room, hold_id).await?
-        } else {
-            None
-        };
+        let hold = self.lock_hold(&mut *conn, room, hold_id).await?;
         let verdict = match hold.filter(|h| h.visitor == visitor) {
             None => Err(Outcome::NotFound),
             Some(h) if h.state == state::PAYING => return Err(BookingError::PaymentInProgress),
