@@ -30,6 +30,7 @@ both!(
     adaptive_admission_follows_payment,
     leaving_ends_the_holds_and_a_repeated_leave_asks_nothing,
     a_made_up_hold_id_is_404_and_claims_no_key,
+    one_admission_buys_once_even_with_two_confirms_at_once,
 );
 
 /// A payment whose latency the test sets while it runs.
@@ -299,6 +300,58 @@ async fn a_made_up_hold_id_is_404_and_claims_no_key(db: &TestDb) {
         "{}",
         r.json
     );
+}
+
+/// A confirmed booking ends the session, so one admission buys once: a
+/// visitor holding seats on two performances who confirms both at the same
+/// moment (different keys, a slow payment between the checks and the
+/// booking) gets one booking and one refusal, and pays once.
+async fn one_admission_buys_once_even_with_two_confirms_at_once(db: &TestDb) {
+    let s = sale(db).await;
+    let room = s.room("twice", settings(10), (1, 6)).await;
+    let body = json!({
+        "title": "Matinee", "starts_at": "2030-05-01T14:00:00Z", "hold_seconds": 420,
+        "max_seats_per_hold": 4,
+        "sections": [{"name": "A", "rows": 1, "seats_per_row": 6, "price": 5000}]
+    });
+    let r = s
+        .api
+        .admin(
+            "PUT",
+            &format!("/admin/rooms/{room}/performances/matinee"),
+            body.to_string(),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.json);
+    let entry = s.entered(&room).await;
+    let night = s.hold(&room, &entry, &["A-1-1", "A-1-2"]).await;
+    assert_eq!(night.status, 201, "{}", night.json);
+    let matinee = s
+        .call(
+            "POST",
+            &format!("/api/{room}/performances/matinee/holds"),
+            Some(&entry),
+            &[],
+            Some(r#"{"seats": ["A-1-1", "A-1-2"]}"#),
+        )
+        .await;
+    assert_eq!(matinee.status, 201, "{}", matinee.json);
+    let holds = [&night, &matinee].map(|r| r.json["hold_id"].as_str().unwrap().to_owned());
+    s.payment.latency_ms.store(300, Ordering::SeqCst);
+    let (a, b) = tokio::join!(
+        s.confirm(&room, &entry, &holds[0], "key-night", "tok_visa"),
+        s.confirm(&room, &entry, &holds[1], "key-matinee", "tok_visa"),
+    );
+    let mut statuses = [a.status.as_u16(), b.status.as_u16()];
+    statuses.sort_unstable();
+    assert_eq!(statuses[0], 201, "{} / {}", a.json, b.json);
+    assert!(
+        matches!(statuses[1], 401 | 409),
+        "the second confirm bought too: {} / {}",
+        a.json,
+        b.json
+    );
+    assert_eq!(s.payment.charges.load(Ordering::SeqCst), 1, "paid once");
 }
 
 /// Waits (bounded) until `check` holds.

@@ -282,6 +282,28 @@ impl BookingStore {
             }
             other => other?,
         };
+        // One payment at a time per visitor and room: a booking ends the
+        // session, so a hold on another performance confirmed alongside
+        // would buy twice on one admission. The visitor's live holds are
+        // locked first, all in one order, so its confirms queue here.
+        let sql = format!(
+            "SELECT hold_id, state FROM booking_holds \
+             WHERE room = ? AND visitor = ? AND state IN (?, ?){}",
+            self.db.for_update()
+        );
+        let live: Vec<(String, String)> = sqlx::query_as(AssertSqlSafe(sql))
+            .bind(room)
+            .bind(visitor)
+            .bind(state::HELD)
+            .bind(state::PAYING)
+            .fetch_all(&mut *conn)
+            .await?;
+        if live
+            .iter()
+            .any(|(id, st)| st == state::PAYING && id != hold_id)
+        {
+            return Err(BookingError::PaymentInProgress);
+        }
         let hold = self.lock_hold(&mut *conn, room, hold_id).await?;
         let verdict = match hold.filter(|h| h.visitor == visitor) {
             None => Err(Outcome::NotFound),
