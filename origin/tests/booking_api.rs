@@ -31,6 +31,7 @@ both!(
     leaving_ends_the_holds_and_a_repeated_leave_asks_nothing,
     a_made_up_hold_id_is_404_and_claims_no_key,
     one_admission_buys_once_even_with_two_confirms_at_once,
+    a_hold_paying_when_its_visitor_leaves_ends_if_the_payment_fails,
 );
 
 /// A payment whose latency the test sets while it runs.
@@ -352,6 +353,40 @@ async fn one_admission_buys_once_even_with_two_confirms_at_once(db: &TestDb) {
         b.json
     );
     assert_eq!(s.payment.charges.load(Ordering::SeqCst), 1, "paid once");
+}
+
+/// A hold ends when its visitor's session ends. One that is paying then is
+/// left to its payment (a charge that goes through books it), but a
+/// declined or failed payment ends it at once rather than putting it back
+/// until its own time: a bot could otherwise leave, join again and hold
+/// more while its old seats stay blocked.
+async fn a_hold_paying_when_its_visitor_leaves_ends_if_the_payment_fails(db: &TestDb) {
+    let s = sale(db).await;
+    let room = s.room("paying-leave", settings(10), (1, 6)).await;
+    let (ticket, entry) = s.visitor(&room).await;
+    let entry = entry.expect("admitted at once");
+    let r = s.hold(&room, &entry, &["A-1-1", "A-1-2"]).await;
+    assert_eq!(r.status, 201, "{}", r.json);
+    let hold = r.json["hold_id"].as_str().unwrap().to_owned();
+    s.payment.latency_ms.store(500, Ordering::SeqCst);
+    let leave = async {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        s.api.leave(&room, &ticket).await
+    };
+    let (declined, left) = tokio::join!(
+        s.confirm(&room, &entry, &hold, "key-1", "tok_decline"),
+        leave
+    );
+    assert_eq!(left.status, 204, "{}", left.json);
+    assert_eq!(
+        (declined.status.as_u16(), declined.error_code()),
+        (402, "payment_declined")
+    );
+    assert_eq!(
+        s.counts(&room).await,
+        (6, 0, 0),
+        "the hold ended with the session once its payment failed"
+    );
 }
 
 /// Waits (bounded) until `check` holds.

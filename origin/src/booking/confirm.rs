@@ -652,7 +652,18 @@ impl BookingStore {
             if moved == 0 {
                 return Ok(false);
             }
-            let still_held = hold.expires_at > now;
+            // The row's time, not the copy read before paying: the session
+            // may have ended meanwhile (`end_session`), and the hold with it.
+            let sql = format!(
+                "SELECT expires_at FROM booking_holds WHERE hold_id = ?{}",
+                self.db.for_update()
+            );
+            let expires_at = sqlx::query_as::<_, (i64,)>(AssertSqlSafe(sql))
+                .bind(hold.hold_id.as_str())
+                .fetch_optional(&mut *conn)
+                .await?
+                .map_or(now, |(at,)| at);
+            let still_held = expires_at > now;
             let back = if still_held {
                 sqlx::query("UPDATE booking_holds SET state = ?, paying_until = 0 WHERE hold_id = ? AND state = ?")
                     .bind(state::HELD)
@@ -679,7 +690,7 @@ impl BookingStore {
                     marks(hold.seats.len())
                 );
                 let mut q = sqlx::query(AssertSqlSafe(sql))
-                    .bind(hold.expires_at)
+                    .bind(expires_at)
                     .bind(hold.pkey);
                 for seat in &hold.seats {
                     q = q.bind(seat.as_str());

@@ -210,6 +210,19 @@ impl BookingStore {
         }
         let visitor = visitor_key(visitor);
         let now = db_ms(now_ms);
+        // A paying hold is left to its payment (a charge that goes through
+        // books it), but ends as the session does if the payment fails.
+        sqlx::query(
+            "UPDATE booking_holds SET expires_at = ? \
+             WHERE room = ? AND visitor = ? AND state = ? AND expires_at > ?",
+        )
+        .bind(now)
+        .bind(room)
+        .bind(visitor.as_str())
+        .bind(state::PAYING)
+        .bind(now)
+        .execute(&self.db.pool)
+        .await?;
         let ids: Vec<(String,)> = sqlx::query_as(
             "SELECT hold_id FROM booking_holds WHERE room = ? AND visitor = ? AND state = ?",
         )
