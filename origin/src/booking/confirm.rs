@@ -100,8 +100,12 @@ fn fingerprint(hold_id: &str, payment_token: &str) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// How often a repeat of a running request looks for its answer.
+/// How often a repeat of a running request looks for its answer: first
+/// after `POLL`, then twice as long each time up to `POLL_MAX`, so copies
+/// of a request held for a payment's whole timeout cost the database a few
+/// reads a second each, not a hundred.
 const POLL: Duration = Duration::from_millis(10);
+const POLL_MAX: Duration = Duration::from_millis(250);
 
 impl BookingStore {
     /// Confirms the visitor's hold: pays `payment_token` for it and books
@@ -424,6 +428,7 @@ impl BookingStore {
     ) -> Result<Booking, BookingError> {
         let wait = self.payment_timeout + Duration::from_secs(10);
         let polled = tokio::time::timeout(wait, async {
+            let mut pause = POLL;
             loop {
                 let mut conn = self.db.pool.acquire().await?;
                 match self.read_key(&mut conn, room, visitor, key).await? {
@@ -435,7 +440,8 @@ impl BookingStore {
                     Some((_, None)) => {}
                 }
                 drop(conn);
-                tokio::time::sleep(POLL).await;
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(POLL_MAX);
             }
         })
         .await;
