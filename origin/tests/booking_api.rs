@@ -277,11 +277,15 @@ async fn a_made_up_hold_id_is_404_and_claims_no_key(db: &TestDb) {
     let hold = r.json["hold_id"].as_str().unwrap().to_owned();
     let long = "x".repeat(200);
     let uuid_like_but_not = "0".repeat(36);
+    // Well formed, but no hold of this visitor's: nothing is kept for it
+    // either (a repeat finds no hold again).
+    let unknown = "01a219e2-cbb3-77d2-ac5e-3a99d57638c1";
     for id in [
         long.as_str(),
         "%C3%A9t%C3%A9",
         uuid_like_but_not.as_str(),
         "1",
+        unknown,
     ] {
         let r = s.confirm(&room, &entry, id, "key-1", "tok_visa").await;
         assert_eq!(

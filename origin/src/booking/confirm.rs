@@ -310,7 +310,10 @@ impl BookingStore {
         }
         let hold = self.lock_hold(&mut *conn, room, hold_id).await?;
         let verdict = match hold.filter(|h| h.visitor == visitor) {
-            None => Err(Outcome::NotFound),
+            // Not this visitor's, now or ever: the claim is rolled back
+            // rather than kept for good (a repeat finds no hold again), so
+            // made-up ids cost no row each.
+            None => return Err(BookingError::NotFound),
             Some(h) if h.state == state::PAYING => return Err(BookingError::PaymentInProgress),
             Some(h) if h.state != state::HELD || h.expires_at <= now => Err(Outcome::HoldExpired),
             Some(h) => Ok(h),
