@@ -329,3 +329,74 @@ async fn the_booking_api_counts_addresses_too() {
         assert_eq!(r.status, expected, "{ip}");
     }
 }
+
+/// The room of a protected path spelled with percent-encoding is the room
+/// it spells (as the handlers read it): its addresses are counted all the
+/// same, or a shared token would serve any crowd through encoded paths.
+#[tokio::test]
+async fn the_booking_api_counts_addresses_whatever_the_room_spelling() {
+    let db = TestDb::new(Kind::Sqlite).await;
+    let (api, _, room, _t) = setup(&db).await;
+    let r = from(
+        &api,
+        "POST",
+        &format!("/queue/{room}/join"),
+        "198.51.100.1",
+        None,
+        None,
+    )
+    .await;
+    let entry = r.json["entry_token"].as_str().unwrap().to_owned();
+    let spelled = format!(
+        "%{:02X}{}",
+        room.as_str().as_bytes()[0],
+        &room.as_str()[1..]
+    );
+    let uri = format!("/api/{spelled}/performances");
+    for (i, ip) in ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"]
+        .into_iter()
+        .enumerate()
+    {
+        let r = from(&api, "GET", &uri, ip, None, Some(&entry)).await;
+        let expected = if i < 3 { 200 } else { 401 };
+        assert_eq!(r.status, expected, "{ip}: {}", r.json);
+    }
+}
+
+/// A request whose head is too large is refused before anything else
+/// reads it: it counts no address for the session it names (nor renews
+/// its token), so oversized copies of a token cannot end another's session.
+#[tokio::test]
+async fn an_oversized_request_counts_no_address() {
+    let db = TestDb::new(Kind::Sqlite).await;
+    let (api, _, room, _t) = setup(&db).await;
+    let r = from(
+        &api,
+        "POST",
+        &format!("/queue/{room}/join"),
+        "198.51.100.1",
+        None,
+        None,
+    )
+    .await;
+    let entry = r.json["entry_token"].as_str().unwrap().to_owned();
+    let uri = format!("/api/{room}/performances");
+    let padding = "x".repeat(20_000);
+    for ip in ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"] {
+        let req = Request::builder()
+            .method("GET")
+            .uri(&uri)
+            .header("host", "127.0.0.1:8080")
+            .header("waiting-room-edge", EDGE)
+            .header("cf-connecting-ip", ip)
+            .header("entry-token", &entry)
+            .header("x-padding", &padding)
+            .body(Body::empty())
+            .unwrap();
+        let r = api.send(req).await;
+        assert_eq!(r.status, 431, "{ip}: {}", r.json);
+        assert!(renewed_entry(&r, &room).is_none(), "{ip}: renewed");
+    }
+    let r = from(&api, "GET", &uri, "10.0.0.5", None, Some(&entry)).await;
+    assert_eq!(r.status, 200, "{}", r.json);
+}

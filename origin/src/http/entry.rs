@@ -142,12 +142,18 @@ pub async fn require_entry(
     Ok(claims)
 }
 
-/// The room of a protected path: `/api/{room}/...` or `/book/{room}/...`.
+/// The room of a protected path: `/api/{room}/...` or `/book/{room}/...`,
+/// percent-decoded as the handlers' `Room` reads it (a room spelled
+/// `%63oncert` is `concert`, and its addresses count all the same).
 fn protected_room(path: &str) -> Option<RoomId> {
     let rest = path
         .strip_prefix("/api/")
         .or_else(|| path.strip_prefix("/book/"))?;
-    RoomId::parse(rest.split('/').next()?)
+    let segment = rest.split('/').next()?;
+    let decoded = percent_encoding::percent_decode_str(segment)
+        .decode_utf8()
+        .ok()?;
+    RoomId::parse(&decoded)
 }
 
 /// Middleware of the protected routes: watches the session's addresses and

@@ -92,8 +92,10 @@ pub fn app(state: AppState) -> Router {
     router
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
-        .layer(middleware::from_fn(limit_headers))
+        // The last layer added runs first: an oversized head is refused
+        // before the session's addresses are counted or its token renewed.
         .layer(middleware::from_fn_with_state(state.clone(), entry::renew))
+        .layer(middleware::from_fn(limit_headers))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             booking::track_latency,
