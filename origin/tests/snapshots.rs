@@ -589,6 +589,34 @@ async fn refused_tickets_for_an_observed_room_cost_no_store_call() {
     assert_eq!(store.figures_reads() - before, 1);
 }
 
+/// Refused or missing tickets for rooms that do not exist cost no store
+/// call either, once the promoter has listed the rooms within a listing's
+/// life: a room with no view then does not exist (or was made since that
+/// listing). A listed room not yet observed is still 401, from the list.
+#[tokio::test]
+async fn refused_tickets_for_unknown_rooms_cost_no_store_call_once_the_rooms_are_listed() {
+    let t = test_store();
+    let store = Arc::new(common::recording::Recording::new(t.store.clone()));
+    let state = AppState::new(store.clone(), keys()).with_status_snapshots(TICK);
+    let api = Api::new(state.clone());
+    let room = common::make_room(store.as_ref(), "listed", RoomSettings::default()).await;
+    // As the promoter does on each listing.
+    state.snapshots.retain(std::slice::from_ref(&room));
+    let before = store.figures_reads();
+    for i in 0..50 {
+        let unknown = origin::room::RoomId::parse(&format!("nowhere-{i}")).unwrap();
+        let r = api.status(&unknown, "forged.ticket").await;
+        assert_eq!(r.status, 404, "{}", r.json);
+        let r = api
+            .call("GET", &format!("/queue/{unknown}/status"), None)
+            .await;
+        assert_eq!(r.status, 404, "{}", r.json);
+    }
+    let r = api.status(&room, "forged.ticket").await;
+    assert_eq!(r.status, 401, "{}", r.json);
+    assert_eq!(store.figures_reads() - before, 0, "the store was asked");
+}
+
 /// An observation asked before an operator's change here, and back after
 /// it, does not put the old view back in use: the store answers until an
 /// observation asked after the change.

@@ -248,10 +248,14 @@ fn checked_claims(
 /// trip; boxed by its callers, so the futures of good requests do not
 /// carry it.
 async fn unknown_room_first(state: &AppState, room: &RoomId, error: ApiError) -> ApiError {
-    // A room this instance observed within a view's life exists: a flood of
-    // forged or missing tickets then costs no store call each.
-    if state.snapshots.observed(room) {
-        return error;
+    // A room this instance observed within a view's life exists, and one
+    // the promoter's recent listing lacks does not: a flood of forged or
+    // missing tickets, or of made-up room ids, then costs no store call each.
+    match state.snapshots.exists(room) {
+        Some(true) => return error,
+        Some(false) => return ApiError::UnknownRoom,
+        None if state.snapshots.observed(room) => return error,
+        None => {}
     }
     match state.queue.figures(room).await {
         Ok(_) => error,

@@ -30,7 +30,7 @@ use super::{QueueStore, StoreError, TickReport};
 use crate::room::RoomId;
 
 /// How often the list of rooms is read again, in ticks.
-const ROOMS_REFRESH_TICKS: u32 = 10;
+pub(crate) const ROOMS_REFRESH_TICKS: u32 = 10;
 /// Longest pause between attempts while the store is failing.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 

@@ -56,6 +56,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::counter_hash::{CounterMap, CounterSet};
+use super::promoter::ROOMS_REFRESH_TICKS;
 use super::{
     DEPARTURES_KEPT_MS, LineView, Observation, QueueStore, SaleSignal, SeatsLeft, Snapshot,
     Standing, StoreError, Watch,
@@ -75,6 +76,8 @@ pub struct Snapshots {
     enabled: bool,
     tick: Duration,
     rooms: RwLock<RoomMap<Arc<Mutex<RoomView>>>>,
+    /// When the promoter last listed the rooms ([`Snapshots::retain`]).
+    listed_at: Mutex<Option<Instant>>,
 }
 
 /// What a held status poll waits on: the part of a room's view whose change
@@ -196,6 +199,7 @@ impl Snapshots {
             enabled: true,
             tick,
             rooms: RwLock::new(RoomMap::default()),
+            listed_at: Mutex::new(None),
         }
     }
 
@@ -205,6 +209,7 @@ impl Snapshots {
             enabled: false,
             tick: Duration::from_millis(100),
             rooms: RwLock::new(RoomMap::default()),
+            listed_at: Mutex::new(None),
         }
     }
 
@@ -364,11 +369,16 @@ impl Snapshots {
     /// sees the change (a rate raised past what the front zone allows for,
     /// a lottery, an opening moved later, a closed room). Other instances
     /// see it at their next observation, within two ticks.
+    /// A room made here has a view from now on: it exists (see
+    /// [`Snapshots::exists`]) before the promoter's next listing.
     pub fn settings_written(&self, room: &RoomId) {
-        self.with_view(room, |v| {
-            v.latest = None;
-            v.written += 1;
-        });
+        if !self.enabled {
+            return;
+        }
+        let view = self.view_or_new(room);
+        let mut v = view.lock().unwrap_or_else(PoisonError::into_inner);
+        v.latest = None;
+        v.written += 1;
     }
 
     /// How long this instance's view of `room` may have missed the line's
@@ -436,10 +446,46 @@ impl Snapshots {
         });
     }
 
-    /// Drops the views of rooms not in `rooms` (deleted, or never there).
+    /// The store's list of rooms, just read (the promoter's): drops the
+    /// views of rooms not in it (deleted, or never there) and keeps one for
+    /// each room in it, so that [`Snapshots::exists`] can answer.
     pub fn retain(&self, rooms: &[RoomId]) {
-        let mut all = self.rooms.write().unwrap_or_else(PoisonError::into_inner);
-        all.retain(|id, _| rooms.contains(id));
+        if !self.enabled {
+            return;
+        }
+        {
+            let mut all = self.rooms.write().unwrap_or_else(PoisonError::into_inner);
+            all.retain(|id, _| rooms.contains(id));
+            for room in rooms {
+                all.entry(room.clone()).or_default();
+            }
+        }
+        *self
+            .listed_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+    }
+
+    /// Whether `room` exists, as far as the rooms the promoter listed within
+    /// a listing's life (and the rooms seen since) say; `None` when they
+    /// cannot say (views off, no recent listing). A room made since the
+    /// last listing reads as unknown until the next, a second at most: only
+    /// a request whose ticket was refused asks, to tell 401 from 404
+    /// without a store call each (a flood of made-up room ids otherwise
+    /// reaches the store one script a request).
+    pub fn exists(&self, room: &RoomId) -> Option<bool> {
+        if !self.enabled {
+            return None;
+        }
+        let life = self.tick * (ROOMS_REFRESH_TICKS + 2);
+        let listed = *self
+            .listed_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if listed.is_none_or(|at| at.elapsed() > life) {
+            return None;
+        }
+        Some(self.view(room).is_some())
     }
 
     /// One observation of `room`: sends the marks gathered since the last
