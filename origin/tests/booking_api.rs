@@ -32,6 +32,7 @@ both!(
     a_made_up_hold_id_is_404_and_claims_no_key,
     one_admission_buys_once_even_with_two_confirms_at_once,
     a_hold_paying_when_its_visitor_leaves_ends_if_the_payment_fails,
+    the_seat_map_is_sent_as_it_stands,
 );
 
 /// A payment whose latency the test sets while it runs.
@@ -391,6 +392,63 @@ async fn a_hold_paying_when_its_visitor_leaves_ends_if_the_payment_fails(db: &Te
         (6, 0, 0),
         "the hold ended with the session once its payment failed"
     );
+}
+
+/// The seat map is rendered once per state and shared between answers:
+/// what any visitor gets is the map as it stands, a hold and its release
+/// showing at once, with a new tag each time.
+async fn the_seat_map_is_sent_as_it_stands(db: &TestDb) {
+    let s = sale(db).await;
+    let room = s.room("map", settings(10), (1, 3)).await;
+    let (a, b) = (s.entered(&room).await, s.entered(&room).await);
+    let uri = format!("/api/{room}/performances/night/seats");
+    let get = |entry: &str| {
+        let entry = entry.to_owned();
+        let uri = uri.clone();
+        let s = &s;
+        async move {
+            let r = s.call("GET", &uri, Some(&entry), &[], None).await;
+            assert_eq!(r.status, 200, "{}", r.json);
+            assert_eq!(r.headers["content-type"], "application/json");
+            let tag = r.headers["etag"].to_str().unwrap().to_owned();
+            let states: Vec<String> = r.json["seats"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|seat| seat["state"].as_str().unwrap().to_owned())
+                .collect();
+            (tag, r.json, states)
+        }
+    };
+    let (tag1, map1, states) = get(&a).await;
+    assert_eq!(states, ["available"; 3]);
+    let (again, map_again, _) = get(&b).await;
+    assert_eq!(
+        (&again, &map_again),
+        (&tag1, &map1),
+        "the same state, the same map"
+    );
+
+    let r = s.hold(&room, &a, &["A-1-2"]).await;
+    assert_eq!(r.status, 201, "{}", r.json);
+    let hold = r.json["hold_id"].as_str().unwrap().to_owned();
+    let (tag2, _, states) = get(&b).await;
+    assert_ne!(tag2, tag1);
+    assert_eq!(states, ["available", "held", "available"]);
+
+    let r = s
+        .call(
+            "DELETE",
+            &format!("/api/{room}/holds/{hold}"),
+            Some(&a),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 204, "{}", r.json);
+    let (tag3, _, states) = get(&a).await;
+    assert!(tag3 != tag2 && tag3 != tag1, "{tag1} {tag2} {tag3}");
+    assert_eq!(states, ["available"; 3]);
 }
 
 /// Waits (bounded) until `check` holds.

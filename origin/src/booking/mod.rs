@@ -129,6 +129,9 @@ pub struct BookingStore {
     payment: Arc<dyn Payment>,
     payment_timeout: Duration,
     seat_cache: std::sync::Mutex<HashMap<i64, performances::SeatSlot>>,
+    /// Each performance's seat map as last sent, by performance key: its
+    /// tag and JSON body; see `seats_body`.
+    map_bodies: std::sync::Mutex<HashMap<i64, (String, bytes::Bytes)>>,
     /// Performance rows as holds read them, by (room, performance), each
     /// kept at most [`performances::PERF_TTL`]; see `cached_performance_row`.
     perf_cache: std::sync::Mutex<HashMap<(String, String), performances::CachedPerf>>,
@@ -161,6 +164,7 @@ impl BookingStore {
             payment: config.payment.clone(),
             payment_timeout: config.payment_timeout,
             seat_cache: Default::default(),
+            map_bodies: Default::default(),
             perf_cache: Default::default(),
             perf_ids: Default::default(),
             faults: Faults::default(),

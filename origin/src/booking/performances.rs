@@ -613,6 +613,42 @@ impl BookingStore {
         ))
     }
 
+    /// The seat map at `now_ms` as the JSON body the API sends, and its tag:
+    /// kept per performance and served again while the map's tag is `tag`.
+    /// A tag names one state of the map (its change counter and the next
+    /// hold to end), so every admitted visitor loading one map costs a
+    /// reference to one body, not a rebuild and serialisation of every
+    /// seat (up to 100,000: megabytes each).
+    pub async fn seats_body(
+        &self,
+        room: &str,
+        performance: &str,
+        now_ms: u64,
+        tag: &str,
+    ) -> Result<(String, bytes::Bytes), BookingError> {
+        let perf = self.performance_row(room, performance).await?;
+        let cached = self
+            .map_bodies
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(&perf.pkey)
+            .filter(|(t, _)| t == tag)
+            .cloned();
+        if let Some(hit) = cached {
+            return Ok(hit);
+        }
+        let map = self.seats(room, performance, now_ms).await?;
+        let body = bytes::Bytes::from(serde_json::to_vec(&map).map_err(|e| {
+            tracing::error!(error = %e, "booking: could not write a seat map");
+            BookingError::Internal
+        })?);
+        self.map_bodies
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(perf.pkey, (map.tag.clone(), body.clone()));
+        Ok((map.tag, body))
+    }
+
     /// Every seat with its state at `now_ms`, in map order. Rows are cached
     /// per performance and change counter, and one reader refreshes them
     /// while the others wait for its answer; states come from the rows and

@@ -194,10 +194,18 @@ async fn seats(
         set_etag(&mut response, &etag);
         return Ok(response);
     }
-    let map = store.seats(room.as_str(), &path.performance, now).await?;
-    let etag = format!("\"{}\"", map.tag);
-    let mut response = Json(map).into_response();
-    set_etag(&mut response, &etag);
+    let (tag, body) = store
+        .seats_body(room.as_str(), &path.performance, now, &tag)
+        .await?;
+    let mut response = (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response();
+    set_etag(&mut response, &format!("\"{tag}\""));
     Ok(response)
 }
 
