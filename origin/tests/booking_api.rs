@@ -343,7 +343,7 @@ async fn one_admission_buys_once_even_with_two_confirms_at_once(db: &TestDb) {
         .await;
     assert_eq!(matinee.status, 201, "{}", matinee.json);
     let holds = [&night, &matinee].map(|r| r.json["hold_id"].as_str().unwrap().to_owned());
-    s.payment.latency_ms.store(300, Ordering::SeqCst);
+    s.payment.latency_ms.store(1_000, Ordering::SeqCst);
     let (a, b) = tokio::join!(
         s.confirm(&room, &entry, &holds[0], "key-night", "tok_visa"),
         s.confirm(&room, &entry, &holds[1], "key-matinee", "tok_visa"),
@@ -358,6 +358,61 @@ async fn one_admission_buys_once_even_with_two_confirms_at_once(db: &TestDb) {
         b.json
     );
     assert_eq!(s.payment.charges.load(Ordering::SeqCst), 1, "paid once");
+
+    // One after the other, before the session's end is heard (straight at
+    // the store, as a confirm that passed its session check just before
+    // the first booking ended the session): the second is refused too.
+    let other = s.room("twice-after", settings(10), (1, 6)).await;
+    let body = body.to_string();
+    let r = s
+        .api
+        .admin(
+            "PUT",
+            &format!("/admin/rooms/{other}/performances/matinee"),
+            body,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.json);
+    let entry = s.entered(&other).await;
+    let visitor = s
+        .state
+        .keys
+        .verify(&entry, token::Kind::Entry, other.as_str(), unix_now())
+        .unwrap()
+        .visitor;
+    let mut holds = Vec::new();
+    for perf in ["night", "matinee"] {
+        let r = s
+            .call(
+                "POST",
+                &format!("/api/{other}/performances/{perf}/holds"),
+                Some(&entry),
+                &[],
+                Some(r#"{"seats": ["A-1-3"]}"#),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{}", r.json);
+        holds.push(r.json["hold_id"].as_str().unwrap().to_owned());
+    }
+    s.payment.latency_ms.store(0, Ordering::SeqCst);
+    let store = s.state.booking.as_ref().unwrap();
+    let now = unix_now() * 1000;
+    store
+        .confirm(other.as_str(), visitor, &holds[0], "k-1", "tok_visa", now)
+        .await
+        .expect("the first buys");
+    let second = store
+        .confirm(other.as_str(), visitor, &holds[1], "k-2", "tok_visa", now)
+        .await;
+    assert!(
+        matches!(second, Err(origin::booking::BookingError::HoldExpired)),
+        "{second:?}"
+    );
+    assert_eq!(
+        s.payment.charges.load(Ordering::SeqCst),
+        2,
+        "paid once more"
+    );
 }
 
 /// A hold ends when its visitor's session ends. One that is paying then is
@@ -373,9 +428,13 @@ async fn a_hold_paying_when_its_visitor_leaves_ends_if_the_payment_fails(db: &Te
     let r = s.hold(&room, &entry, &["A-1-1", "A-1-2"]).await;
     assert_eq!(r.status, 201, "{}", r.json);
     let hold = r.json["hold_id"].as_str().unwrap().to_owned();
-    s.payment.latency_ms.store(500, Ordering::SeqCst);
+    s.payment.latency_ms.store(2_000, Ordering::SeqCst);
+    // Leaves once the payment has started (the hold is paying).
     let leave = async {
-        tokio::time::sleep(Duration::from_millis(150)).await;
+        eventually("the payment started", Duration::from_secs(10), || async {
+            s.payment.charges.load(Ordering::SeqCst) == 1
+        })
+        .await;
         s.api.leave(&room, &ticket).await
     };
     let (declined, left) = tokio::join!(

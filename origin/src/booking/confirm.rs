@@ -131,6 +131,11 @@ impl BookingStore {
         let visitor = visitor_key(visitor);
         let fp = fingerprint(hold_id, payment_token);
         let now = db_ms(now_ms);
+        // The clock after the payment, for settling an unpaid hold: the
+        // session may have ended meanwhile and cut the hold's time to then.
+        let started = std::time::Instant::now();
+        let later =
+            || now.saturating_add(i64::try_from(started.elapsed().as_millis()).unwrap_or(0));
         let key = idempotency_key;
         if !is_uuid(hold_id) {
             // No such hold: a made-up id costs a read, not a row kept for
@@ -186,7 +191,7 @@ impl BookingStore {
                     payment_state::STARTED,
                     payment_state::DECLINED,
                     Outcome::Declined,
-                    now,
+                    later(),
                 )
                 .await?;
                 self.await_outcome(room, &visitor, key, &fp).await
@@ -204,7 +209,7 @@ impl BookingStore {
                     payment_state::STARTED,
                     payment_state::FAILED,
                     Outcome::Failed,
-                    now,
+                    later(),
                 )
                 .await?;
                 self.await_outcome(room, &visitor, key, &fp).await
@@ -286,27 +291,33 @@ impl BookingStore {
             }
             other => other?,
         };
-        // One payment at a time per visitor and room: a booking ends the
-        // session, so a hold on another performance confirmed alongside
-        // would buy twice on one admission. The visitor's live holds are
-        // locked first, all in one order, so its confirms queue here.
+        // One purchase per admission (visitor ids are per place): a booking
+        // ends the session, so a hold on another performance confirmed
+        // alongside, or just after it before the session's end is heard,
+        // would buy twice. The visitor's holds are locked first, all in one
+        // order, so its confirms queue here and each sees the others.
         let sql = format!(
             "SELECT hold_id, state FROM booking_holds \
-             WHERE room = ? AND visitor = ? AND state IN (?, ?){}",
+             WHERE room = ? AND visitor = ? AND state IN (?, ?, ?){}",
             self.db.for_update()
         );
-        let live: Vec<(String, String)> = sqlx::query_as(AssertSqlSafe(sql))
+        let mine: Vec<(String, String)> = sqlx::query_as(AssertSqlSafe(sql))
             .bind(room)
             .bind(visitor)
             .bind(state::HELD)
             .bind(state::PAYING)
+            .bind(state::CONFIRMED)
             .fetch_all(&mut *conn)
             .await?;
-        if live
-            .iter()
-            .any(|(id, st)| st == state::PAYING && id != hold_id)
-        {
-            return Err(BookingError::PaymentInProgress);
+        if mine.iter().any(|(id, _)| id == hold_id) {
+            let other = |st: &str| mine.iter().any(|(id, s)| id != hold_id && s == st);
+            if other(state::CONFIRMED) {
+                // Bought already: this hold ends with the session.
+                return Err(BookingError::HoldExpired);
+            }
+            if other(state::PAYING) {
+                return Err(BookingError::PaymentInProgress);
+            }
         }
         let hold = self.lock_hold(&mut *conn, room, hold_id).await?;
         let verdict = match hold.filter(|h| h.visitor == visitor) {

@@ -197,8 +197,10 @@ impl BookingStore {
         })
     }
 
-    /// Ends every held (not paying) hold of the visitor in the room: the
-    /// session ended. Returns how many ended.
+    /// Ends every held hold of the visitor in the room: the session ended.
+    /// A paying one is left to its payment (a charge that goes through books
+    /// it) but its time is cut to now, so a failed payment ends it rather
+    /// than putting it back. Returns how many ended.
     pub async fn end_session(
         &self,
         room: &str,
@@ -210,33 +212,31 @@ impl BookingStore {
         }
         let visitor = visitor_key(visitor);
         let now = db_ms(now_ms);
-        // A paying hold is left to its payment (a charge that goes through
-        // books it), but ends as the session does if the payment fails.
-        sqlx::query(
-            "UPDATE booking_holds SET expires_at = ? \
-             WHERE room = ? AND visitor = ? AND state = ? AND expires_at > ?",
-        )
-        .bind(now)
-        .bind(room)
-        .bind(visitor.as_str())
-        .bind(state::PAYING)
-        .bind(now)
-        .execute(&self.db.pool)
-        .await?;
         let ids: Vec<(String,)> = sqlx::query_as(
-            "SELECT hold_id FROM booking_holds WHERE room = ? AND visitor = ? AND state = ?",
+            "SELECT hold_id FROM booking_holds WHERE room = ? AND visitor = ? AND state IN (?, ?)",
         )
         .bind(room)
         .bind(visitor.as_str())
         .bind(state::HELD)
+        .bind(state::PAYING)
         .fetch_all(&self.db.pool)
         .await?;
         let mut ended = 0;
         for (hold_id,) in ids {
+            // Each under its lock: a hold that turned paying since the read
+            // is found paying here.
             let done = write_tx!(self.db, |tx| async {
                 match self.lock_hold(tx.conn(), room, &hold_id).await? {
                     Some(h) if h.state == state::HELD => {
                         end_held(tx.conn(), &h, state::RELEASED, now).await
+                    }
+                    Some(h) if h.state == state::PAYING && h.expires_at > now => {
+                        sqlx::query("UPDATE booking_holds SET expires_at = ? WHERE hold_id = ?")
+                            .bind(now)
+                            .bind(h.hold_id.as_str())
+                            .execute(tx.conn())
+                            .await?;
+                        Ok(false)
                     }
                     _ => Ok(false),
                 }

@@ -42,9 +42,13 @@ impl BookingStore {
             .collect();
         let mut report = SweepReport::default();
         for batch in ended.chunks(BATCH) {
+            // Locked in hold id order, as a confirm locks a visitor's holds:
+            // two transactions never wait on each other in a cycle.
+            let mut batch: Vec<&HoldRow> = batch.iter().collect();
+            batch.sort_unstable_by(|a, b| a.hold_id.cmp(&b.hold_id));
             report.expired += write_tx!(self.db, |tx| async {
                 let mut n = 0;
-                for hold in batch {
+                for hold in &batch {
                     // Still held and still ended: a confirm may have started
                     // paying for it meanwhile under another clock.
                     if hold.expires_at <= now
