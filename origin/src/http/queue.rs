@@ -253,7 +253,20 @@ async fn unknown_room_first(state: &AppState, room: &RoomId, error: ApiError) ->
     // missing tickets, or of made-up room ids, then costs no store call each.
     match state.snapshots.exists(room) {
         Some(true) => return error,
-        Some(false) => return ApiError::UnknownRoom,
+        Some(false) => {
+            // Perhaps made since the listing, on another instance: the
+            // list is read again, once a tick at most for all such requests.
+            if state.snapshots.claim_relist() {
+                let asked = std::time::Instant::now();
+                if let Ok(rooms) = state.queue.rooms().await {
+                    state.snapshots.retain(&rooms, asked);
+                    if rooms.contains(room) {
+                        return error;
+                    }
+                }
+            }
+            return ApiError::UnknownRoom;
+        }
         None if state.snapshots.observed(room) => return error,
         None => {}
     }

@@ -91,8 +91,9 @@ pub async fn run(
     loop {
         let step = async {
             if ticks.is_multiple_of(ROOMS_REFRESH_TICKS) || failing {
+                let asked = std::time::Instant::now();
                 rooms = store.rooms().await?;
-                snapshots.retain(&rooms);
+                snapshots.retain(&rooms, asked);
                 failing_rooms.retain(|room| rooms.contains(room));
             }
             let Ticked {

@@ -76,8 +76,10 @@ pub struct Snapshots {
     enabled: bool,
     tick: Duration,
     rooms: RwLock<RoomMap<Arc<Mutex<RoomView>>>>,
-    /// When the promoter last listed the rooms ([`Snapshots::retain`]).
+    /// When the newest list of rooms was asked for ([`Snapshots::retain`]).
     listed_at: Mutex<Option<Instant>>,
+    /// When a refused ticket last had the list read again.
+    relisted_at: Mutex<Option<Instant>>,
 }
 
 /// What a held status poll waits on: the part of a room's view whose change
@@ -135,6 +137,8 @@ pub struct RoomWatch {
 
 /// One room's view.
 struct RoomView {
+    /// When this view was made (a listing asked for before keeps it).
+    created: Instant,
     /// The latest observation, and when this instance asked for it.
     latest: Option<(Observation, Instant)>,
     /// Seqs that polled since the last observation, owed to the store.
@@ -170,6 +174,7 @@ struct RoomView {
 impl Default for RoomView {
     fn default() -> Self {
         RoomView {
+            created: Instant::now(),
             latest: None,
             marks: CounterSet::default(),
             retried: CounterSet::default(),
@@ -200,6 +205,7 @@ impl Snapshots {
             tick,
             rooms: RwLock::new(RoomMap::default()),
             listed_at: Mutex::new(None),
+            relisted_at: Mutex::new(None),
         }
     }
 
@@ -210,6 +216,7 @@ impl Snapshots {
             tick: Duration::from_millis(100),
             rooms: RwLock::new(RoomMap::default()),
             listed_at: Mutex::new(None),
+            relisted_at: Mutex::new(None),
         }
     }
 
@@ -446,33 +453,61 @@ impl Snapshots {
         });
     }
 
-    /// The store's list of rooms, just read (the promoter's): drops the
-    /// views of rooms not in it (deleted, or never there) and keeps one for
-    /// each room in it, so that [`Snapshots::exists`] can answer.
-    pub fn retain(&self, rooms: &[RoomId]) {
+    /// The store's list of rooms, asked for at `asked` (the promoter's, or
+    /// [`Snapshots::claim_relist`]'s): drops the views of rooms not in it
+    /// (deleted, or never there) unless made since it was asked for, and
+    /// keeps one for each room in it, so that [`Snapshots::exists`] can
+    /// answer.
+    pub fn retain(&self, rooms: &[RoomId], asked: Instant) {
         if !self.enabled {
             return;
         }
         {
             let mut all = self.rooms.write().unwrap_or_else(PoisonError::into_inner);
-            all.retain(|id, _| rooms.contains(id));
+            all.retain(|id, view| {
+                rooms.contains(id)
+                    || view.lock().unwrap_or_else(PoisonError::into_inner).created > asked
+            });
             for room in rooms {
                 all.entry(room.clone()).or_default();
             }
         }
-        *self
+        let mut listed = self
             .listed_at
             .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+            .unwrap_or_else(PoisonError::into_inner);
+        if listed.is_none_or(|at| at < asked) {
+            *listed = Some(asked);
+        }
     }
 
-    /// Whether `room` exists, as far as the rooms the promoter listed within
-    /// a listing's life (and the rooms seen since) say; `None` when they
-    /// cannot say (views off, no recent listing). A room made since the
-    /// last listing reads as unknown until the next, a second at most: only
-    /// a request whose ticket was refused asks, to tell 401 from 404
-    /// without a store call each (a flood of made-up room ids otherwise
-    /// reaches the store one script a request).
+    /// Whether this caller may read the store's list of rooms again now
+    /// (a refused ticket for a room this instance does not know, which may
+    /// have been made since on another instance): once a tick at most, for
+    /// all such requests together.
+    pub fn claim_relist(&self) -> bool {
+        if !self.enabled {
+            return false;
+        }
+        let mut last = self
+            .relisted_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if last.is_some_and(|at| at.elapsed() < self.tick) {
+            return false;
+        }
+        *last = Some(Instant::now());
+        true
+    }
+
+    /// Whether `room` exists, as far as the rooms listed within a listing's
+    /// life (and the rooms seen or made here since) say; `None` when they
+    /// cannot say (views off, no recent listing). Only a request whose
+    /// ticket was refused asks, to tell 401 from 404 without a store call
+    /// each (a flood of made-up room ids otherwise reaches the store one
+    /// script a request); on `Some(false)` it may read the list again
+    /// ([`Snapshots::claim_relist`]), so a room made on another instance is
+    /// known within a tick.
     pub fn exists(&self, room: &RoomId) -> Option<bool> {
         if !self.enabled {
             return None;
@@ -713,7 +748,7 @@ mod tests {
         // An observation that still shows the old sale changes it back.
         install(observed(&[2, 3]));
         assert!(rx.has_changed().unwrap());
-        views.retain(&[]);
+        views.retain(&[], Instant::now());
         drop(view);
         assert!(rx.has_changed().is_err(), "the view is gone");
     }
