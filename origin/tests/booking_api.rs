@@ -29,7 +29,7 @@ both!(
     the_room_follows_its_seats,
     adaptive_admission_follows_payment,
     leaving_ends_the_holds_and_a_repeated_leave_asks_nothing,
-    a_made_up_hold_id_is_404_and_claims_no_key,
+    a_made_up_hold_id_is_404_and_keeps_its_key,
     one_admission_buys_once_even_with_two_confirms_at_once,
     a_hold_paying_when_its_visitor_leaves_ends_if_the_payment_fails,
     the_seat_map_is_sent_as_it_stands,
@@ -265,11 +265,12 @@ async fn leaving_ends_the_holds_and_a_repeated_leave_asks_nothing(db: &TestDb) {
     );
 }
 
-/// A confirm of a hold id that is no hold id at all (too long for the
-/// column, not ASCII, not a UUID) is 404, never a 500, and writes nothing:
-/// its idempotency key is still free for the visitor's real hold. A key
-/// already used for a real hold is still 409 with a made-up id.
-async fn a_made_up_hold_id_is_404_and_claims_no_key(db: &TestDb) {
+/// A confirm of a hold id that is no hold of the visitor's (too long for
+/// the column, not ASCII, not a UUID, or another's) is 404, never a 500,
+/// and its key keeps that answer, as the contract has it: the same key and
+/// id again is 404 again, the same key with the visitor's real hold is 409
+/// `idempotency_key_reused`, and the real hold with a fresh key books.
+async fn a_made_up_hold_id_is_404_and_keeps_its_key(db: &TestDb) {
     let s = sale(db).await;
     let room = s.room("madeup", settings(10), (1, 6)).await;
     let entry = s.entered(&room).await;
@@ -278,34 +279,36 @@ async fn a_made_up_hold_id_is_404_and_claims_no_key(db: &TestDb) {
     let hold = r.json["hold_id"].as_str().unwrap().to_owned();
     let long = "x".repeat(200);
     let uuid_like_but_not = "0".repeat(36);
-    // Well formed, but no hold of this visitor's: nothing is kept for it
-    // either (a repeat finds no hold again).
     let unknown = "01a219e2-cbb3-77d2-ac5e-3a99d57638c1";
-    for id in [
+    let ids = [
         long.as_str(),
         "%C3%A9t%C3%A9",
         uuid_like_but_not.as_str(),
         "1",
         unknown,
-    ] {
-        let r = s.confirm(&room, &entry, id, "key-1", "tok_visa").await;
+    ];
+    for (i, id) in ids.iter().enumerate() {
+        let key = format!("key-{i}");
+        for attempt in ["first", "repeat"] {
+            let r = s.confirm(&room, &entry, id, &key, "tok_visa").await;
+            assert_eq!(
+                (r.status.as_u16(), r.error_code()),
+                (404, "not_found"),
+                "{id} ({attempt}): {}",
+                r.json
+            );
+        }
+        let r = s.confirm(&room, &entry, &hold, &key, "tok_visa").await;
         assert_eq!(
             (r.status.as_u16(), r.error_code()),
-            (404, "not_found"),
+            (409, "idempotency_key_reused"),
             "{id}: {}",
             r.json
         );
     }
     assert_eq!(s.payment.charges.load(Ordering::SeqCst), 0);
-    let r = s.confirm(&room, &entry, &hold, "key-1", "tok_visa").await;
-    assert_eq!(r.status, 201, "the key was still free: {}", r.json);
-    let r = s.confirm(&room, &entry, &long, "key-1", "tok_visa").await;
-    assert_eq!(
-        (r.status.as_u16(), r.error_code()),
-        (409, "idempotency_key_reused"),
-        "{}",
-        r.json
-    );
+    let r = s.confirm(&room, &entry, &hold, "fresh", "tok_visa").await;
+    assert_eq!(r.status, 201, "{}", r.json);
 }
 
 /// A confirmed booking ends the session, so one admission buys once: a

@@ -137,17 +137,6 @@ impl BookingStore {
         let later =
             || now.saturating_add(i64::try_from(started.elapsed().as_millis()).unwrap_or(0));
         let key = idempotency_key;
-        if !is_uuid(hold_id) {
-            // No such hold: a made-up id costs a read, not a row kept for
-            // good (nor a 500 from a column it does not fit). A key already
-            // used for another request is still told so.
-            let mut conn = self.db.pool.acquire().await?;
-            let used = self.read_key(&mut conn, room, &visitor, key).await?;
-            return Err(match used {
-                Some((first, _)) if first != fp => BookingError::IdempotencyKeyReused,
-                _ => BookingError::NotFound,
-            });
-        }
         let start = write_tx!(self.db, |tx| self.start_payment(
             tx.conn(),
             room,
@@ -271,7 +260,9 @@ impl BookingStore {
         .bind(visitor)
         .bind(key)
         .bind(fp)
-        .bind(hold_id)
+        // Anything but a hold id (too long for the column, not ASCII: a
+        // 500 on MySQL) is kept as none; the fingerprint names it.
+        .bind(if is_uuid(hold_id) { hold_id } else { "" })
         .bind(now)
         .execute(&mut *conn)
         .await;
@@ -319,12 +310,15 @@ impl BookingStore {
                 return Err(BookingError::PaymentInProgress);
             }
         }
-        let hold = self.lock_hold(&mut *conn, room, hold_id).await?;
+        let hold = if is_uuid(hold_id) {
+            self.lock_hold(&mut *conn, room, hold_id).await?
+        } else {
+            None
+        };
         let verdict = match hold.filter(|h| h.visitor == visitor) {
-            // Not this visitor's, now or ever: the claim is rolled back
-            // rather than kept for good (a repeat finds no hold again), so
-            // made-up ids cost no row each.
-            None => return Err(BookingError::NotFound),
+            // The key keeps this answer, as the contract has it: the same
+            // key with another hold is then 409.
+            None => Err(Outcome::NotFound),
             Some(h) if h.state == state::PAYING => return Err(BookingError::PaymentInProgress),
             Some(h) if h.state != state::HELD || h.expires_at <= now => Err(Outcome::HoldExpired),
             Some(h) => Ok(h),
