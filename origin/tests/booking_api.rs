@@ -90,10 +90,18 @@ fn fresh(tag: &str) -> String {
 }
 
 impl Sale {
+    /// A room with the performance `night` of `seats` (rows, seats a row).
     async fn room(&self, tag: &str, settings: RoomSettings, seats: (u32, u32)) -> RoomId {
         let id = make_room(self.queue.as_ref(), &fresh(tag), settings).await;
+        self.performance(&id, "night", "2030-05-01T19:00:00Z", seats)
+            .await;
+        id
+    }
+
+    /// Puts the performance `id` of one section of `seats` in `room`.
+    async fn performance(&self, room: &RoomId, id: &str, starts_at: &str, seats: (u32, u32)) {
         let body = json!({
-            "title": "Night", "starts_at": "2030-05-01T19:00:00Z", "hold_seconds": 420,
+            "title": id, "starts_at": starts_at, "hold_seconds": 420,
             "max_seats_per_hold": 4,
             "sections": [{"name": "A", "rows": seats.0, "seats_per_row": seats.1, "price": 5000}]
         });
@@ -101,12 +109,11 @@ impl Sale {
             .api
             .admin(
                 "PUT",
-                &format!("/admin/rooms/{id}/performances/night"),
+                &format!("/admin/rooms/{room}/performances/{id}"),
                 body.to_string(),
             )
             .await;
         assert_eq!(r.status, 200, "{}", r.json);
-        id
     }
 
     /// Joins; returns (ticket, entry token if admitted at once).
@@ -115,6 +122,15 @@ impl Sale {
         assert_eq!(r.status, 200, "{}", r.json);
         let entry = r.json["entry_token"].as_str().map(str::to_owned);
         (r.ticket(), entry)
+    }
+
+    /// The visitor id an entry token of `room` names.
+    fn visitor_of(&self, room: &RoomId, entry: &str) -> u128 {
+        self.state
+            .keys
+            .verify(entry, token::Kind::Entry, room.as_str(), unix_now())
+            .expect("the entry token")
+            .visitor
     }
 
     async fn entered(&self, room: &RoomId) -> String {
@@ -146,10 +162,20 @@ impl Sale {
     }
 
     async fn hold(&self, room: &RoomId, entry: &str, seats: &[&str]) -> Reply {
+        self.hold_on(room, "night", entry, seats).await
+    }
+
+    async fn hold_on(
+        &self,
+        room: &RoomId,
+        performance: &str,
+        entry: &str,
+        seats: &[&str],
+    ) -> Reply {
         let body = json!({ "seats": seats }).to_string();
         self.call(
             "POST",
-            &format!("/api/{room}/performances/night/holds"),
+            &format!("/api/{room}/performances/{performance}/holds"),
             Some(entry),
             &[],
             Some(&body),
@@ -233,12 +259,7 @@ async fn leaving_ends_the_holds_and_a_repeated_leave_asks_nothing(db: &TestDb) {
         "the holds ended with the session"
     );
 
-    let visitor = s
-        .state
-        .keys
-        .verify(&entry, token::Kind::Entry, room.as_str(), unix_now())
-        .expect("the entry token")
-        .visitor;
+    let visitor = s.visitor_of(&room, &entry);
     let now_ms = unix_now() * 1000;
     s.state
         .booking
@@ -317,32 +338,14 @@ async fn a_made_up_hold_id_is_404_and_keeps_its_key(db: &TestDb) {
 /// booking) gets one booking and one refusal, and pays once.
 async fn one_admission_buys_once_even_with_two_confirms_at_once(db: &TestDb) {
     let s = sale(db).await;
+    const MATINEE: &str = "2030-05-01T14:00:00Z";
     let room = s.room("twice", settings(10), (1, 6)).await;
-    let body = json!({
-        "title": "Matinee", "starts_at": "2030-05-01T14:00:00Z", "hold_seconds": 420,
-        "max_seats_per_hold": 4,
-        "sections": [{"name": "A", "rows": 1, "seats_per_row": 6, "price": 5000}]
-    });
-    let r = s
-        .api
-        .admin(
-            "PUT",
-            &format!("/admin/rooms/{room}/performances/matinee"),
-            body.to_string(),
-        )
-        .await;
-    assert_eq!(r.status, 200, "{}", r.json);
+    s.performance(&room, "matinee", MATINEE, (1, 6)).await;
     let entry = s.entered(&room).await;
     let night = s.hold(&room, &entry, &["A-1-1", "A-1-2"]).await;
     assert_eq!(night.status, 201, "{}", night.json);
     let matinee = s
-        .call(
-            "POST",
-            &format!("/api/{room}/performances/matinee/holds"),
-            Some(&entry),
-            &[],
-            Some(r#"{"seats": ["A-1-1", "A-1-2"]}"#),
-        )
+        .hold_on(&room, "matinee", &entry, &["A-1-1", "A-1-2"])
         .await;
     assert_eq!(matinee.status, 201, "{}", matinee.json);
     let holds = [&night, &matinee].map(|r| r.json["hold_id"].as_str().unwrap().to_owned());
@@ -366,34 +369,12 @@ async fn one_admission_buys_once_even_with_two_confirms_at_once(db: &TestDb) {
     // the store, as a confirm that passed its session check just before
     // the first booking ended the session): the second is refused too.
     let other = s.room("twice-after", settings(10), (1, 6)).await;
-    let body = body.to_string();
-    let r = s
-        .api
-        .admin(
-            "PUT",
-            &format!("/admin/rooms/{other}/performances/matinee"),
-            body,
-        )
-        .await;
-    assert_eq!(r.status, 200, "{}", r.json);
+    s.performance(&other, "matinee", MATINEE, (1, 6)).await;
     let entry = s.entered(&other).await;
-    let visitor = s
-        .state
-        .keys
-        .verify(&entry, token::Kind::Entry, other.as_str(), unix_now())
-        .unwrap()
-        .visitor;
+    let visitor = s.visitor_of(&other, &entry);
     let mut holds = Vec::new();
     for perf in ["night", "matinee"] {
-        let r = s
-            .call(
-                "POST",
-                &format!("/api/{other}/performances/{perf}/holds"),
-                Some(&entry),
-                &[],
-                Some(r#"{"seats": ["A-1-3"]}"#),
-            )
-            .await;
+        let r = s.hold_on(&other, perf, &entry, &["A-1-3"]).await;
         assert_eq!(r.status, 201, "{}", r.json);
         holds.push(r.json["hold_id"].as_str().unwrap().to_owned());
     }

@@ -104,17 +104,7 @@ fn expiry(token: &str, room: &RoomId) -> u64 {
 async fn entry_tokens_are_short_and_renewed_only_while_the_session_runs() {
     let db = TestDb::new(Kind::Sqlite).await;
     let (api, _, room, _t) = setup(&db).await;
-    let r = from(
-        &api,
-        "POST",
-        &format!("/queue/{room}/join"),
-        "198.51.100.1",
-        None,
-        None,
-    )
-    .await;
-    let ticket = r.ticket();
-    let entry = r.json["entry_token"].as_str().unwrap().to_owned();
+    let (ticket, entry) = enter(&api, &room).await;
     let lifetime = expiry(&entry, &room) - unix_now();
     assert!(
         (29..=30).contains(&lifetime),
@@ -204,17 +194,7 @@ async fn entry_tokens_are_short_and_renewed_only_while_the_session_runs() {
 async fn a_session_shared_among_many_addresses_is_ended() {
     let db = TestDb::new(Kind::Sqlite).await;
     let (api, _, room, _t) = setup(&db).await;
-    let r = from(
-        &api,
-        "POST",
-        &format!("/queue/{room}/join"),
-        "198.51.100.1",
-        None,
-        None,
-    )
-    .await;
-    let ticket = r.ticket();
-    let entry = r.json["entry_token"].as_str().unwrap().to_owned();
+    let (ticket, entry) = enter(&api, &room).await;
     let status = format!("/queue/{room}/status");
     // The owner and two more addresses (a phone moving networks) are fine.
     for ip in [
@@ -309,25 +289,8 @@ async fn a_ticket_shown_again_at_join_counts_its_address() {
 async fn the_booking_api_counts_addresses_too() {
     let db = TestDb::new(Kind::Sqlite).await;
     let (api, _, room, _t) = setup(&db).await;
-    let r = from(
-        &api,
-        "POST",
-        &format!("/queue/{room}/join"),
-        "198.51.100.1",
-        None,
-        None,
-    )
-    .await;
-    let entry = r.json["entry_token"].as_str().unwrap().to_owned();
-    let uri = format!("/api/{room}/performances");
-    for (i, ip) in ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"]
-        .into_iter()
-        .enumerate()
-    {
-        let r = from(&api, "GET", &uri, ip, None, Some(&entry)).await;
-        let expected = if i < 3 { 200 } else { 401 };
-        assert_eq!(r.status, expected, "{ip}");
-    }
+    let (_, entry) = enter(&api, &room).await;
+    three_addresses_then_refused(&api, &format!("/api/{room}/performances"), &entry).await;
 }
 
 /// The room of a protected path spelled with percent-encoding is the room
@@ -337,8 +300,20 @@ async fn the_booking_api_counts_addresses_too() {
 async fn the_booking_api_counts_addresses_whatever_the_room_spelling() {
     let db = TestDb::new(Kind::Sqlite).await;
     let (api, _, room, _t) = setup(&db).await;
+    let (_, entry) = enter(&api, &room).await;
+    let spelled = format!(
+        "%{:02X}{}",
+        room.as_str().as_bytes()[0],
+        &room.as_str()[1..]
+    );
+    three_addresses_then_refused(&api, &format!("/api/{spelled}/performances"), &entry).await;
+}
+
+/// Joins `room` from one address, let in at once: the ticket and the
+/// entry token.
+async fn enter(api: &Api, room: &RoomId) -> (String, String) {
     let r = from(
-        &api,
+        api,
         "POST",
         &format!("/queue/{room}/join"),
         "198.51.100.1",
@@ -347,17 +322,17 @@ async fn the_booking_api_counts_addresses_whatever_the_room_spelling() {
     )
     .await;
     let entry = r.json["entry_token"].as_str().unwrap().to_owned();
-    let spelled = format!(
-        "%{:02X}{}",
-        room.as_str().as_bytes()[0],
-        &room.as_str()[1..]
-    );
-    let uri = format!("/api/{spelled}/performances");
+    (r.ticket(), entry)
+}
+
+/// `uri` with `entry` from four more addresses: the room's three are
+/// served, the fourth ends the session.
+async fn three_addresses_then_refused(api: &Api, uri: &str, entry: &str) {
     for (i, ip) in ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"]
         .into_iter()
         .enumerate()
     {
-        let r = from(&api, "GET", &uri, ip, None, Some(&entry)).await;
+        let r = from(api, "GET", uri, ip, None, Some(entry)).await;
         let expected = if i < 3 { 200 } else { 401 };
         assert_eq!(r.status, expected, "{ip}: {}", r.json);
     }
@@ -370,16 +345,7 @@ async fn the_booking_api_counts_addresses_whatever_the_room_spelling() {
 async fn an_oversized_request_counts_no_address() {
     let db = TestDb::new(Kind::Sqlite).await;
     let (api, _, room, _t) = setup(&db).await;
-    let r = from(
-        &api,
-        "POST",
-        &format!("/queue/{room}/join"),
-        "198.51.100.1",
-        None,
-        None,
-    )
-    .await;
-    let entry = r.json["entry_token"].as_str().unwrap().to_owned();
+    let (_, entry) = enter(&api, &room).await;
     let uri = format!("/api/{room}/performances");
     let padding = "x".repeat(20_000);
     for ip in ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"] {

@@ -343,40 +343,14 @@ async fn a_visitor_let_in_by_a_lottery_is_not_answered_from_a_view_once_the_room
     }
     views.refresh(t.store.as_ref(), &room).await.unwrap();
     // A draw lets some in, from anywhere in the line.
-    clock.fetch_add(1_000, Ordering::SeqCst);
-    let admitted: BTreeSet<u64> = t
-        .store
-        .tick(&room)
-        .await
-        .unwrap()
-        .admitted
-        .into_iter()
-        .collect();
-    assert!(!admitted.is_empty());
-    // The one let in with the most still waiting ahead of it.
-    let drawn = *admitted.iter().next_back().unwrap();
-    let ahead = seqs
-        .iter()
-        .filter(|&&s| s < drawn && !admitted.contains(&s))
-        .count();
-    assert!(ahead > 1_000, "only {ahead} wait ahead of {drawn}");
+    let drawn = drawn_far_back(t.store.as_ref(), &clock, &room, &seqs).await;
     // The room turns fifo; the next observation sees the line in order.
     let fifo = RoomSettings {
         method: QueueingMethod::Fifo,
         ..lottery
     };
-    t.store.put_room(&room, &fifo).await.unwrap();
-    clock.fetch_add(100, Ordering::SeqCst);
-    views.refresh(t.store.as_ref(), &room).await.unwrap();
-    assert!(matches!(
-        truth(t.store.as_ref(), &room, drawn).await,
-        Standing::Admitted { .. }
-    ));
-    assert_eq!(
-        views.answer(&room, drawn).map(|s| s.standing),
-        None,
-        "a visitor let in by the lottery was answered from the view"
-    );
+    fifo_again_the_drawn_asks_the_store(t.store.as_ref(), &clock, &views, &room, &fifo, drawn)
+        .await;
 }
 
 /// The same when no observation of the view fell in the lottery: the room
@@ -413,21 +387,7 @@ async fn a_lottery_between_two_observations_is_not_missed() {
         ..fifo.clone()
     };
     t.store.put_room(&room, &lottery).await.unwrap();
-    clock.fetch_add(1_000, Ordering::SeqCst);
-    let admitted: BTreeSet<u64> = t
-        .store
-        .tick(&room)
-        .await
-        .unwrap()
-        .admitted
-        .into_iter()
-        .collect();
-    let drawn = *admitted.iter().next_back().unwrap();
-    let ahead = seqs
-        .iter()
-        .filter(|&&s| s < drawn && !admitted.contains(&s))
-        .count();
-    assert!(ahead > 1_000, "only {ahead} wait ahead of {drawn}");
+    let drawn = drawn_far_back(t.store.as_ref(), &clock, &room, &seqs).await;
     // A tick that draws nobody (the budget is spent) is not counted.
     assert!(t.store.tick(&room).await.unwrap().admitted.is_empty());
     let watch = Watch {
@@ -437,17 +397,57 @@ async fn a_lottery_between_two_observations_is_not_missed() {
     };
     let lottery_ticks = t.store.observe(&room, &watch).await.unwrap().lottery_ticks;
     assert_eq!(lottery_ticks, 1, "the store counts the ticks that drew");
-    t.store.put_room(&room, &fifo).await.unwrap();
+    fifo_again_the_drawn_asks_the_store(t.store.as_ref(), &clock, &views, &room, &fifo, drawn)
+        .await;
+}
+
+/// One tick of the lottery in `room`, a second on: the one it let in with
+/// the most of `seqs` still waiting ahead of it (more than 1,000).
+async fn drawn_far_back(
+    store: &dyn QueueStore,
+    clock: &AtomicU64,
+    room: &RoomId,
+    seqs: &[u64],
+) -> u64 {
+    clock.fetch_add(1_000, Ordering::SeqCst);
+    let admitted: BTreeSet<u64> = store
+        .tick(room)
+        .await
+        .unwrap()
+        .admitted
+        .into_iter()
+        .collect();
+    assert!(!admitted.is_empty());
+    let drawn = *admitted.iter().next_back().unwrap();
+    let ahead = seqs
+        .iter()
+        .filter(|&&s| s < drawn && !admitted.contains(&s))
+        .count();
+    assert!(ahead > 1_000, "only {ahead} wait ahead of {drawn}");
+    drawn
+}
+
+/// `room` turns `fifo` and `views` observes it: `drawn`, let in by a
+/// lottery, is inside and the view does not answer for it.
+async fn fifo_again_the_drawn_asks_the_store(
+    store: &dyn QueueStore,
+    clock: &AtomicU64,
+    views: &Snapshots,
+    room: &RoomId,
+    fifo: &RoomSettings,
+    drawn: u64,
+) {
+    store.put_room(room, fifo).await.unwrap();
     clock.fetch_add(100, Ordering::SeqCst);
-    views.refresh(t.store.as_ref(), &room).await.unwrap();
+    views.refresh(store, room).await.unwrap();
     assert!(matches!(
-        truth(t.store.as_ref(), &room, drawn).await,
+        truth(store, room, drawn).await,
         Standing::Admitted { .. }
     ));
     assert_eq!(
-        views.answer(&room, drawn).map(|s| s.standing),
+        views.answer(room, drawn).map(|s| s.standing),
         None,
-        "a visitor let in by a lottery the view never saw was answered from it"
+        "a visitor let in by a lottery was answered from the view"
     );
 }
 
