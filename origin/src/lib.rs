@@ -29,6 +29,7 @@ pub mod config;
 pub mod error;
 pub mod history;
 pub mod http;
+pub mod latency;
 pub mod queue;
 pub mod room;
 pub mod sale;

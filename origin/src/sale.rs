@@ -27,8 +27,8 @@
 //! The queue knows nothing of booking and booking nothing of the queue:
 //! this module is where the two meet.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
@@ -36,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 use crate::booking::{BookingStore, RoomSeats};
 use crate::clock::Clock;
 use crate::history::History;
+use crate::latency::Latency;
 use crate::queue::snapshot::Snapshots;
 use crate::queue::{QueueStore, SaleSignal, SeatsLeft, StoreError};
 use crate::room::RoomId;
@@ -47,54 +48,10 @@ pub const PASS: Duration = Duration::from_millis(250);
 /// visitors after the last seat sold (up to 32 in the rehearsal's smoke run,
 /// who then found no seat and were never told the sale was over).
 pub const PASS_NEAR_THE_END: Duration = Duration::from_millis(50);
-/// How far back booking latency is measured.
-const WINDOW: Duration = Duration::from_secs(5);
-/// Most latency samples kept per room (the oldest go first).
-const MAX_SAMPLES: usize = 4096;
-/// Fewest samples a p99 is taken from; fewer say nothing.
-const MIN_SAMPLES: usize = 5;
 /// How often the rate factor may move.
 const ADJUST_EVERY: Duration = Duration::from_secs(1);
 /// The factor never falls below this, so a struggling sale still admits.
 const MIN_FACTOR: f64 = 0.05;
-
-/// Booking's recent latency per room, recorded by the booking routes.
-#[derive(Default)]
-pub struct Latency {
-    rooms: Mutex<HashMap<RoomId, VecDeque<(Instant, Duration)>>>,
-}
-
-impl Latency {
-    /// Records one booking request of `room` that took `took`.
-    pub fn record(&self, room: RoomId, took: Duration) {
-        let Ok(mut rooms) = self.rooms.lock() else {
-            return;
-        };
-        let samples = rooms.entry(room).or_default();
-        if samples.len() == MAX_SAMPLES {
-            samples.pop_front();
-        }
-        samples.push_back((Instant::now(), took));
-    }
-
-    /// The p99 of the room's requests in the last [`WINDOW`], if there were
-    /// enough of them to say.
-    pub fn p99(&self, room: &RoomId) -> Option<Duration> {
-        let mut rooms = self.rooms.lock().ok()?;
-        let samples = rooms.get_mut(room)?;
-        let since = Instant::now().checked_sub(WINDOW)?;
-        while samples.front().is_some_and(|(at, _)| *at < since) {
-            samples.pop_front();
-        }
-        if samples.len() < MIN_SAMPLES {
-            return None;
-        }
-        let mut took: Vec<Duration> = samples.iter().map(|(_, d)| *d).collect();
-        took.sort_unstable();
-        let at = (took.len() * 99).div_ceil(100).saturating_sub(1);
-        took.get(at).copied()
-    }
-}
 
 /// The factor after one adjustment: toward what booking's p99 asks for
 /// against the room's target, or, with no target (removed, or never set),
@@ -204,6 +161,7 @@ async fn pass(
     booking.sweep(now).await.map_err(|e| e.to_string())?;
     let rooms = queue.rooms().await.map_err(|e| e.to_string())?;
     followed.retain(|room, _| rooms.contains(room));
+    latency.retain(&rooms);
     for room in rooms {
         let figures = match queue.figures(&room).await {
             Ok(f) => f,
@@ -336,19 +294,5 @@ mod tests {
             adjusted_factor(1.0, target, Some(Duration::from_millis(300))),
             0.7
         );
-    }
-
-    #[test]
-    fn p99_needs_enough_recent_samples() {
-        let latency = Latency::default();
-        let room = RoomId::parse("r").unwrap();
-        for ms in 1..=4 {
-            latency.record(room.clone(), Duration::from_millis(ms));
-        }
-        assert_eq!(latency.p99(&room), None);
-        for ms in 5..=100 {
-            latency.record(room.clone(), Duration::from_millis(ms));
-        }
-        assert_eq!(latency.p99(&room), Some(Duration::from_millis(99)));
     }
 }

@@ -12,10 +12,10 @@ use crate::history::History;
 use crate::http::client::ClientPolicy;
 use crate::http::hold::Holds;
 use crate::http::strikes::Strikes;
+use crate::latency::Latency;
 use crate::queue::QueueStore;
 use crate::queue::joins::{DEFAULT_JOIN_WINDOW, Joins};
 use crate::queue::snapshot::Snapshots;
-use crate::sale::Latency;
 use crate::sessions::Sessions;
 
 /// The application state handed to every handler: one pointer to

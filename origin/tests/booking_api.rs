@@ -941,3 +941,115 @@ async fn adaptive_admission_follows_payment(db: &TestDb) {
     eprintln!("adaptive admission: factor fell to {low:.2}, recovered to 1.0");
     follow.cancel();
 }
+
+// What adaptive admission measures, and what a client cannot make it measure.
+both!(
+    made_up_rooms_and_refusals_leave_no_latency_behind,
+    a_slow_body_is_not_booking_being_slow,
+);
+
+/// Requests for made-up room ids, and refused requests for a real room,
+/// are no samples: nothing is kept for them, however many arrive.
+async fn made_up_rooms_and_refusals_leave_no_latency_behind(db: &TestDb) {
+    let s = sale(db).await;
+    let room = s.room("nolat", settings(10), (1, 10)).await;
+    for i in 0..2_000u32 {
+        let made_up = format!("z{i:08x}{}", "q".repeat(54));
+        let r = s
+            .call(
+                "GET",
+                &format!("/api/{made_up}/performances"),
+                None,
+                &[],
+                None,
+            )
+            .await;
+        assert_eq!(r.status, 401, "{}", r.json);
+    }
+    for _ in 0..200 {
+        let r = s
+            .call(
+                "GET",
+                &format!("/api/{room}/performances"),
+                Some("forged"),
+                &[],
+                None,
+            )
+            .await;
+        assert_eq!(r.status, 401);
+    }
+    assert_eq!(s.state.latency.rooms(), 0, "no room followed for refusals");
+    assert_eq!(s.state.latency.sessions(), 0);
+    // A verified session's request is a sample of its room alone.
+    let entry = s.entered(&room).await;
+    let r = s
+        .call(
+            "GET",
+            &format!("/api/{room}/performances"),
+            Some(&entry),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(s.state.latency.rooms(), 1);
+    assert_eq!(s.state.latency.sessions(), 1);
+}
+
+/// Holds whose bodies arrive slowly: the time the body took is the
+/// client's, not booking's, so the room's p99 stays that of the work.
+async fn a_slow_body_is_not_booking_being_slow(db: &TestDb) {
+    let s = sale(db).await;
+    let room = s.room("slowbody", settings(20), (2, 10)).await;
+    let mut sends = Vec::new();
+    for i in 0..8u32 {
+        let entry = s.entered(&room).await;
+        let api = Api::new(s.state.clone());
+        let room = room.clone();
+        sends.push(tokio::spawn(async move {
+            let body = json!({ "seats": [format!("A-1-{}", i + 1)] }).to_string();
+            // The body in two parts, 600 ms apart.
+            let (first, rest) = body.split_at(5);
+            let (first, rest) = (first.to_owned(), rest.to_owned());
+            let stream = async_stream_of(first, rest, Duration::from_millis(600));
+            let req = Request::builder()
+                .method("POST")
+                .uri(format!("/api/{room}/performances/night/holds"))
+                .header("host", "127.0.0.1:8080")
+                .header("entry-token", entry)
+                .body(Body::from_stream(stream))
+                .unwrap();
+            api.send(req).await
+        }));
+    }
+    for send in sends {
+        let r = send.await.unwrap();
+        assert_eq!(r.status, 201, "{}", r.json);
+    }
+    let p99 = s.state.latency.p99(&room).expect("eight samples");
+    assert!(
+        p99 < Duration::from_millis(400),
+        "the body's 600 ms counted as booking's: p99 {p99:?}"
+    );
+}
+
+/// A body stream: `first`, a pause, then `rest`.
+fn async_stream_of(
+    first: String,
+    rest: String,
+    pause: Duration,
+) -> impl futures_util::Stream<Item = Result<axum::body::Bytes, std::io::Error>> + Send {
+    futures_util::stream::unfold(0u8, move |step| {
+        let (first, rest) = (first.clone(), rest.clone());
+        async move {
+            match step {
+                0 => Some((Ok(axum::body::Bytes::from(first)), 1)),
+                1 => {
+                    tokio::time::sleep(pause).await;
+                    Some((Ok(axum::body::Bytes::from(rest)), 2))
+                }
+                _ => None,
+            }
+        }
+    })
+}

@@ -8,7 +8,7 @@
 use std::time::Instant;
 
 use axum::Json;
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -20,7 +20,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::entry::{ActiveEntry, Entry, end_session};
+use super::entry::{ActiveEntry, Entry, end_session, verified_session};
 use super::extract::required_json;
 use super::responses::{
     BadBody, BookingConflict, BookingDown, ConfirmBody, CrossSite, EntryAuth, NotFound, SeatRefusal,
@@ -28,7 +28,6 @@ use super::responses::{
 use super::site::SameSite;
 use crate::booking::{Booking, BookingStore, Hold, PerformanceSummary, SeatMap};
 use crate::error::ApiError;
-use crate::room::RoomId;
 use crate::state::AppState;
 
 /// Largest visitor body: a hold's seat list or a payment token.
@@ -46,24 +45,51 @@ pub fn router() -> OpenApiRouter<AppState> {
         .layer(DefaultBodyLimit::max(MAX_BODY))
 }
 
-/// Times every booking API request of a room (`/api/{room}/...`) for
-/// adaptive admission, which slows the room's admissions while booking is
-/// slow.
+/// Times booking API requests (`/api/{room}/...`) for adaptive admission,
+/// which slows the room's admissions while booking is slow. Only what the
+/// origin controls is timed: requests of a session [`entry::renew`]
+/// verified (a refusal is no sample), from after the body has arrived (a
+/// client sending it slowly is not the booking system being slow) to the
+/// handler's answer, and only answers that did the work (a success, or a
+/// failure of the origin's own); `Latency` caps each session's share.
+///
+/// [`entry::renew`]: super::entry::renew
 pub async fn track_latency(
     State(state): State<AppState>,
     request: Request,
     next: Next,
 ) -> Response {
-    let room = request
+    let session = request
         .uri()
         .path()
-        .strip_prefix("/api/")
-        .and_then(|rest| rest.split('/').next())
-        .and_then(RoomId::parse);
+        .starts_with("/api/")
+        .then(|| verified_session(request.extensions()))
+        .flatten();
+    let Some((room, seq)) = session else {
+        return next.run(request).await;
+    };
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, MAX_BODY).await {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            let too_large = e
+                .into_inner()
+                .downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some();
+            return if too_large {
+                ApiError::BodyTooLarge
+            } else {
+                ApiError::MalformedBody("the request body could not be read".into())
+            }
+            .into_response();
+        }
+    };
+    let request = Request::from_parts(parts, Body::from(bytes));
     let started = Instant::now();
     let response = next.run(request).await;
-    if let Some(room) = room {
-        state.latency.record(room, started.elapsed());
+    let status = response.status();
+    if status.is_success() || status == StatusCode::NOT_MODIFIED || status.is_server_error() {
+        state.latency.record(&room, seq, started.elapsed());
     }
     response
 }

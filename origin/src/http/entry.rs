@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 
 use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::http::{Extensions, HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use token::{Claims, Kind};
@@ -112,6 +112,14 @@ pub async fn end_session(
         }
     }
     Ok(())
+}
+
+/// The session [`renew`] verified for this request, if any: its room and
+/// sequence number (a running session of a room that exists).
+pub fn verified_session(extensions: &Extensions) -> Option<(RoomId, u64)> {
+    extensions
+        .get::<Checked>()
+        .map(|checked| (checked.room.clone(), checked.claims.seq))
 }
 
 /// The claims of the request's entry token for `room`, if it is genuine and

@@ -93,13 +93,14 @@ pub fn app(state: AppState) -> Router {
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         // The last layer added runs first: an oversized head is refused
-        // before the session's addresses are counted or its token renewed.
-        .layer(middleware::from_fn_with_state(state.clone(), entry::renew))
-        .layer(middleware::from_fn(limit_headers))
+        // before the session's addresses are counted or its token renewed,
+        // and booking latency is timed only inside a session `renew` checked.
         .layer(middleware::from_fn_with_state(
             state.clone(),
             booking::track_latency,
         ))
+        .layer(middleware::from_fn_with_state(state.clone(), entry::renew))
+        .layer(middleware::from_fn(limit_headers))
         .layer(CatchPanicLayer::custom(
             |_: Box<dyn std::any::Any + Send>| {
                 tracing::error!("handler panicked");
