@@ -40,4 +40,4 @@ else
   export WR_ADMIN_KEY
   echo "console: $base/admin/ with the admin key made for this run: $WR_ADMIN_KEY"
 fi
-exec target/release/origin --rooms "${WR_ROOMS:-rooms.example.toml}" "$@"
+exec target/release/origin --lobby --rooms "${WR_ROOMS:-rooms.example.toml}" "$@"

@@ -168,6 +168,19 @@ pub struct Config {
     #[arg(long, env = "WR_MAX_HELD_POLLS", default_value_t = crate::http::hold::DEFAULT_MAX_HELD as u64,
         value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub max_held_polls: u64,
+
+    /// List the rooms at `/`, each linked to its waiting page (off: `/` is
+    /// 404, and nobody learns the rooms from it).
+    #[arg(long, env = "WR_LOBBY")]
+    pub lobby: bool,
+
+    /// Addresses of proxies in front of the origin (comma-separated IPs, e.g.
+    /// a TLS proxy on the same host: `127.0.0.1`). A request from one is keyed
+    /// by the last address in its `X-Forwarded-For`, for the abuse limits
+    /// and the admin throttle; every other request by its TCP peer (or the
+    /// edge's `CF-Connecting-IP`, with --edge-secret).
+    #[arg(long, env = "WR_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 /// A switch.
@@ -211,6 +224,8 @@ impl std::fmt::Debug for Config {
             join_window_us,
             status_snapshot,
             max_held_polls,
+            lobby,
+            trusted_proxies,
         } = self;
         f.debug_struct("Config")
             .field("listen", listen)
@@ -241,6 +256,8 @@ impl std::fmt::Debug for Config {
             .field("join_window_us", join_window_us)
             .field("status_snapshot", status_snapshot)
             .field("max_held_polls", max_held_polls)
+            .field("lobby", lobby)
+            .field("trusted_proxies", trusted_proxies)
             .finish()
     }
 }

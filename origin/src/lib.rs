@@ -120,8 +120,10 @@ pub fn app_state(config: &Config, store: Arc<dyn QueueStore>, keys: Keyring) -> 
                 config.ip_join_rate,
                 config.ip_max_places,
             )
-            .with_ipv6_prefix(config.ipv6_prefix),
+            .with_ipv6_prefix(config.ipv6_prefix)
+            .with_trusted_proxies(config.trusted_proxies.clone()),
         )
+        .with_lobby(config.lobby)
         .with_allowed_origins(config.allowed_origins.clone())
         .with_secure_cookies(config.secure_cookies())
         .with_join_window(std::time::Duration::from_micros(config.join_window_us))

@@ -66,6 +66,8 @@ pub struct Shared {
     pub snapshots: Arc<Snapshots>,
     /// Status polls held while a sale is on (`Prefer: wait`), and their cap.
     pub holds: Arc<Holds>,
+    /// Whether `/` lists the rooms (`--lobby`).
+    pub lobby: bool,
 }
 
 impl AppState {
@@ -89,6 +91,7 @@ impl AppState {
             history: Arc::new(History::default()),
             snapshots: Arc::new(Snapshots::off()),
             holds: Arc::new(Holds::default()),
+            lobby: false,
         }))
     }
 
@@ -144,6 +147,12 @@ impl AppState {
     /// Holds at most `max` status polls at once (0: none).
     pub fn with_max_held_polls(mut self, max: usize) -> AppState {
         self.holds = Arc::new(Holds::new(max));
+        self
+    }
+
+    /// Lists the rooms at `/` (`true`) or not.
+    pub fn with_lobby(mut self, lobby: bool) -> AppState {
+        self.lobby = lobby;
         self
     }
 

@@ -55,8 +55,7 @@ async fn secure_comes_from_configuration_not_from_the_host_header() {
 #[tokio::test]
 async fn failed_admin_calls_from_one_address_are_throttled() {
     let t = test_store();
-    // Through the edge, for a client out on the internet (the machine
-    // itself is never throttled).
+    // Through the edge, for a client out on the internet.
     let edge = "edge-secret-for-tests-0123456789";
     let state = admin_state(t.store.clone()).with_clients(origin::http::client::ClientPolicy::new(
         Some(edge),
@@ -98,6 +97,87 @@ async fn failed_admin_calls_from_one_address_are_throttled() {
     let r = call(ADMIN_KEY).await.unwrap();
     assert_eq!(r.status(), 200);
     server.stop().await;
+}
+
+/// Behind a proxy on the same host every request comes from loopback: the
+/// machine itself is throttled like anyone (never exempt), and with the
+/// proxy trusted each client behind it is told apart by the address the
+/// proxy appended to `X-Forwarded-For`.
+#[tokio::test]
+async fn admin_calls_through_a_local_proxy_are_throttled_per_client() {
+    let t = test_store();
+    let proxied = admin_state(t.store.clone()).with_clients(
+        origin::http::client::ClientPolicy::default()
+            .with_trusted_proxies(vec!["127.0.0.1".parse().unwrap()]),
+    );
+    let server = spawn(proxied, None).await;
+    let http = reqwest::Client::new();
+    let call = |key: &'static str, client: &'static str| {
+        http.get(server.url("/admin/rooms"))
+            .bearer_auth(key)
+            // What the client wrote first, then what the proxy appended.
+            .header("x-forwarded-for", format!("10.9.9.9, {client}"))
+            .send()
+    };
+    for _ in 0..6 {
+        call("wrong-key-0123456789abcdef", "203.0.113.9")
+            .await
+            .unwrap();
+    }
+    let r = call(ADMIN_KEY, "203.0.113.9").await.unwrap();
+    assert_eq!(r.status(), 401, "the guesser is throttled");
+    assert!(r.headers().get("retry-after").is_some());
+    let r = call(ADMIN_KEY, "198.51.100.7").await.unwrap();
+    assert_eq!(r.status(), 200, "another client behind the proxy is not");
+    server.stop().await;
+
+    // No proxy configured: loopback is one client, and it is throttled.
+    let plain = spawn(admin_state(t.store.clone()), None).await;
+    for _ in 0..6 {
+        let r = http
+            .get(plain.url("/admin/rooms"))
+            .bearer_auth("wrong-key-0123456789abcdef")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 401);
+    }
+    let r = http
+        .get(plain.url("/admin/rooms"))
+        .bearer_auth(ADMIN_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401, "loopback is not exempt");
+    assert!(r.headers().get("retry-after").is_some());
+    plain.stop().await;
+}
+
+/// Every answer that sets a cookie (a ticket, a renewed entry) is private
+/// and never stored: a CDN rule that caches everything must not hand one
+/// visitor's place or entry to another.
+#[tokio::test]
+async fn answers_that_set_cookies_are_never_stored_by_shared_caches() {
+    let t = test_store();
+    let room = make_room(t.store.as_ref(), "private", settings(5)).await;
+    let api = Api::new(state(t.store.clone()));
+    let r = api.join(&room, None).await;
+    assert!(!r.cookies().is_empty());
+    assert_eq!(r.headers["cache-control"], "private, no-store");
+    let entry = r.json["entry_token"].as_str().unwrap().to_owned();
+    // The seat page renews the entry cookie.
+    let r = api
+        .send(
+            Request::get(format!("/book/{room}/"))
+                .header("host", "127.0.0.1:8080")
+                .header("entry-token", entry)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    assert!(!r.cookies().is_empty(), "the entry is renewed");
+    assert_eq!(r.headers["cache-control"], "private, no-store");
 }
 
 #[tokio::test]

@@ -28,7 +28,13 @@ async fn get(api: &Api, uri: &str, accept: Option<&str>, lang: Option<&str>) -> 
 /// The body of an HTML answer, with the headers every page carries checked.
 fn html(r: &Reply) -> &str {
     assert_eq!(r.headers["content-type"], "text/html; charset=utf-8");
-    assert_eq!(r.headers["cache-control"], "no-store");
+    // An answer that sets a cookie (a renewed entry) is private too.
+    let cache = if r.headers.contains_key("set-cookie") {
+        "private, no-store"
+    } else {
+        "no-store"
+    };
+    assert_eq!(r.headers["cache-control"], cache);
     let csp = r.headers["content-security-policy"].to_str().unwrap();
     assert!(csp.starts_with("default-src 'none'"), "{csp}");
     assert!(!csp.contains("unsafe-inline"), "{csp}");
@@ -43,8 +49,16 @@ async fn the_room_list_links_every_room_to_its_waiting_page() {
     let b = "list-b";
     make_room(t.store.as_ref(), a, RoomSettings::default()).await;
     make_paused_room(t.store.as_ref(), b, RoomSettings::default()).await;
-    let api = Api::new(state(t.store.clone()));
+    // Without --lobby, `/` lists nothing: 404, an HTML page for a browser.
+    let closed = Api::new(state(t.store.clone()));
+    let r = get(&closed, "/", Some(BROWSER), None).await;
+    assert_eq!(r.status, 404);
+    assert!(!r.json.as_str().unwrap_or("").contains(a));
+    let r = get(&closed, "/", None, None).await;
+    assert_eq!(r.status, 404);
+    assert_eq!(r.error_code(), "not_found");
 
+    let api = Api::new(state(t.store.clone()).with_lobby(true));
     let r = get(&api, "/", Some(BROWSER), None).await;
     assert_eq!(r.status, 200);
     let body = html(&r);

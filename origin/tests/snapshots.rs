@@ -614,9 +614,21 @@ async fn refused_tickets_for_unknown_rooms_cost_no_store_call_once_the_rooms_are
             .call("GET", &format!("/queue/{unknown}/status"), None)
             .await;
         assert_eq!(r.status, 404, "{}", r.json);
+        // The pages check the room the same way.
+        for page in [
+            format!("/book/{unknown}/"),
+            format!("/waiting-room/{unknown}"),
+        ] {
+            let r = api.call("GET", &page, None).await;
+            assert_eq!(r.status, 404, "{page}: {}", r.json);
+        }
     }
     let r = api.status(&room, "forged.ticket").await;
     assert_eq!(r.status, 401, "{}", r.json);
+    let r = api
+        .call("GET", &format!("/waiting-room/{room}"), None)
+        .await;
+    assert_eq!(r.status, 200, "a listed room's page");
     assert_eq!(store.figures_reads() - before, 0, "the store was asked");
     let lists = store.room_lists();
     assert!(lists <= 1, "the list was read {lists} times for the flood");

@@ -65,6 +65,8 @@ before(async () => {
       },
       { id: "later", capacity: 10, admit_per_second: 1.0 },
     ],
+    // The room list at `/` is the operator's choice.
+    args: ["--lobby"],
   });
   browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
 });

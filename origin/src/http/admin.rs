@@ -48,8 +48,10 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// refused (401 too, as the contract has it for a wrong key, with
 /// `Retry-After`) before its key is even compared, a few tries a second (see
 /// `strikes`), so a lucky guess while throttled learns nothing; refusals are
-/// logged at most once a second. The machine itself (loopback) and requests
-/// that came over no socket (the app driven in-process) are not throttled.
+/// logged at most once a second. Every client over a socket is throttled,
+/// the machine itself too (behind a proxy on the same host, give it in
+/// `--trusted-proxies` so clients are told apart); only requests that came
+/// over no socket (the app driven in-process) are not.
 pub(super) struct Admin;
 
 impl FromRequestParts<AppState> for Admin {
@@ -59,8 +61,7 @@ impl FromRequestParts<AppState> for Admin {
         let client = parts
             .extensions
             .get::<ConnectInfo<SocketAddr>>()
-            .map(|ConnectInfo(peer)| state.clients.client_of(&parts.headers, Some(*peer)))
-            .filter(|c| !c.is_loopback());
+            .map(|ConnectInfo(peer)| state.clients.client_of(&parts.headers, Some(*peer)));
         let checked = match client.as_ref().map(|c| state.admin_strikes.check(c)) {
             Some(Err(retry_after_secs)) => Err(ApiError::AdminThrottled { retry_after_secs }),
             _ => check_admin_key(state, &parts.headers).inspect_err(|_| {

@@ -31,6 +31,8 @@ use crate::state::AppState;
 
 /// The header the edge names the client address in.
 pub const CLIENT_IP_HEADER: &str = "cf-connecting-ip";
+/// What a trusted proxy (`--trusted-proxies`) names the client in.
+pub const FORWARDED_FOR_HEADER: &str = "x-forwarded-for";
 /// How often addresses that are back to a full allowance are forgotten.
 const FORGET_EVERY: Duration = Duration::from_secs(10);
 
@@ -76,11 +78,6 @@ impl ClientKey {
         }
     }
 
-    /// Whether this is the machine itself (a loopback address).
-    pub fn is_loopback(&self) -> bool {
-        self.ip.is_loopback()
-    }
-
     /// The short text the store keeps beside every place given under the
     /// place cap (its length is paid per place): the address's bytes in
     /// base64url, 6 characters for IPv4; for IPv6 the prefix length and the
@@ -124,12 +121,26 @@ impl fmt::Display for ClientKey {
     }
 }
 
+/// The address a proxy appended last to `X-Forwarded-For` (the only one it
+/// vouches for: the ones before it are what the client sent).
+fn forwarded_for(headers: &HeaderMap) -> Option<IpAddr> {
+    let last = headers.get_all(FORWARDED_FOR_HEADER).iter().next_back()?;
+    last.to_str()
+        .ok()?
+        .rsplit(',')
+        .next()?
+        .trim()
+        .parse::<IpAddr>()
+        .ok()
+}
+
 /// The operator's abuse settings and the join rate limiter's state.
 pub struct ClientPolicy {
     edge_secret: Option<Secret>,
     joins: Option<DefaultKeyedRateLimiter<ClientKey>>,
     max_places: u32,
     ipv6_prefix: u8,
+    trusted_proxies: Vec<IpAddr>,
 }
 
 impl Default for ClientPolicy {
@@ -145,6 +156,7 @@ impl fmt::Debug for ClientPolicy {
             .field("join_rate", &self.joins.is_some())
             .field("max_places", &self.max_places)
             .field("ipv6_prefix", &self.ipv6_prefix)
+            .field("trusted_proxies", &self.trusted_proxies)
             .finish()
     }
 }
@@ -160,7 +172,16 @@ impl ClientPolicy {
                 .map(|rate| DefaultKeyedRateLimiter::keyed(Quota::per_second(rate))),
             max_places,
             ipv6_prefix: DEFAULT_IPV6_PREFIX,
+            trusted_proxies: Vec::new(),
         }
+    }
+
+    /// Takes the client from `X-Forwarded-For` (the address the proxy
+    /// appended last) when the TCP peer is one of `proxies`: a TLS proxy on
+    /// the same host makes every client the loopback address otherwise.
+    pub fn with_trusted_proxies(mut self, proxies: Vec<IpAddr>) -> ClientPolicy {
+        self.trusted_proxies = proxies;
+        self
     }
 
     /// Counts IPv6 clients by their first `bits` bits (held to
@@ -176,7 +197,8 @@ impl ClientPolicy {
     }
 
     /// The client behind a request: the edge's `CF-Connecting-IP` when the
-    /// request carries the edge secret, else the TCP peer. `peer` is `None`
+    /// request carries the edge secret, the last `X-Forwarded-For` address
+    /// when the peer is a trusted proxy, else the TCP peer. `peer` is `None`
     /// only when the app is driven without a socket (tests); such requests
     /// share the unspecified address.
     pub fn client_of(&self, headers: &HeaderMap, peer: Option<SocketAddr>) -> ClientKey {
@@ -190,8 +212,13 @@ impl ClientPolicy {
             .flatten()
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<IpAddr>().ok());
+        let peer = peer.map(|p| p.ip());
+        let forwarded = peer
+            .filter(|p| self.trusted_proxies.contains(p))
+            .and_then(|_| forwarded_for(headers));
         let ip = named
-            .or(peer.map(|p| p.ip()))
+            .or(forwarded)
+            .or(peer)
             .unwrap_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED));
         ClientKey::of(ip, self.ipv6_prefix)
     }
@@ -272,6 +299,30 @@ mod tests {
     }
 
     const SECRET: &str = "edge-secret-0123456789";
+
+    #[test]
+    fn a_trusted_proxy_names_the_client_others_do_not() {
+        let policy =
+            ClientPolicy::new(None, 0, 0).with_trusted_proxies(vec!["127.0.0.1".parse().unwrap()]);
+        let proxy = Some("127.0.0.1:5000".parse().unwrap());
+        let stranger = Some("10.0.0.1:5000".parse().unwrap());
+        let forwarded = headers(&[(FORWARDED_FOR_HEADER, "1.2.3.4, 203.0.113.9")]);
+        // The proxy's own entry (the last one) counts, not what the client wrote.
+        assert_eq!(
+            policy.client_of(&forwarded, proxy).to_string(),
+            "203.0.113.9"
+        );
+        assert_eq!(
+            policy.client_of(&forwarded, stranger).to_string(),
+            "10.0.0.1"
+        );
+        assert_eq!(
+            policy.client_of(&headers(&[]), proxy).to_string(),
+            "127.0.0.1"
+        );
+        let junk = headers(&[(FORWARDED_FOR_HEADER, "203.0.113.9, nonsense")]);
+        assert_eq!(policy.client_of(&junk, proxy).to_string(), "127.0.0.1");
+    }
 
     #[test]
     fn the_edge_alone_names_the_client() {

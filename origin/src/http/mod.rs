@@ -28,7 +28,7 @@ use std::future::Future;
 
 use axum::Router;
 use axum::extract::Request;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use tokio::net::TcpListener;
@@ -101,6 +101,7 @@ pub fn app(state: AppState) -> Router {
         ))
         .layer(middleware::from_fn_with_state(state.clone(), entry::renew))
         .layer(middleware::from_fn(limit_headers))
+        .layer(middleware::from_fn(private_when_setting_cookies))
         .layer(CatchPanicLayer::custom(
             |_: Box<dyn std::any::Any + Send>| {
                 tracing::error!("handler panicked");
@@ -130,6 +131,22 @@ async fn limit_headers(request: Request, next: Next) -> Response {
         return ApiError::HeadersTooLarge.into_response();
     }
     next.run(request).await
+}
+
+/// Marks every answer that sets a cookie `Cache-Control: private,
+/// no-store`, whatever its handler said: a shared cache (a CDN rule that
+/// caches everything) must never hand one visitor's ticket or entry to
+/// another. Pages that revalidate (the seat map) send `If-None-Match`
+/// themselves.
+async fn private_when_setting_cookies(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    if response.headers().contains_key(header::SET_COOKIE) {
+        response.headers_mut().insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("private, no-store"),
+        );
+    }
+    response
 }
 
 /// Serves `app` on `listener` under the default [`ConnLimits`] until

@@ -1,5 +1,5 @@
 //! The pages the origin serves itself, so the whole flow works on one
-//! machine without the edge: `/` lists the rooms, `/waiting-room/{room}` is
+//! machine without the edge: `/` lists the rooms (with `--lobby`), `/waiting-room/{room}` is
 //! the same waiting page the edge shows (polling this origin's own
 //! `/queue/{room}/*`, then going on to the seat page), and `/book/{room}/`
 //! is the seat page, which talks to the booking API under `/api/{room}/`;
@@ -65,7 +65,9 @@ struct LangQuery {
     lang: Option<String>,
 }
 
-/// The rooms, each linked to its waiting page (HTML).
+/// The rooms, each linked to its waiting page (HTML), only with `--lobby`
+/// (a public list of every room is the operator's choice; it costs a
+/// store call per room); otherwise 404.
 #[utoipa::path(
     get,
     path = "/",
@@ -74,6 +76,8 @@ struct LangQuery {
     responses(
         (status = 200, description = "Every room, linked to its waiting page",
             content_type = "text/html", body = String),
+        (status = 404, description = "`not_found`: no `--lobby`; JSON, or a short HTML page for browsers",
+            content((ErrorBody = "application/json"), (String = "text/html"))),
         (status = 503, description = "`store_unavailable`: JSON, or a short HTML page for browsers",
             content((ErrorBody = "application/json"), (String = "text/html")),
             headers(("Retry-After" = u32, description = "Seconds to wait"))),
@@ -86,6 +90,9 @@ async fn room_list(
     headers: HeaderMap,
 ) -> Response {
     let lang = lang(query.as_deref(), &headers);
+    if !state.lobby {
+        return refuse(ApiError::NotFound, &headers, lang);
+    }
     match rooms(&state).await {
         Ok(rooms) => {
             let links: Vec<(String, String, pages::RoomState)> = rooms
@@ -238,8 +245,11 @@ async fn console(RawQuery(query): RawQuery, headers: HeaderMap) -> Response {
 /// The room the path names, if it is well formed and exists.
 async fn known_room(state: &AppState, raw: &str) -> Result<RoomId, ApiError> {
     let room = RoomId::parse(raw).ok_or(ApiError::UnknownRoom)?;
-    state.queue.figures(&room).await?;
-    Ok(room)
+    if super::queue::room_exists(state, &room).await? {
+        Ok(room)
+    } else {
+        Err(ApiError::UnknownRoom)
+    }
 }
 
 fn waiting_url(room: &str) -> String {

@@ -28,7 +28,7 @@ use super::responses::{BadBody, BadTicket, CrossSite, JoinLimits, NoRoom, StoreD
 use super::site::SameSite;
 use crate::error::ApiError;
 use crate::queue::snapshot::RoomWatch;
-use crate::queue::{Joined, PREQUEUE_SPAN, SeatsLeft, Snapshot, Standing, pacing};
+use crate::queue::{Joined, PREQUEUE_SPAN, SeatsLeft, Snapshot, Standing, StoreError, pacing};
 use crate::room::{RoomId, RoomState};
 use crate::sessions::{SessionRules, Watch, entry_expiry};
 use crate::state::AppState;
@@ -248,11 +248,20 @@ fn checked_claims(
 /// trip; boxed by its callers, so the futures of good requests do not
 /// carry it.
 async fn unknown_room_first(state: &AppState, room: &RoomId, error: ApiError) -> ApiError {
-    // A room this instance observed within a view's life exists, and one
-    // the promoter's recent listing lacks does not: a flood of forged or
-    // missing tickets, or of made-up room ids, then costs no store call each.
+    match room_exists(state, room).await {
+        Ok(true) => error,
+        Ok(false) => ApiError::UnknownRoom,
+        Err(e) => e,
+    }
+}
+
+/// Whether `room` exists. A room this instance observed within a view's
+/// life exists, and one the promoter's recent listing lacks does not: a
+/// flood of made-up room ids then costs no store call each. Without a
+/// fresh listing the store is asked.
+pub(super) async fn room_exists(state: &AppState, room: &RoomId) -> Result<bool, ApiError> {
     match state.snapshots.exists(room) {
-        Some(true) => return error,
+        Some(true) => return Ok(true),
         Some(false) => {
             // Perhaps made since the listing, on another instance: the
             // list is read again, once a tick at most for all such requests.
@@ -260,19 +269,18 @@ async fn unknown_room_first(state: &AppState, room: &RoomId, error: ApiError) ->
                 let asked = std::time::Instant::now();
                 if let Ok(rooms) = state.queue.rooms().await {
                     state.snapshots.retain(&rooms, asked);
-                    if rooms.contains(room) {
-                        return error;
-                    }
+                    return Ok(rooms.contains(room));
                 }
             }
-            return ApiError::UnknownRoom;
+            return Ok(false);
         }
-        None if state.snapshots.observed(room) => return error,
+        None if state.snapshots.observed(room) => return Ok(true),
         None => {}
     }
     match state.queue.figures(room).await {
-        Ok(_) => error,
-        Err(e) => e.into(),
+        Ok(_) => Ok(true),
+        Err(StoreError::UnknownRoom) => Ok(false),
+        Err(e) => Err(e.into()),
     }
 }
 
