@@ -946,7 +946,34 @@ async fn adaptive_admission_follows_payment(db: &TestDb) {
 both!(
     made_up_rooms_and_refusals_leave_no_latency_behind,
     a_slow_body_is_not_booking_being_slow,
+    a_hold_written_as_its_session_ends_does_not_outlive_it,
 );
+
+/// The session ends after the hold request checked it and before the hold
+/// is written: the hold that commits is ended at once (401), not left to
+/// block its seats until the session's scheduled end.
+async fn a_hold_written_as_its_session_ends_does_not_outlive_it(db: &TestDb) {
+    let t = test_store();
+    let recording = Arc::new(common::recording::Recording::new(t.store.clone()));
+    let payment = Arc::new(Slowable::default());
+    let booking = Arc::new(db.store(payment.clone(), unix_now() * 1000).await);
+    let state = admin_state(recording.clone()).with_booking(booking);
+    let s = Sale {
+        api: Api::new(state.clone()),
+        state,
+        queue: recording.clone(),
+        payment,
+        _t: t,
+    };
+    let room = s.room("racehold", settings(5), (1, 10)).await;
+    let (ticket, entry) = s.visitor(&room).await;
+    let entry = entry.expect("admitted at once");
+    recording.leave_after_status(&room, common::seq_of(&ticket, &room));
+    let r = s.hold(&room, &entry, &["A-1-1", "A-1-2"]).await;
+    assert_eq!(r.status, 401, "{}", r.json);
+    assert_eq!(r.error_code(), "invalid_entry");
+    assert_eq!(s.counts(&room).await, (10, 0, 0), "nothing stays held");
+}
 
 /// Requests for made-up room ids, and refused requests for a real room,
 /// are no samples: nothing is kept for them, however many arrive.

@@ -297,6 +297,16 @@ async fn hold(
             state.clock.now_ms(),
         )
         .await?;
+    // The session may have ended while the hold was being written (a leave,
+    // a booking, a shared session): whoever ended it has ended the holds it
+    // found, so one that committed after is ended here, not left to the
+    // session's scheduled end.
+    if let Ok(false) = state.queue.session_active(room, claims.seq).await {
+        store(&state)?
+            .end_session(room.as_str(), claims.visitor, state.clock.now_ms())
+            .await?;
+        return Err(ApiError::SessionEnded);
+    }
     tracing::info!(hold = %hold.hold_id, seats = hold.seats.len(), "held");
     Ok((StatusCode::CREATED, Json(hold)).into_response())
 }

@@ -31,6 +31,8 @@ pub struct Recording {
     late_observations: Mutex<Vec<RoomId>>,
     ticks: Mutex<Vec<RoomId>>,
     statuses: AtomicUsize,
+    /// A session to end right after its next status is read.
+    leave_after_status: Mutex<Option<(RoomId, u64)>>,
 }
 
 impl Recording {
@@ -47,7 +49,16 @@ impl Recording {
             late_observations: Mutex::new(Vec::new()),
             ticks: Mutex::new(Vec::new()),
             statuses: AtomicUsize::new(0),
+            leave_after_status: Mutex::new(None),
         }
+    }
+
+    /// Ends session `seq` of `room` in the store right after its next
+    /// status is read: a session ending between a request's check of it and
+    /// the request's own work.
+    #[allow(dead_code)] // only some test binaries ask
+    pub fn leave_after_status(&self, room: &RoomId, seq: u64) {
+        *self.leave_after_status.lock().unwrap() = Some((room.clone(), seq));
     }
 
     /// How many times the room list was read (the promoter reads it first
@@ -153,7 +164,16 @@ impl QueueStore for Recording {
     }
     async fn status(&self, room: &RoomId, seq: u64) -> Result<Snapshot, StoreError> {
         self.statuses.fetch_add(1, Ordering::SeqCst);
-        self.inner.status(room, seq).await
+        let status = self.inner.status(room, seq).await;
+        let armed = {
+            let mut armed = self.leave_after_status.lock().unwrap();
+            let hit = armed.as_ref().is_some_and(|(r, s)| r == room && *s == seq);
+            if hit { armed.take() } else { None }
+        };
+        if armed.is_some() {
+            self.inner.leave(room, seq).await?;
+        }
+        status
     }
     async fn leave(&self, room: &RoomId, seq: u64) -> Result<bool, StoreError> {
         self.inner.leave(room, seq).await
