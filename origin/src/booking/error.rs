@@ -28,8 +28,11 @@ pub enum BookingError {
     /// A hold of no seat (422 `no_seats`).
     #[error("a hold needs at least one seat")]
     NoSeats,
-    /// The visitor already has a live hold on this performance (409 `hold_exists`).
-    #[error("a live hold on this performance exists already")]
+    /// The visitor already has a live hold in this room, on this
+    /// performance or another (409 `hold_exists`).
+    #[error(
+        "a live hold in this room exists already (one per visitor, whatever the performance): pay for it or release it first"
+    )]
     HoldExists,
     /// The hold has ended (time, session, release, or it became a booking)
     /// (409 `hold_expired`).

@@ -10,8 +10,8 @@
 //! also written to `booking_seat_sales`, whose primary key (performance,
 //! seat) is the schema's rule that no seat is sold twice; one row per seat
 //! means no two holds share a seat; a unique key on live holds allows one
-//! per visitor and performance; a unique hold id on bookings allows one
-//! booking per hold.
+//! per visitor and room (one admission buys once, so it holds once); a
+//! unique hold id on bookings allows one booking per hold.
 //!
 //! # Confirming
 //! 1. One short transaction claims the `Idempotency-Key` (its row stores the

@@ -236,7 +236,9 @@ fn set_etag(response: &mut Response, etag: &str) {
 ///
 /// The hold ends at the performance's `hold_seconds` or when the visitor's
 /// session ends, whichever is first; its seats are then available again
-/// without anyone acting. One live hold per visitor and performance.
+/// without anyone acting. One live hold per visitor and room, whatever the
+/// performance: another is 409 `hold_exists` until the first is released
+/// or has ended.
 #[utoipa::path(
     post,
     path = "/api/{room}/performances/{performance}/holds",

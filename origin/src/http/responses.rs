@@ -147,7 +147,8 @@ error_set!(
     /// What a hold can be refused with, besides the body's shape.
     SeatRefusal {
         "409" => "`seat_unavailable` (the taken seats listed in `seats`; nothing held) or \
-            `hold_exists` (one live hold per visitor and performance)", [];
+            `hold_exists` (one live hold per visitor and room, whatever the performance: release it \
+            to hold elsewhere)", [];
         "422" => "`unknown_seat`, `too_many_seats`, `no_seats` or `invalid`", [];
     }
 );
