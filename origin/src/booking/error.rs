@@ -46,7 +46,9 @@ pub enum BookingError {
     /// visitor's reads the same (404 `not_found`).
     #[error("no such hold or booking")]
     NotFound,
-    /// The payment was declined; the hold stays (402 `payment_declined`).
+    /// The payment was declined; the hold stays, unless this was its
+    /// [`MAX_DECLINES_PER_HOLD`](super::MAX_DECLINES_PER_HOLD)th decline,
+    /// which ends it (402 `payment_declined`).
     #[error("the payment was declined")]
     PaymentDeclined,
     /// The payment provider failed or timed out; nothing was charged and the

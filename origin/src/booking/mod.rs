@@ -44,6 +44,8 @@
 //! - [`payment`]: the payment step ([`Payment`]) and its simulation.
 //! - `recovery`: finishing paying holds after a crash.
 //! - `sweeper`: marking ended holds, promptly.
+//! - `retention`: how long keys, declined attempts and ended holds are
+//!   kept, and deleting them after.
 
 pub mod error;
 pub mod payment;
@@ -53,6 +55,7 @@ pub(crate) mod db;
 mod holds;
 mod performances;
 mod recovery;
+mod retention;
 mod sweeper;
 
 use std::collections::HashMap;
@@ -68,6 +71,7 @@ pub use db::Backend;
 pub use error::BookingError;
 pub use payment::{Payment, PaymentError, SimulatedPayment};
 pub use recovery::RecoveryReport;
+pub use retention::{IDEMPOTENCY_TTL, PruneReport};
 pub use sweeper::SweepReport;
 
 use db::Db;
@@ -81,6 +85,9 @@ pub const MAX_SEATS_PER_PERFORMANCE: u64 = 100_000;
 /// `held_until` of the seats of a paying hold: later than any clock, so
 /// neither time nor a claim frees them; only the confirm's end or recovery.
 pub const PAYING: i64 = i64::MAX / 2;
+/// Declined payments one hold takes: the last one ends the hold (402
+/// `payment_declined` still), and a confirm after it is 409 `hold_expired`.
+pub const MAX_DECLINES_PER_HOLD: u32 = 5;
 /// How long past the payment timeout a paying hold is left to its confirm
 /// before recovery may settle it (clocks of several instances may differ).
 pub const PAYING_MARGIN: Duration = Duration::from_secs(60);

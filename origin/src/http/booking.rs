@@ -312,7 +312,9 @@ async fn release(
 ///
 /// Needs `Idempotency-Key`: the same key again (also concurrently) gets the
 /// same answer and never a second booking or payment; the same key with
-/// another hold or body is 409 `idempotency_key_reused`. A confirmed
+/// another hold or body is 409 `idempotency_key_reused`. A key's answer is
+/// kept a day, then the key is new again. A declined card leaves the hold
+/// as it was, up to the hold's 5th decline, which ends it. A confirmed
 /// booking ends the visitor's session in the room, so the next waiter gets in.
 #[utoipa::path(
     post,

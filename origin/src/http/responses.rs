@@ -156,7 +156,8 @@ error_set!(
 error_set!(
     /// What a confirm or a release can be refused with.
     BookingConflict {
-        "402" => "`payment_declined` or `payment_failed`: nothing was charged, the hold stays", [];
+        "402" => "`payment_declined` or `payment_failed`: nothing was charged, the hold stays \
+            (but its 5th declined card ends it: a confirm after that is 409 `hold_expired`)", [];
         "409" => "`hold_expired`, `payment_in_progress` or `idempotency_key_reused`", [];
     }
 );
