@@ -11,6 +11,7 @@ use crate::clock::Clock;
 use crate::history::History;
 use crate::http::client::ClientPolicy;
 use crate::http::hold::Holds;
+use crate::http::session_limits::SessionLimits;
 use crate::http::strikes::Strikes;
 use crate::queue::QueueStore;
 use crate::queue::joins::{DEFAULT_JOIN_WINDOW, Joins};
@@ -66,6 +67,8 @@ pub struct Shared {
     pub snapshots: Arc<Snapshots>,
     /// Status polls held while a sale is on (`Prefer: wait`), and their cap.
     pub holds: Arc<Holds>,
+    /// What one session may do how often (booking writes).
+    pub session_limits: Arc<SessionLimits>,
 }
 
 impl AppState {
@@ -89,6 +92,7 @@ impl AppState {
             history: Arc::new(History::default()),
             snapshots: Arc::new(Snapshots::off()),
             holds: Arc::new(Holds::default()),
+            session_limits: Arc::new(SessionLimits::default()),
         }))
     }
 
@@ -144,6 +148,12 @@ impl AppState {
     /// Holds at most `max` status polls at once (0: none).
     pub fn with_max_held_polls(mut self, max: usize) -> AppState {
         self.holds = Arc::new(Holds::new(max));
+        self
+    }
+
+    /// Limits each session's booking writes to these rather than the defaults.
+    pub fn with_session_limits(mut self, limits: SessionLimits) -> AppState {
+        self.session_limits = Arc::new(limits);
         self
     }
 

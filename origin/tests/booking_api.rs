@@ -9,13 +9,14 @@ mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::Request;
 use common::{Api, Reply, admin_state, make_room, settings, test_store, unix_now};
 use origin::booking::{Payment, PaymentError};
+use origin::http::session_limits::{BOOKING_WRITE_BURST, BOOKING_WRITES_PER_MINUTE};
 use origin::queue::{QueueStore, SeatsLeft};
 use origin::room::{RoomId, RoomSettings};
 use origin::state::AppState;
@@ -33,6 +34,7 @@ both!(
     one_admission_holds_once_and_buys_once,
     a_hold_paying_when_its_visitor_leaves_ends_if_the_payment_fails,
     the_seat_map_is_sent_as_it_stands,
+    one_session_cannot_leave_row_after_row,
 );
 
 /// A payment whose latency the test sets while it runs.
@@ -515,6 +517,50 @@ async fn the_seat_map_is_sent_as_it_stands(db: &TestDb) {
     let (tag3, _, states) = get(&a).await;
     assert!(tag3 != tag2 && tag3 != tag1, "{tag1} {tag2} {tag3}");
     assert_eq!(states, ["available"; 3]);
+}
+
+/// One admission sending confirm after confirm with fresh keys to made-up
+/// hold ids (each a 404 whose key is kept, see above) gets its allowance of
+/// booking writes, then 429 `rate_limited` with `Retry-After`, which reaches
+/// no database: the rows it leaves are bounded by the allowance, not by
+/// what it sends. Another session is not affected.
+async fn one_session_cannot_leave_row_after_row(db: &TestDb) {
+    let s = sale(db).await;
+    let room = s.room("rows", settings(10), (1, 6)).await;
+    let entry = s.entered(&room).await;
+    let started = Instant::now();
+    let (mut answered, mut limited) = (0u64, 0u64);
+    for i in 0..300u32 {
+        let id = format!("01a219e2-cbb3-77d2-ac5e-{i:012x}");
+        let r = s
+            .confirm(&room, &entry, &id, &format!("key-{i}"), "tok_visa")
+            .await;
+        match (r.status.as_u16(), r.error_code()) {
+            (404, "not_found") => answered += 1,
+            (429, "rate_limited") => {
+                let wait: u64 = r.headers["retry-after"].to_str().unwrap().parse().unwrap();
+                assert!(wait >= 1, "{wait}");
+                limited += 1;
+            }
+            other => panic!("confirm {i}: {other:?} {}", r.json),
+        }
+    }
+    let secs = started.elapsed().as_secs() + 1;
+    let allowance =
+        u64::from(BOOKING_WRITE_BURST) + secs * u64::from(BOOKING_WRITES_PER_MINUTE).div_ceil(60);
+    assert!(
+        answered >= u64::from(BOOKING_WRITE_BURST) && answered <= allowance,
+        "{answered} answered in {secs} s (allowance {allowance})"
+    );
+    assert_eq!(answered + limited, 300);
+    assert_eq!(
+        db.rows("booking_idempotency").await,
+        i64::try_from(answered).unwrap(),
+        "a row per answered confirm, none per refused one"
+    );
+    let other = s.entered(&room).await;
+    let r = s.hold(&room, &other, &["A-1-1"]).await;
+    assert_eq!(r.status, 201, "another session holds: {}", r.json);
 }
 
 /// Waits (bounded) until `check` holds.

@@ -23,8 +23,10 @@ use utoipa_axum::routes;
 use super::entry::{ActiveEntry, Entry, end_session};
 use super::extract::required_json;
 use super::responses::{
-    BadBody, BookingConflict, BookingDown, ConfirmBody, CrossSite, EntryAuth, NotFound, SeatRefusal,
+    BadBody, BookingConflict, BookingDown, ConfirmBody, CrossSite, EntryAuth, NotFound,
+    SeatRefusal, SessionLimit,
 };
+use super::session_limits::SessionAction;
 use super::site::SameSite;
 use crate::booking::{Booking, BookingStore, Hold, PerformanceSummary, SeatMap};
 use crate::error::ApiError;
@@ -66,6 +68,15 @@ pub async fn track_latency(
         state.latency.record(room, started.elapsed());
     }
     response
+}
+
+/// Counts a hold, release or confirm against its session's allowance
+/// (429 `rate_limited` past it): one admission cannot queue write after
+/// write, nor leave row after row.
+fn booking_write(state: &AppState, room: &RoomId, seq: u64) -> Result<(), ApiError> {
+    state
+        .session_limits
+        .check(SessionAction::BookingWrite, room, seq)
 }
 
 /// The booking store, or 404 when this origin sells nothing.
@@ -248,7 +259,7 @@ fn set_etag(response: &mut Response, etag: &str) {
     security(("entry_token" = [])),
     responses(
         (status = 201, description = "Held", body = Hold),
-        BadBody, EntryAuth, CrossSite, NotFound, SeatRefusal, BookingDown,
+        BadBody, EntryAuth, CrossSite, NotFound, SeatRefusal, SessionLimit, BookingDown,
     ),
 )]
 #[instrument(skip_all, fields(room = %entry.0.room))]
@@ -261,6 +272,7 @@ async fn hold(
 ) -> Result<Response, ApiError> {
     let HoldRequest { seats } = required_json(body)?;
     let Entry { room, claims } = &entry.0;
+    booking_write(&state, room, claims.seq)?;
     // The session's end, not the short-lived token's: a hold ends with the session.
     let session_ends_ms = entry.1;
     let hold = store(&state)?
@@ -286,7 +298,7 @@ async fn hold(
     security(("entry_token" = [])),
     responses(
         (status = 204, description = "Released"),
-        EntryAuth, CrossSite, NotFound, BookingConflict, BookingDown,
+        EntryAuth, CrossSite, NotFound, BookingConflict, SessionLimit, BookingDown,
     ),
 )]
 #[instrument(skip_all, fields(room = %entry.0.room))]
@@ -297,6 +309,7 @@ async fn release(
     Path(path): Path<HoldPath>,
 ) -> Result<StatusCode, ApiError> {
     let Entry { room, claims } = &entry.0;
+    booking_write(&state, room, claims.seq)?;
     store(&state)?
         .release_hold(
             room.as_str(),
@@ -326,7 +339,7 @@ async fn release(
     security(("entry_token" = [])),
     responses(
         (status = 201, description = "Booked", body = Booking),
-        ConfirmBody, EntryAuth, CrossSite, NotFound, BookingConflict, BookingDown,
+        ConfirmBody, EntryAuth, CrossSite, NotFound, BookingConflict, SessionLimit, BookingDown,
     ),
 )]
 #[instrument(skip_all, fields(room = %entry.room))]
@@ -342,6 +355,7 @@ async fn confirm(
     let request: ConfirmRequest = required_json(body)?;
     let store = store(&state)?;
     let Entry { room, claims } = &entry;
+    booking_write(&state, room, claims.seq)?;
     let (hold_id, token) = (&path.hold_id, &request.payment_token);
     // A live session confirms (a repeated key gets its first answer there);
     // once the session ended, only a repeat of a key already used is

@@ -163,6 +163,14 @@ error_set!(
 );
 
 error_set!(
+    /// 429 from the session's allowance of booking writes.
+    SessionLimit {
+        "429" => "`rate_limited`: this session made more holds, releases and confirms than \
+            its allowance (a burst of 20, then one a second); nothing changed", [RETRY_AFTER];
+    }
+);
+
+error_set!(
     /// 503 when the booking database cannot be reached or stays busy.
     BookingDown {
         "503" => "`store_unavailable` or `busy`: retry shortly", [RETRY_AFTER];
