@@ -1028,6 +1028,16 @@ async fn rows_past_their_time_go(db: &TestDb) {
         store.sweep(later).await.unwrap().pruned,
         PruneReport::default()
     );
+    // The sweep prunes once a minute: the young keys, a day old 10 s after
+    // a prune that found nothing, wait for the next one.
+    let before_day = half + ttl - 10_000;
+    assert_eq!(
+        store.sweep(before_day).await.unwrap().pruned,
+        PruneReport::default()
+    );
+    let swept = store.sweep(before_day + 30_000).await.unwrap();
+    assert_eq!(swept.pruned, PruneReport::default());
+    assert_eq!(db.rows("booking_idempotency").await, 2, "not pruned yet");
     // Past the young ones' day they go too; the sale's hold and payment stay.
     let swept = store.sweep(half + ttl + 2 * HOUR).await.unwrap();
     assert_eq!(

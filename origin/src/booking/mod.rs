@@ -145,6 +145,9 @@ pub struct BookingStore {
     /// Performance ids by key: a performance keeps its key for good.
     perf_ids: std::sync::Mutex<HashMap<i64, String>>,
     faults: Faults,
+    /// When the sweep next deletes rows past their time (the caller's
+    /// clock, unix ms); see `retention`.
+    next_prune_ms: std::sync::atomic::AtomicU64,
 }
 
 impl BookingStore {
@@ -175,6 +178,7 @@ impl BookingStore {
             perf_cache: Default::default(),
             perf_ids: Default::default(),
             faults: Faults::default(),
+            next_prune_ms: Default::default(),
         };
         let recovered = store.recover(now_ms).await?;
         if recovered.completed + recovered.refunded > 0 {

@@ -10,9 +10,10 @@
 //! Bookings, their holds and payments, and attempts that failed, were
 //! refunded or are still open stay: they are the money trail.
 //!
-//! Each kind is looked for with a plain read first, so a pass with nothing
-//! to delete takes no write lock (on SQLite every write transaction queues
-//! beside the holds of real buyers).
+//! The sweep prunes once every [`PRUNE_EVERY`] (sooner while a backlog
+//! fills whole batches). Each kind is looked for with a plain read first, so
+//! a pass with nothing to delete takes no write lock (on SQLite every write
+//! transaction queues beside the holds of real buyers).
 
 use std::time::Duration;
 
@@ -31,6 +32,10 @@ pub const IDEMPOTENCY_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 /// Most rows of each kind one pass deletes: a backlog goes over a few
 /// passes rather than in one long transaction.
 const PRUNE_LIMIT: i64 = 1000;
+/// How often the sweep prunes: rows live a day, a minute more is nothing,
+/// and the reads that find them (kept holds with failed payments included)
+/// need not run every pass.
+const PRUNE_EVERY: Duration = Duration::from_secs(60);
 
 /// What one pass deleted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -76,7 +81,35 @@ const ENDED: Kind = Kind {
     cutoffs: 2,
 };
 
+impl PruneReport {
+    /// Whether a kind filled its batch: more may be waiting.
+    fn full(&self) -> bool {
+        let limit = PRUNE_LIMIT as u64;
+        self.keys >= limit || self.declined_payments >= limit || self.ended_holds >= limit
+    }
+}
+
 impl BookingStore {
+    /// [`BookingStore::prune`] when it is due at `now_ms`: once every
+    /// [`PRUNE_EVERY`], or at once after a pass that filled a batch (or if
+    /// the clock went back); else nothing.
+    pub(crate) async fn prune_when_due(&self, now_ms: u64) -> Result<PruneReport, BookingError> {
+        use std::sync::atomic::Ordering;
+        let next = self.next_prune_ms.load(Ordering::Relaxed);
+        let every = PRUNE_EVERY.as_millis() as u64;
+        if now_ms < next && next - now_ms <= every {
+            return Ok(PruneReport::default());
+        }
+        let report = self.prune(now_ms).await?;
+        let next = if report.full() {
+            now_ms
+        } else {
+            now_ms.saturating_add(every)
+        };
+        self.next_prune_ms.store(next, Ordering::Relaxed);
+        Ok(report)
+    }
+
     /// Deletes, at `now_ms`, at most [`PRUNE_LIMIT`] rows of each kind that
     /// has served its time (see the module doc). Declined attempts go
     /// before holds, so a hold whose only attempts were declines goes in

@@ -29,7 +29,7 @@ const LIMIT: i64 = 1000;
 impl BookingStore {
     /// Expires the holds whose time is up at `now_ms`, then recovers
     /// paying holds (see `recover`), then deletes rows past their time
-    /// (see `prune`).
+    /// (see `prune`; once a minute).
     pub async fn sweep(&self, now_ms: u64) -> Result<SweepReport, BookingError> {
         let now = db_ms(now_ms);
         let sql = format!(
@@ -65,7 +65,7 @@ impl BookingStore {
             })?;
         }
         report.recovery = self.recover(now_ms).await?;
-        report.pruned = self.prune(now_ms).await?;
+        report.pruned = self.prune_when_due(now_ms).await?;
         Ok(report)
     }
 }
