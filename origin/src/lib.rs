@@ -264,8 +264,8 @@ pub async fn demo_sale(
 /// How often the per-room metrics are read from the store.
 const METRICS_REFRESH: Duration = Duration::from_secs(1);
 
-/// Serves the app and runs the promoter, the metrics refresh and the join
-/// limiter's housekeeping until `shutdown` completes, then lets in-flight
+/// Serves the app and runs the promoter, the metrics refresh and the
+/// limiters' housekeeping (joins, sessions) until `shutdown` completes, then lets in-flight
 /// requests finish and stops the background tasks cleanly. Connections get
 /// the default [`http::ConnLimits`]; [`run_with`] takes others.
 pub async fn run(
@@ -304,6 +304,7 @@ pub async fn run_with(
     if state.clients.limits_joins() {
         tasks.spawn(state.clients.clone().housekeeping(cancel.clone()));
     }
+    tasks.spawn(state.session_limits.clone().housekeeping(cancel.clone()));
     if let Some(booking) = &state.booking {
         tasks.spawn(sale::run(
             state.queue.clone(),

@@ -11,6 +11,7 @@ use crate::clock::Clock;
 use crate::history::History;
 use crate::http::client::ClientPolicy;
 use crate::http::hold::Holds;
+use crate::http::session_limits::SessionLimits;
 use crate::http::strikes::Strikes;
 use crate::latency::Latency;
 use crate::queue::QueueStore;
@@ -68,6 +69,8 @@ pub struct Shared {
     pub holds: Arc<Holds>,
     /// Whether `/` lists the rooms (`--lobby`).
     pub lobby: bool,
+    /// What one session may do how often (booking writes).
+    pub session_limits: Arc<SessionLimits>,
 }
 
 impl AppState {
@@ -92,6 +95,7 @@ impl AppState {
             snapshots: Arc::new(Snapshots::off()),
             holds: Arc::new(Holds::default()),
             lobby: false,
+            session_limits: Arc::new(SessionLimits::default()),
         }))
     }
 
@@ -153,6 +157,12 @@ impl AppState {
     /// Lists the rooms at `/` (`true`) or not.
     pub fn with_lobby(mut self, lobby: bool) -> AppState {
         self.lobby = lobby;
+        self
+    }
+
+    /// Limits each session's booking writes to these rather than the defaults.
+    pub fn with_session_limits(mut self, limits: SessionLimits) -> AppState {
+        self.session_limits = Arc::new(limits);
         self
     }
 

@@ -49,6 +49,8 @@ pub const ROOM_STATE: &str = "wr_room_state";
 pub const STORE_UP: &str = "wr_store_up";
 /// Counter: joins refused by `--ip-join-rate`.
 pub const JOINS_RATE_LIMITED: &str = "wr_joins_rate_limited_total";
+/// Counter: booking writes refused by a session's allowance (`http::session_limits`).
+pub const SESSION_RATE_LIMITED: &str = "wr_session_rate_limited_total";
 /// Sessions ended for being used from too many client addresses.
 pub const SESSIONS_SHARED: &str = "wr_sessions_shared_total";
 /// Gauge: status polls held now (`Prefer: wait`, see `http::hold`).
@@ -120,6 +122,10 @@ fn describe() {
     describe_counter!(
         JOINS_RATE_LIMITED,
         "Joins refused by the per-address join rate."
+    );
+    describe_counter!(
+        SESSION_RATE_LIMITED,
+        "Booking writes (holds, releases, confirms) refused by a session's allowance."
     );
     describe_counter!(
         SESSIONS_SHARED,

@@ -9,13 +9,14 @@ mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::Request;
 use common::{Api, Reply, admin_state, make_room, settings, test_store, unix_now};
 use origin::booking::{Payment, PaymentError};
+use origin::http::session_limits::{BOOKING_WRITE_BURST, BOOKING_WRITES_PER_MINUTE};
 use origin::queue::{QueueStore, SeatsLeft};
 use origin::room::{RoomId, RoomSettings};
 use origin::state::AppState;
@@ -30,9 +31,10 @@ both!(
     adaptive_admission_follows_payment,
     leaving_ends_the_holds_and_a_repeated_leave_asks_nothing,
     a_made_up_hold_id_is_404_and_keeps_its_key,
-    one_admission_buys_once_even_with_two_confirms_at_once,
+    one_admission_holds_once_and_buys_once,
     a_hold_paying_when_its_visitor_leaves_ends_if_the_payment_fails,
     the_seat_map_is_sent_as_it_stands,
+    one_session_cannot_leave_row_after_row,
 );
 
 /// A payment whose latency the test sets while it runs.
@@ -332,11 +334,12 @@ async fn a_made_up_hold_id_is_404_and_keeps_its_key(db: &TestDb) {
     assert_eq!(r.status, 201, "{}", r.json);
 }
 
-/// A confirmed booking ends the session, so one admission buys once: a
-/// visitor holding seats on two performances who confirms both at the same
-/// moment (different keys, a slow payment between the checks and the
-/// booking) gets one booking and one refusal, and pays once.
-async fn one_admission_buys_once_even_with_two_confirms_at_once(db: &TestDb) {
+/// One admission buys once, so it holds once: a visitor holding seats on
+/// one performance is refused on another (409 `hold_exists`), also while
+/// that hold is being paid for; after the booking, a hold made straight at
+/// the store (as one that passed its session check just before the booking
+/// ended the session) is refused at its confirm. One booking, one payment.
+async fn one_admission_holds_once_and_buys_once(db: &TestDb) {
     let s = sale(db).await;
     const MATINEE: &str = "2030-05-01T14:00:00Z";
     let room = s.room("twice", settings(10), (1, 6)).await;
@@ -344,49 +347,71 @@ async fn one_admission_buys_once_even_with_two_confirms_at_once(db: &TestDb) {
     let entry = s.entered(&room).await;
     let night = s.hold(&room, &entry, &["A-1-1", "A-1-2"]).await;
     assert_eq!(night.status, 201, "{}", night.json);
+    let hold = night.json["hold_id"].as_str().unwrap().to_owned();
     let matinee = s
         .hold_on(&room, "matinee", &entry, &["A-1-1", "A-1-2"])
         .await;
-    assert_eq!(matinee.status, 201, "{}", matinee.json);
-    let holds = [&night, &matinee].map(|r| r.json["hold_id"].as_str().unwrap().to_owned());
-    s.payment.latency_ms.store(1_000, Ordering::SeqCst);
-    let (a, b) = tokio::join!(
-        s.confirm(&room, &entry, &holds[0], "key-night", "tok_visa"),
-        s.confirm(&room, &entry, &holds[1], "key-matinee", "tok_visa"),
+    assert_eq!(
+        (matinee.status.as_u16(), matinee.error_code()),
+        (409, "hold_exists"),
+        "{}",
+        matinee.json
     );
-    let mut statuses = [a.status.as_u16(), b.status.as_u16()];
-    statuses.sort_unstable();
-    assert_eq!(statuses[0], 201, "{} / {}", a.json, b.json);
-    assert!(
-        matches!(statuses[1], 401 | 409),
-        "the second confirm bought too: {} / {}",
-        a.json,
-        b.json
+    s.payment.latency_ms.store(1_000, Ordering::SeqCst);
+    let while_paying = async {
+        eventually("the payment started", Duration::from_secs(10), || async {
+            s.payment.charges.load(Ordering::SeqCst) == 1
+        })
+        .await;
+        s.hold_on(&room, "matinee", &entry, &["A-1-3"]).await
+    };
+    let (booked, refused) = tokio::join!(
+        s.confirm(&room, &entry, &hold, "key-night", "tok_visa"),
+        while_paying
+    );
+    assert_eq!(booked.status, 201, "{}", booked.json);
+    assert_eq!(
+        (refused.status.as_u16(), refused.error_code()),
+        (409, "hold_exists"),
+        "{}",
+        refused.json
     );
     assert_eq!(s.payment.charges.load(Ordering::SeqCst), 1, "paid once");
 
-    // One after the other, before the session's end is heard (straight at
-    // the store, as a confirm that passed its session check just before
-    // the first booking ended the session): the second is refused too.
     let other = s.room("twice-after", settings(10), (1, 6)).await;
     s.performance(&other, "matinee", MATINEE, (1, 6)).await;
     let entry = s.entered(&other).await;
     let visitor = s.visitor_of(&other, &entry);
-    let mut holds = Vec::new();
-    for perf in ["night", "matinee"] {
-        let r = s.hold_on(&other, perf, &entry, &["A-1-3"]).await;
-        assert_eq!(r.status, 201, "{}", r.json);
-        holds.push(r.json["hold_id"].as_str().unwrap().to_owned());
-    }
+    let r = s.hold(&other, &entry, &["A-1-3"]).await;
+    assert_eq!(r.status, 201, "{}", r.json);
+    let first = r.json["hold_id"].as_str().unwrap().to_owned();
     s.payment.latency_ms.store(0, Ordering::SeqCst);
     let store = s.state.booking.as_ref().unwrap();
     let now = unix_now() * 1000;
     store
-        .confirm(other.as_str(), visitor, &holds[0], "k-1", "tok_visa", now)
+        .confirm(other.as_str(), visitor, &first, "k-1", "tok_visa", now)
         .await
         .expect("the first buys");
+    let late = store
+        .hold(
+            other.as_str(),
+            "matinee",
+            visitor,
+            &["A-1-3".to_owned()],
+            now + 600_000,
+            now,
+        )
+        .await
+        .expect("the booked hold is no longer live");
     let second = store
-        .confirm(other.as_str(), visitor, &holds[1], "k-2", "tok_visa", now)
+        .confirm(
+            other.as_str(),
+            visitor,
+            &late.hold_id,
+            "k-2",
+            "tok_visa",
+            now,
+        )
         .await;
     assert!(
         matches!(second, Err(origin::booking::BookingError::HoldExpired)),
@@ -492,6 +517,50 @@ async fn the_seat_map_is_sent_as_it_stands(db: &TestDb) {
     let (tag3, _, states) = get(&a).await;
     assert!(tag3 != tag2 && tag3 != tag1, "{tag1} {tag2} {tag3}");
     assert_eq!(states, ["available"; 3]);
+}
+
+/// One admission sending confirm after confirm with fresh keys to made-up
+/// hold ids (each a 404 whose key is kept, see above) gets its allowance of
+/// booking writes, then 429 `rate_limited` with `Retry-After`, which reaches
+/// no database: the rows it leaves are bounded by the allowance, not by
+/// what it sends. Another session is not affected.
+async fn one_session_cannot_leave_row_after_row(db: &TestDb) {
+    let s = sale(db).await;
+    let room = s.room("rows", settings(10), (1, 6)).await;
+    let entry = s.entered(&room).await;
+    let started = Instant::now();
+    let (mut answered, mut limited) = (0u64, 0u64);
+    for i in 0..300u32 {
+        let id = format!("01a219e2-cbb3-77d2-ac5e-{i:012x}");
+        let r = s
+            .confirm(&room, &entry, &id, &format!("key-{i}"), "tok_visa")
+            .await;
+        match (r.status.as_u16(), r.error_code()) {
+            (404, "not_found") => answered += 1,
+            (429, "rate_limited") => {
+                let wait: u64 = r.headers["retry-after"].to_str().unwrap().parse().unwrap();
+                assert!(wait >= 1, "{wait}");
+                limited += 1;
+            }
+            other => panic!("confirm {i}: {other:?} {}", r.json),
+        }
+    }
+    let secs = started.elapsed().as_secs() + 1;
+    let allowance =
+        u64::from(BOOKING_WRITE_BURST) + secs * u64::from(BOOKING_WRITES_PER_MINUTE).div_ceil(60);
+    assert!(
+        answered >= u64::from(BOOKING_WRITE_BURST) && answered <= allowance,
+        "{answered} answered in {secs} s (allowance {allowance})"
+    );
+    assert_eq!(answered + limited, 300);
+    assert_eq!(
+        db.rows("booking_idempotency").await,
+        i64::try_from(answered).unwrap(),
+        "a row per answered confirm, none per refused one"
+    );
+    let other = s.entered(&room).await;
+    let r = s.hold(&room, &other, &["A-1-1"]).await;
+    assert_eq!(r.status, 201, "another session holds: {}", r.json);
 }
 
 /// Waits (bounded) until `check` holds.
@@ -757,7 +826,7 @@ async fn refusals_change_nothing(db: &TestDb) {
             "{method} {uri} {body:?}"
         );
     }
-    // One live hold per visitor and performance; a taken seat lists itself.
+    // One live hold per visitor and room; a taken seat lists itself.
     let r = s.hold(&room, &entry, &["A-1-4"]).await;
     assert_eq!((r.status.as_u16(), r.error_code()), (409, "hold_exists"));
     let r = s.hold(&room, &stranger, &["A-1-1", "A-1-5"]).await;

@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use origin::booking::{
-    BookingError, BookingStatus, BookingStore, Faults, Hold, Payment, PaymentError, SeatState,
+    BookingError, BookingStatus, BookingStore, Faults, Hold, IDEMPOTENCY_TTL,
+    MAX_DECLINES_PER_HOLD, Payment, PaymentError, PruneReport, SeatState,
 };
 use support::*;
 
@@ -31,6 +32,8 @@ both!(
     decline_and_good_card_at_once,
     recovery_beside_decline_then_good_card,
     recovery_under_a_slower_clock,
+    a_hold_takes_five_declines,
+    rows_past_their_time_go,
 );
 
 const HOUR: u64 = 3_600_000;
@@ -748,7 +751,8 @@ async fn decline_and_good_card_at_once(db: &TestDb) {
 
 /// The sweeper running all along (as every 500 ms in the origin) while
 /// visitors decline then pay with the good card: every good card books,
-/// is charged once and never refunded, and nothing is left paying.
+/// is charged once and never refunded, and nothing is left paying. Each
+/// hold takes as many declines as it may before the good card.
 async fn recovery_beside_decline_then_good_card(db: &TestDb) {
     let pay = Arc::new(CountingPayment::new(Duration::from_millis(20)));
     let store = Arc::new(db.store(pay.clone(), T0).await);
@@ -780,7 +784,8 @@ async fn recovery_beside_decline_then_good_card(db: &TestDb) {
                 .hold(room, "p", visitor, &[seat], T0 + HOUR, T0)
                 .await
                 .unwrap();
-            for round in 0..5u64 {
+            let rounds = u64::from(MAX_DECLINES_PER_HOLD) - 1;
+            for round in 0..rounds {
                 let at = T0 + 100 + round;
                 let declined = format!("r-{v}-{round}-declined");
                 let good = format!("r-{v}-{round}");
@@ -788,7 +793,7 @@ async fn recovery_beside_decline_then_good_card(db: &TestDb) {
                     .confirm(room, visitor, &hold.hold_id, &declined, "tok_decline", at)
                     .await;
                 assert_eq!(d, Err(BookingError::PaymentDeclined), "visitor {v}");
-                if round < 4 {
+                if round + 1 < rounds {
                     continue;
                 }
                 let b = store
@@ -805,7 +810,7 @@ async fn recovery_beside_decline_then_good_card(db: &TestDb) {
     assert_eq!(sweeper.await.unwrap(), 0, "no sweep failed");
     let counts = store.room_seats(room, T0 + 5_000).await.unwrap().unwrap();
     assert_eq!((counts.booked, counts.held), (16, 0));
-    assert_eq!(pay.charges(), 16 * 6);
+    assert_eq!(pay.charges(), 16 * u64::from(MAX_DECLINES_PER_HOLD));
     assert_eq!(pay.refunds(), 0, "no good card charged and given back");
 }
 
@@ -842,4 +847,208 @@ async fn recovery_under_a_slower_clock(db: &TestDb) {
     let booked = good.await.unwrap();
     assert_eq!(booked.map(|b| b.seats), Ok(seats(&["A-1-1"])));
     assert_eq!(pay.refunds(), 0);
+}
+
+/// A hold takes a bounded number of declined cards: each of the first four
+/// leaves it held; the fifth is still 402 but ends it, its seat free at
+/// once; a confirm after that, even with a good card, is 409
+/// `hold_expired` and pays nothing.
+async fn a_hold_takes_five_declines(db: &TestDb) {
+    let (store, pay) = db.store_counting().await;
+    let room = "declines";
+    let hold = one_seat_held(&store, room).await;
+    assert_eq!(MAX_DECLINES_PER_HOLD, 5);
+    for i in 1..=MAX_DECLINES_PER_HOLD {
+        let now = T0 + u64::from(i) * 10;
+        assert_eq!(
+            store
+                .confirm(room, 1, &hold.hold_id, &format!("k{i}"), "tok_decline", now)
+                .await,
+            Err(BookingError::PaymentDeclined),
+            "decline {i}"
+        );
+        let map = store.seats(room, "p", now).await.unwrap();
+        let held = i < MAX_DECLINES_PER_HOLD;
+        assert_eq!(
+            map.seats[0].state,
+            if held {
+                SeatState::Held
+            } else {
+                SeatState::Available
+            },
+            "after decline {i}"
+        );
+    }
+    // The key of the last decline keeps its answer.
+    assert_eq!(
+        store
+            .confirm(room, 1, &hold.hold_id, "k5", "tok_decline", T0 + 100)
+            .await,
+        Err(BookingError::PaymentDeclined)
+    );
+    assert_eq!(
+        store
+            .confirm(room, 1, &hold.hold_id, "good", "tok_ok", T0 + 100)
+            .await,
+        Err(BookingError::HoldExpired)
+    );
+    assert_eq!(pay.charges(), 5, "nothing charged after the hold ended");
+    // The visitor's live slot is free: it may hold again.
+    store
+        .hold(room, "p", 1, &seats(&["A-1-1"]), T0 + HOUR, T0 + 100)
+        .await
+        .unwrap();
+}
+
+/// Keys, declined attempts and holds that ended without a sale live a day
+/// (`IDEMPOTENCY_TTL`) and the sweep deletes them after; younger ones, and
+/// the booking's hold and payment, stay. Shown with a pinned clock.
+async fn rows_past_their_time_go(db: &TestDb) {
+    let (store, _) = db.store_counting().await;
+    let room = "rows";
+    let ttl = IDEMPOTENCY_TTL.as_millis() as u64;
+    assert_eq!(ttl, 24 * HOUR);
+    let hold = one_seat_held(&store, room).await;
+    let made_up = "01a219e2-cbb3-77d2-ac5e-3a99d57638c1";
+    // At T0: a made-up hold's key (404), a declined card, then the sale.
+    assert_eq!(
+        store
+            .confirm(room, 1, made_up, "old-404", "tok_ok", T0)
+            .await,
+        Err(BookingError::NotFound)
+    );
+    assert_eq!(
+        store
+            .confirm(room, 1, &hold.hold_id, "old-declined", "tok_decline", T0)
+            .await,
+        Err(BookingError::PaymentDeclined)
+    );
+    store
+        .confirm(room, 1, &hold.hold_id, "old-booked", "tok_ok", T0)
+        .await
+        .unwrap();
+    // A released hold (visitor 2) at T0, and one (visitor 3) that ends by
+    // time an hour on and is swept then.
+    let released = store
+        .hold(room, "p", 2, &seats(&["A-1-2"]), T0 + HOUR / 2, T0)
+        .await
+        .unwrap();
+    store
+        .release_hold(room, 2, &released.hold_id, T0)
+        .await
+        .unwrap();
+    store
+        .hold(room, "p", 3, &seats(&["A-1-3"]), T0 + 60_000, T0)
+        .await
+        .unwrap();
+    assert_eq!(store.sweep(T0 + HOUR).await.unwrap().expired, 1);
+    // Half a day on: a young key and a young declined hold of visitor 4.
+    let half = T0 + 12 * HOUR;
+    assert_eq!(
+        store
+            .confirm(room, 1, made_up, "young-404", "tok_ok", half)
+            .await,
+        Err(BookingError::NotFound)
+    );
+    let young = store
+        .hold(room, "p", 4, &seats(&["A-1-4"]), half + HOUR, half)
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .confirm(
+                room,
+                4,
+                &young.hold_id,
+                "young-declined",
+                "tok_decline",
+                half
+            )
+            .await,
+        Err(BookingError::PaymentDeclined)
+    );
+    store
+        .release_hold(room, 4, &young.hold_id, half)
+        .await
+        .unwrap();
+    let before = (
+        db.rows("booking_idempotency").await,
+        db.rows("booking_payments").await,
+        db.rows("booking_holds").await,
+    );
+    assert_eq!(before, (5, 3, 4));
+
+    // Just under a day: nothing goes.
+    let swept = store.sweep(T0 + ttl - 1).await.unwrap();
+    assert_eq!(swept.pruned, PruneReport::default());
+    // A day and two hours on: T0's keys and declined attempt go, and the
+    // holds of visitors 2 and 3 (ended an hour on at the latest); the
+    // booked hold and its payment stay, and so does all that is younger.
+    let later = T0 + ttl + 2 * HOUR;
+    let swept = store.sweep(later).await.unwrap();
+    assert_eq!(
+        swept.pruned,
+        PruneReport {
+            keys: 3,
+            declined_payments: 1,
+            ended_holds: 2,
+        }
+    );
+    assert_eq!(
+        (
+            db.rows("booking_idempotency").await,
+            db.rows("booking_payments").await,
+            db.rows("booking_holds").await,
+        ),
+        (2, 2, 2)
+    );
+    // A gone key is new again: the same key with another hold is no longer
+    // refused as reused; a young one still is.
+    assert_eq!(
+        store
+            .replay(room, 1, made_up, "old-404", "tok_ok")
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .replay(room, 1, &hold.hold_id, "young-404", "tok_ok")
+            .await
+            .unwrap(),
+        Some(Err(BookingError::IdempotencyKeyReused))
+    );
+    // The booking is intact.
+    let booking = store
+        .replay(room, 1, &hold.hold_id, "old-booked", "tok_ok")
+        .await
+        .unwrap();
+    assert_eq!(booking, None, "its key has gone too");
+    assert_eq!(
+        store.sweep(later).await.unwrap().pruned,
+        PruneReport::default()
+    );
+    // The sweep prunes once a minute: the young keys, a day old 10 s after
+    // a prune that found nothing, wait for the next one.
+    let before_day = half + ttl - 10_000;
+    assert_eq!(
+        store.sweep(before_day).await.unwrap().pruned,
+        PruneReport::default()
+    );
+    let swept = store.sweep(before_day + 30_000).await.unwrap();
+    assert_eq!(swept.pruned, PruneReport::default());
+    assert_eq!(db.rows("booking_idempotency").await, 2, "not pruned yet");
+    // Past the young ones' day they go too; the sale's hold and payment stay.
+    let swept = store.sweep(half + ttl + 2 * HOUR).await.unwrap();
+    assert_eq!(
+        swept.pruned,
+        PruneReport {
+            keys: 2,
+            declined_payments: 1,
+            ended_holds: 1,
+        }
+    );
+    assert_eq!(db.rows("booking_bookings").await, 1);
+    assert_eq!(db.rows("booking_payments").await, 1);
+    assert_eq!(db.rows("booking_holds").await, 1);
 }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use origin::booking::{BookingError, SeatState};
+use sqlx::Connection;
 use support::*;
 
 both!(
@@ -22,6 +23,9 @@ both!(
     one_hot_seat,
     overlapping_multi_seat_holds,
     another_instance_changes_the_map,
+    one_live_hold_per_visitor_and_room,
+    two_holds_at_once_on_two_performances,
+    duplicate_live_holds_end_when_the_key_moves_to_the_room,
 );
 
 async fn performances_and_listing(db: &TestDb) {
@@ -230,7 +234,7 @@ async fn hold_rules(db: &TestDb) {
     assert_eq!(json["performance"], "p");
     assert!(json["expires_at"].as_str().unwrap().ends_with('Z'));
 
-    // One live hold per visitor and performance.
+    // One live hold per visitor and room.
     assert_eq!(
         store
             .hold(room, "p", 1, &seats(&["A-3-1"]), end, T0)
@@ -373,17 +377,19 @@ async fn release_end_session_and_sweep(db: &TestDb) {
         .await
         .unwrap();
     store
-        .hold(room, "q", 1, &seats(&["A-1-1"]), end, T0)
-        .await
-        .unwrap();
-    store
         .hold(room, "p", 2, &seats(&["A-1-3"]), end, T0)
         .await
         .unwrap();
     let counts = store.room_seats(room, T0).await.unwrap().unwrap();
-    assert_eq!((counts.held, counts.available), (4, 16));
+    assert_eq!((counts.held, counts.available), (3, 17));
 
+    // Released, visitor 1 may hold on another performance.
     store.release_hold(room, 1, &a.hold_id, T0).await.unwrap();
+    assert_eq!(store.room_seats(room, T0).await.unwrap().unwrap().held, 1);
+    store
+        .hold(room, "q", 1, &seats(&["A-1-1"]), end, T0)
+        .await
+        .unwrap();
     assert_eq!(store.room_seats(room, T0).await.unwrap().unwrap().held, 2);
     // Visitor 1's session ends: their hold on q ends too, not visitor 2's.
     assert_eq!(store.end_session(room, 1, T0).await.unwrap(), 1);
@@ -640,4 +646,226 @@ async fn another_instance_changes_the_map(db: &TestDb) {
         .await
         .unwrap();
     assert_eq!(h.total, 40, "a stale cached price must not reach a hold");
+}
+
+/// One admission buys once, so it holds once: a visitor with a live hold on
+/// one of five performances is refused on every other (409 `hold_exists`,
+/// nothing held there); released, it may hold elsewhere; a hold that ended
+/// by time frees the visitor as well, and another visitor is not affected.
+async fn one_live_hold_per_visitor_and_room(db: &TestDb) {
+    let (store, _) = db.store_counting().await;
+    let room = "one-hold";
+    let mut s = spec(&[("A", 1, 4, 10)]);
+    s.hold_seconds = 60;
+    let perfs = ["p1", "p2", "p3", "p4", "p5"];
+    for p in perfs {
+        store.put_performance(room, p, &s, T0).await.unwrap();
+    }
+    let end = T0 + 3_600_000;
+    let four = seats(&["A-1-1", "A-1-2", "A-1-3", "A-1-4"]);
+    let first = store.hold(room, "p1", 7, &four, end, T0).await.unwrap();
+    for p in &perfs[1..] {
+        assert_eq!(
+            store.hold(room, p, 7, &four, end, T0).await.unwrap_err(),
+            BookingError::HoldExists,
+            "{p}"
+        );
+    }
+    let counts = store.room_seats(room, T0).await.unwrap().unwrap();
+    assert_eq!(
+        (counts.held, counts.available),
+        (4, 16),
+        "one hold, not five"
+    );
+    // Another visitor holds anywhere; the same visitor in another room too.
+    store.hold(room, "p2", 8, &four, end, T0).await.unwrap();
+    store
+        .put_performance("other-room", "p1", &s, T0)
+        .await
+        .unwrap();
+    store
+        .hold("other-room", "p1", 7, &four, end, T0)
+        .await
+        .unwrap();
+
+    store
+        .release_hold(room, 7, &first.hold_id, T0)
+        .await
+        .unwrap();
+    let second = store.hold(room, "p3", 7, &four, end, T0).await.unwrap();
+    assert_eq!(
+        store.hold(room, "p1", 7, &four, end, T0).await.unwrap_err(),
+        BookingError::HoldExists
+    );
+    // Its time up (no sweep), the visitor holds on another performance, and
+    // the ended hold's seats are free on its own.
+    let later = T0 + 60_000;
+    store.hold(room, "p4", 7, &four, end, later).await.unwrap();
+    let p3 = store.seats(room, "p3", later).await.unwrap();
+    assert!(p3.seats.iter().all(|x| x.state == SeatState::Available));
+    assert_eq!(
+        store.release_hold(room, 7, &second.hold_id, later).await,
+        Ok(()),
+        "releasing an ended hold is fine"
+    );
+    let counts = store.room_seats(room, later).await.unwrap().unwrap();
+    assert_eq!(counts.held, 4, "only the hold on p4 (p2's ended too)");
+}
+
+/// Two holds of one visitor on two performances at the same moment: the
+/// schema's unique key decides, exactly one is held and the other holds
+/// nothing. Repeated, so the two often meet inside their transactions.
+async fn two_holds_at_once_on_two_performances(db: &TestDb) {
+    let (store, _) = db.store_counting().await;
+    let store = Arc::new(store);
+    let room = "race";
+    for p in ["p", "q"] {
+        store
+            .put_performance(room, p, &spec(&[("A", 1, 2, 10)]), T0)
+            .await
+            .unwrap();
+    }
+    for visitor in 1..=20u128 {
+        // Each visitor's holds end at once, so the seats are free again.
+        let now = T0 + visitor as u64 * 10_000;
+        let one = seats(&["A-1-1"]);
+        let (a, b) = tokio::join!(
+            store.hold(room, "p", visitor, &one, now + 5_000, now),
+            store.hold(room, "q", visitor, &one, now + 5_000, now),
+        );
+        let won = [&a, &b].iter().filter(|r| r.is_ok()).count();
+        assert_eq!(won, 1, "visitor {visitor}: {a:?} / {b:?}");
+        for r in [&a, &b] {
+            if let Err(e) = r {
+                assert_eq!(*e, BookingError::HoldExists, "visitor {visitor}");
+            }
+        }
+        let counts = store.room_seats(room, now).await.unwrap().unwrap();
+        assert_eq!(counts.held, 1, "visitor {visitor}: the loser holds nothing");
+    }
+}
+
+/// A database made while the live key was per performance may hold several
+/// live holds of one visitor in a room; the migration to the per-room key
+/// ends all but one first (never a paying one: its payment decides it),
+/// frees their seats, and cannot fail on such data.
+async fn duplicate_live_holds_end_when_the_key_moves_to_the_room(db: &TestDb) {
+    db.migrate_before(20261127090000).await;
+    let mut conn = db.raw().await;
+    let run = |sql: &'static str| sqlx::query(sql);
+    for (pkey, perf) in [(1i64, "p"), (2, "q")] {
+        run("INSERT INTO booking_performances (pkey, room, performance, title, starts_at, \
+             hold_ms, max_seats_per_hold, total_seats, sections) \
+             VALUES (?, 'mig', ?, 't', 0, 420000, 4, 2, '[{\"name\":\"A\",\"rows\":1,\"seats_per_row\":2,\"price\":10}]')")
+            .bind(pkey)
+            .bind(perf)
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        run("INSERT INTO booking_counters (pkey, shard, changes, booked) VALUES (?, 0, 0, 0)")
+            .bind(pkey)
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    }
+    let until = (T0 + 600_000) as i64;
+    // Visitors 10 and 11 as the store writes them.
+    const V: &str = "0000000000000000000000000000000a";
+    const W: &str = "0000000000000000000000000000000b";
+    // (hold, performance key, visitor, state)
+    let holds = [
+        ("00000000-0000-7000-8000-000000000001", 1i64, V, "held"),
+        ("00000000-0000-7000-8000-000000000002", 2, V, "held"),
+        ("00000000-0000-7000-8000-000000000003", 1, W, "paying"),
+        ("00000000-0000-7000-8000-000000000004", 2, W, "held"),
+    ];
+    // Each performance has one seat per visitor: V's A-1-1, W's A-1-2.
+    for (i, (hold, pkey, visitor, state)) in holds.iter().enumerate() {
+        let number: i64 = if i < 2 { 1 } else { 2 };
+        run(
+            "INSERT INTO booking_seats (pkey, seat, section, row_no, number, price, hold_id, \
+             held_until, booking_id) VALUES (?, ?, 'A', 1, ?, 10, ?, ?, NULL)",
+        )
+        .bind(*pkey)
+        .bind(format!("A-1-{number}"))
+        .bind(number)
+        .bind(*hold)
+        .bind(if *state == "paying" {
+            i64::MAX / 2
+        } else {
+            until
+        })
+        .execute(&mut conn)
+        .await
+        .unwrap();
+        run(
+            "INSERT INTO booking_holds (hold_id, pkey, room, visitor, live_visitor, seats, \
+             total, state, created_at, expires_at, paying_until) \
+             VALUES (?, ?, 'mig', ?, ?, ?, 10, ?, ?, ?, ?)",
+        )
+        .bind(*hold)
+        .bind(*pkey)
+        .bind(*visitor)
+        .bind(*visitor)
+        .bind(format!("A-1-{number}"))
+        .bind(*state)
+        .bind(T0 as i64)
+        .bind(until)
+        .bind(if *state == "paying" { until } else { 0 })
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    }
+    run(
+        "INSERT INTO booking_payments (attempt_id, hold_id, amount, state, reference, \
+         created_at, updated_at) VALUES ('00000000-0000-7000-8000-0000000000a3', \
+         '00000000-0000-7000-8000-000000000003', 10, 'started', NULL, ?, ?)",
+    )
+    .bind(T0 as i64)
+    .bind(T0 as i64)
+    .execute(&mut conn)
+    .await
+    .unwrap();
+
+    let (store, _) = db.store_counting().await;
+    let mut after: Vec<(String, String, Option<String>)> =
+        sqlx::query_as("SELECT hold_id, state, live_visitor FROM booking_holds ORDER BY hold_id")
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+    after.iter_mut().for_each(|h| h.0 = h.0[35..].to_owned());
+    let live = |s: &str| Some(s.to_owned());
+    assert_eq!(
+        after,
+        [
+            ("1".into(), "expired".into(), None),
+            ("2".into(), "held".into(), live(V)),
+            ("3".into(), "paying".into(), live(W)),
+            ("4".into(), "expired".into(), None),
+        ],
+        "the newest stays, or the paying one"
+    );
+    let freed: Vec<(i64, String, Option<String>, i64)> = sqlx::query_as(
+        "SELECT pkey, seat, hold_id, held_until FROM booking_seats ORDER BY pkey, seat",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(freed[0].2, None, "hold 1's seat is free: {freed:?}");
+    assert_eq!(freed[0].3, 0);
+    assert_eq!(freed[3].2, None, "hold 4's seat is free: {freed:?}");
+    assert!(freed[1].2.is_some() && freed[2].2.is_some(), "{freed:?}");
+    conn.close().await.ok();
+    // The new key holds: each visitor's one live hold refuses another.
+    let one = seats(&["A-1-2"]);
+    for visitor in [10u128, 11] {
+        assert_eq!(
+            store
+                .hold("mig", "q", visitor, &one, T0 + 600_000, T0)
+                .await
+                .unwrap_err(),
+            BookingError::HoldExists,
+            "visitor {visitor}"
+        );
+    }
 }

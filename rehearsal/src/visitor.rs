@@ -471,6 +471,12 @@ impl Visit<'_> {
                     self.error(r.kind());
                     available.retain(|s| !pick.contains(s));
                 }
+                (429, "rate_limited") => {
+                    // The session's allowance of booking writes: wait as told.
+                    self.error(r.kind());
+                    let wait = r.retry_after.unwrap_or(1).max(1);
+                    self.sleep_ms(wait as f64 * 1000.0).await;
+                }
                 _ => {
                     self.error(r.kind());
                     failures += 1;

@@ -18,8 +18,8 @@ use super::holds::{HoldRow, free_seats, split_seats, state};
 use super::payment::PaymentError;
 use super::performances::bump;
 use super::{
-    Booking, BookingError, BookingStatus, BookingStore, PAYING, check_id, db_ms, is_uuid, new_id,
-    validate_idempotency_key, visitor_key,
+    Booking, BookingError, BookingStatus, BookingStore, MAX_DECLINES_PER_HOLD, PAYING, check_id,
+    db_ms, is_uuid, new_id, validate_idempotency_key, visitor_key,
 };
 
 /// Payment attempt states in the database.
@@ -637,7 +637,8 @@ impl BookingStore {
 
     /// Ends a paying hold without a booking: the attempt goes from `from`
     /// (an open state: started or succeeded) to `to`, the hold back to held
-    /// (or expired, if its own time is up), the answer stored. False when
+    /// (or expired, if its own time is up or this was its last allowed
+    /// decline, [`MAX_DECLINES_PER_HOLD`]), the answer stored. False when
     /// the attempt had already moved on (someone else settled it). An open
     /// attempt is the one its hold pays for, so a hold found not paying
     /// here is a broken invariant, not a race.
@@ -677,7 +678,11 @@ impl BookingStore {
                 .fetch_optional(&mut *conn)
                 .await?
                 .map_or(now, |(at,)| at);
-            let still_held = expires_at > now;
+            // A hold takes a bounded number of declined cards: the last
+            // one ends it, so one admission cannot try cards on it for ever.
+            let spent = to == payment_state::DECLINED
+                && declines(&mut *conn, &hold.hold_id).await? >= MAX_DECLINES_PER_HOLD;
+            let still_held = expires_at > now && !spent;
             let back = if still_held {
                 sqlx::query("UPDATE booking_holds SET state = ?, paying_until = 0 WHERE hold_id = ? AND state = ?")
                     .bind(state::HELD)
@@ -802,6 +807,17 @@ impl BookingStore {
             bump(conn, pkey, -i64::try_from(n).unwrap_or(0)).await
         })
     }
+}
+
+/// How many of the hold's payment attempts were declined.
+async fn declines(conn: &mut AnyConnection, hold_id: &str) -> Result<u32, BookingError> {
+    let (n,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM booking_payments WHERE hold_id = ? AND state = ?")
+            .bind(hold_id)
+            .bind(payment_state::DECLINED)
+            .fetch_one(conn)
+            .await?;
+    Ok(u32::try_from(n).unwrap_or(u32::MAX))
 }
 
 fn status_text(s: BookingStatus) -> &'static str {

@@ -28,8 +28,11 @@ pub enum BookingError {
     /// A hold of no seat (422 `no_seats`).
     #[error("a hold needs at least one seat")]
     NoSeats,
-    /// The visitor already has a live hold on this performance (409 `hold_exists`).
-    #[error("a live hold on this performance exists already")]
+    /// The visitor already has a live hold in this room, on this
+    /// performance or another (409 `hold_exists`).
+    #[error(
+        "a live hold in this room exists already (one per visitor, whatever the performance): pay for it or release it first"
+    )]
     HoldExists,
     /// The hold has ended (time, session, release, or it became a booking)
     /// (409 `hold_expired`).
@@ -43,7 +46,9 @@ pub enum BookingError {
     /// visitor's reads the same (404 `not_found`).
     #[error("no such hold or booking")]
     NotFound,
-    /// The payment was declined; the hold stays (402 `payment_declined`).
+    /// The payment was declined; the hold stays, unless this was its
+    /// [`MAX_DECLINES_PER_HOLD`](super::MAX_DECLINES_PER_HOLD)th decline,
+    /// which ends it (402 `payment_declined`).
     #[error("the payment was declined")]
     PaymentDeclined,
     /// The payment provider failed or timed out; nothing was charged and the

@@ -154,13 +154,15 @@ impl BookingStore {
             expires_at,
         };
         let visitor = visitor_key(visitor);
+        let lock = self.db.for_update();
         write_tx!(self.db, |tx| claim(
             tx.conn(),
             perf,
             room,
             &visitor,
             &hold,
-            now
+            now,
+            lock
         ))?;
         Ok(hold)
     }
@@ -268,7 +270,8 @@ impl BookingStore {
 }
 
 /// The claim itself: the seats, then the hold row (whose unique live key
-/// refuses a second live hold of the visitor), then the counter.
+/// refuses a second live hold of the visitor in the room, whatever the
+/// performance), then the counter. `lock` is the locking-read suffix.
 ///
 /// `+held_until` keeps the planner on the primary key (the seats asked for);
 /// without it SQLite prefers the `(pkey, held_until)` index and scans every
@@ -280,6 +283,7 @@ async fn claim(
     visitor: &str,
     hold: &Hold,
     now: i64,
+    lock: &str,
 ) -> Result<(), BookingError> {
     let n = hold.seats.len();
     // Each seat must still have the price the (possibly cached) performance
@@ -312,9 +316,10 @@ async fn claim(
         let taken = taken_seats(conn, perf.pkey, &hold.seats, now).await?;
         return Err(BookingError::SeatUnavailable { seats: taken });
     }
-    // Usually the visitor has no live hold here; when the unique live key
-    // says otherwise, the previous one may have ended by time only: end it
-    // properly (its live slot freed) and try once more.
+    // Usually the visitor has no live hold in the room here; when the
+    // unique live key says otherwise, the previous one (on this performance
+    // or another) may have ended by time only: end it properly (its live
+    // slot freed) and try once more.
     for first in [true, false] {
         let inserted = sqlx::query(
             "INSERT INTO booking_holds (hold_id, pkey, room, visitor, live_visitor, seats, total, \
@@ -341,24 +346,37 @@ async fn claim(
             }
             Err(e) => return Err(e.into()),
         }
-        let ended = sqlx::query(
-            "UPDATE booking_holds SET state = ?, live_visitor = NULL, ended_at = ? \
-             WHERE pkey = ? AND live_visitor = ? AND state = ? AND expires_at <= ?",
-        )
-        .bind(state::EXPIRED)
-        .bind(now)
-        .bind(perf.pkey)
-        .bind(visitor)
-        .bind(state::HELD)
-        .bind(now)
-        .execute(&mut *conn)
-        .await?
-        .rows_affected();
-        if ended == 0 {
+        if !end_live_by_time(&mut *conn, room, visitor, now, lock).await? {
             return Err(BookingError::HoldExists);
         }
     }
     bump(conn, perf.pkey, 0).await
+}
+
+/// Ends the visitor's live hold in the room if it is held and its time is
+/// up at `now` (its seats freed, its performance's map bumped); whether it
+/// did. A live hold still running, or paying, stays.
+async fn end_live_by_time(
+    conn: &mut AnyConnection,
+    room: &str,
+    visitor: &str,
+    now: i64,
+    lock: &str,
+) -> Result<bool, BookingError> {
+    let sql = format!(
+        "SELECT {HOLD_COLUMNS} FROM booking_holds WHERE room = ? AND live_visitor = ?{lock}"
+    );
+    let live: Option<HoldTuple> = sqlx::query_as(AssertSqlSafe(sql))
+        .bind(room)
+        .bind(visitor)
+        .fetch_optional(&mut *conn)
+        .await?;
+    match live.map(HoldRow::from) {
+        Some(h) if h.state == state::HELD && h.expires_at <= now => {
+            end_held(conn, &h, state::EXPIRED, now).await
+        }
+        _ => Ok(false),
+    }
 }
 
 /// Whether a hold's refusal may come from a stale performance row.

@@ -10,8 +10,8 @@
 //! also written to `booking_seat_sales`, whose primary key (performance,
 //! seat) is the schema's rule that no seat is sold twice; one row per seat
 //! means no two holds share a seat; a unique key on live holds allows one
-//! per visitor and performance; a unique hold id on bookings allows one
-//! booking per hold.
+//! per visitor and room (one admission buys once, so it holds once); a
+//! unique hold id on bookings allows one booking per hold.
 //!
 //! # Confirming
 //! 1. One short transaction claims the `Idempotency-Key` (its row stores the
@@ -44,6 +44,8 @@
 //! - [`payment`]: the payment step ([`Payment`]) and its simulation.
 //! - `recovery`: finishing paying holds after a crash.
 //! - `sweeper`: marking ended holds, promptly.
+//! - `retention`: how long keys, declined attempts and ended holds are
+//!   kept, and deleting them after.
 
 pub mod error;
 pub mod payment;
@@ -53,6 +55,7 @@ pub(crate) mod db;
 mod holds;
 mod performances;
 mod recovery;
+mod retention;
 mod sweeper;
 
 use std::collections::HashMap;
@@ -68,6 +71,7 @@ pub use db::Backend;
 pub use error::BookingError;
 pub use payment::{Payment, PaymentError, SimulatedPayment};
 pub use recovery::RecoveryReport;
+pub use retention::{IDEMPOTENCY_TTL, PruneReport};
 pub use sweeper::SweepReport;
 
 use db::Db;
@@ -81,6 +85,9 @@ pub const MAX_SEATS_PER_PERFORMANCE: u64 = 100_000;
 /// `held_until` of the seats of a paying hold: later than any clock, so
 /// neither time nor a claim frees them; only the confirm's end or recovery.
 pub const PAYING: i64 = i64::MAX / 2;
+/// Declined payments one hold takes: the last one ends the hold (402
+/// `payment_declined` still), and a confirm after it is 409 `hold_expired`.
+pub const MAX_DECLINES_PER_HOLD: u32 = 5;
 /// How long past the payment timeout a paying hold is left to its confirm
 /// before recovery may settle it (clocks of several instances may differ).
 pub const PAYING_MARGIN: Duration = Duration::from_secs(60);
@@ -138,6 +145,9 @@ pub struct BookingStore {
     /// Performance ids by key: a performance keeps its key for good.
     perf_ids: std::sync::Mutex<HashMap<i64, String>>,
     faults: Faults,
+    /// When the sweep next deletes rows past their time (the caller's
+    /// clock, unix ms); see `retention`.
+    next_prune_ms: std::sync::atomic::AtomicU64,
 }
 
 impl BookingStore {
@@ -168,6 +178,7 @@ impl BookingStore {
             perf_cache: Default::default(),
             perf_ids: Default::default(),
             faults: Faults::default(),
+            next_prune_ms: Default::default(),
         };
         let recovered = store.recover(now_ms).await?;
         if recovered.completed + recovered.refunded > 0 {

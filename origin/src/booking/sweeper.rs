@@ -1,12 +1,13 @@
 //! The sweeper: marks holds whose time is up as expired and clears their
 //! seats, so counts, versions and the room's signal move promptly (seats
-//! of an ended hold already read as available by time alone), and runs
-//! recovery for paying holds. The HTTP side calls [`BookingStore::sweep`]
-//! about every 500 ms.
+//! of an ended hold already read as available by time alone), runs
+//! recovery for paying holds, and deletes rows past their time (see
+//! `retention`). The sale loop calls [`BookingStore::sweep`] every pass.
 
 use super::db::write_tx;
 use super::holds::{HOLD_COLUMNS, HoldRow, HoldTuple, end_held, state};
 use super::recovery::RecoveryReport;
+use super::retention::PruneReport;
 use super::{BookingError, BookingStore, db_ms};
 
 /// What one sweep did.
@@ -16,6 +17,8 @@ pub struct SweepReport {
     pub expired: u64,
     /// What recovery did with paying holds.
     pub recovery: RecoveryReport,
+    /// Rows deleted for having served their time.
+    pub pruned: PruneReport,
 }
 
 /// Holds ended per transaction (bounded, so writers never wait long).
@@ -25,7 +28,8 @@ const LIMIT: i64 = 1000;
 
 impl BookingStore {
     /// Expires the holds whose time is up at `now_ms`, then recovers
-    /// paying holds (see `recover`).
+    /// paying holds (see `recover`), then deletes rows past their time
+    /// (see `prune`; once a minute).
     pub async fn sweep(&self, now_ms: u64) -> Result<SweepReport, BookingError> {
         let now = db_ms(now_ms);
         let sql = format!(
@@ -61,6 +65,7 @@ impl BookingStore {
             })?;
         }
         report.recovery = self.recover(now_ms).await?;
+        report.pruned = self.prune_when_due(now_ms).await?;
         Ok(report)
     }
 }

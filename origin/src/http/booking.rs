@@ -23,11 +23,14 @@ use utoipa_axum::routes;
 use super::entry::{ActiveEntry, Entry, end_session, verified_session};
 use super::extract::required_json;
 use super::responses::{
-    BadBody, BookingConflict, BookingDown, ConfirmBody, CrossSite, EntryAuth, NotFound, SeatRefusal,
+    BadBody, BookingConflict, BookingDown, ConfirmBody, CrossSite, EntryAuth, NotFound,
+    SeatRefusal, SessionLimit,
 };
+use super::session_limits::SessionAction;
 use super::site::SameSite;
 use crate::booking::{Booking, BookingStore, Hold, PerformanceSummary, SeatMap};
 use crate::error::ApiError;
+use crate::room::RoomId;
 use crate::state::AppState;
 
 /// Largest visitor body: a hold's seat list or a payment token.
@@ -92,6 +95,15 @@ pub async fn track_latency(
         state.latency.record(&room, seq, started.elapsed());
     }
     response
+}
+
+/// Counts a hold, release or confirm against its session's allowance
+/// (429 `rate_limited` past it): one admission cannot queue write after
+/// write, nor leave row after row.
+fn booking_write(state: &AppState, room: &RoomId, seq: u64) -> Result<(), ApiError> {
+    state
+        .session_limits
+        .check(SessionAction::BookingWrite, room, seq)
 }
 
 /// The booking store, or 404 when this origin sells nothing.
@@ -262,7 +274,9 @@ fn set_etag(response: &mut Response, etag: &str) {
 ///
 /// The hold ends at the performance's `hold_seconds` or when the visitor's
 /// session ends, whichever is first; its seats are then available again
-/// without anyone acting. One live hold per visitor and performance.
+/// without anyone acting. One live hold per visitor and room, whatever the
+/// performance: another is 409 `hold_exists` until the first is released
+/// or has ended.
 #[utoipa::path(
     post,
     path = "/api/{room}/performances/{performance}/holds",
@@ -272,7 +286,7 @@ fn set_etag(response: &mut Response, etag: &str) {
     security(("entry_token" = [])),
     responses(
         (status = 201, description = "Held", body = Hold),
-        BadBody, EntryAuth, CrossSite, NotFound, SeatRefusal, BookingDown,
+        BadBody, EntryAuth, CrossSite, NotFound, SeatRefusal, SessionLimit, BookingDown,
     ),
 )]
 #[instrument(skip_all, fields(room = %entry.0.room))]
@@ -285,6 +299,7 @@ async fn hold(
 ) -> Result<Response, ApiError> {
     let HoldRequest { seats } = required_json(body)?;
     let Entry { room, claims } = &entry.0;
+    booking_write(&state, room, claims.seq)?;
     // The session's end, not the short-lived token's: a hold ends with the session.
     let session_ends_ms = entry.1;
     let hold = store(&state)?
@@ -320,7 +335,7 @@ async fn hold(
     security(("entry_token" = [])),
     responses(
         (status = 204, description = "Released"),
-        EntryAuth, CrossSite, NotFound, BookingConflict, BookingDown,
+        EntryAuth, CrossSite, NotFound, BookingConflict, SessionLimit, BookingDown,
     ),
 )]
 #[instrument(skip_all, fields(room = %entry.0.room))]
@@ -331,6 +346,7 @@ async fn release(
     Path(path): Path<HoldPath>,
 ) -> Result<StatusCode, ApiError> {
     let Entry { room, claims } = &entry.0;
+    booking_write(&state, room, claims.seq)?;
     store(&state)?
         .release_hold(
             room.as_str(),
@@ -346,7 +362,9 @@ async fn release(
 ///
 /// Needs `Idempotency-Key`: the same key again (also concurrently) gets the
 /// same answer and never a second booking or payment; the same key with
-/// another hold or body is 409 `idempotency_key_reused`. A confirmed
+/// another hold or body is 409 `idempotency_key_reused`. A key's answer is
+/// kept a day, then the key is new again. A declined card leaves the hold
+/// as it was, up to the hold's 5th decline, which ends it. A confirmed
 /// booking ends the visitor's session in the room, so the next waiter gets in.
 #[utoipa::path(
     post,
@@ -358,7 +376,7 @@ async fn release(
     security(("entry_token" = [])),
     responses(
         (status = 201, description = "Booked", body = Booking),
-        ConfirmBody, EntryAuth, CrossSite, NotFound, BookingConflict, BookingDown,
+        ConfirmBody, EntryAuth, CrossSite, NotFound, BookingConflict, SessionLimit, BookingDown,
     ),
 )]
 #[instrument(skip_all, fields(room = %entry.room))]
@@ -374,6 +392,7 @@ async fn confirm(
     let request: ConfirmRequest = required_json(body)?;
     let store = store(&state)?;
     let Entry { room, claims } = &entry;
+    booking_write(&state, room, claims.seq)?;
     let (hold_id, token) = (&path.hold_id, &request.payment_token);
     // A live session confirms (a repeated key gets its first answer there);
     // once the session ended, only a repeat of a key already used is

@@ -21,6 +21,7 @@ mod payment;
 mod performances;
 mod queue;
 mod responses;
+pub mod session_limits;
 pub mod site;
 pub mod strikes;
 

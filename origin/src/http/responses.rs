@@ -147,7 +147,8 @@ error_set!(
     /// What a hold can be refused with, besides the body's shape.
     SeatRefusal {
         "409" => "`seat_unavailable` (the taken seats listed in `seats`; nothing held) or \
-            `hold_exists` (one live hold per visitor and performance)", [];
+            `hold_exists` (one live hold per visitor and room, whatever the performance: release it \
+            to hold elsewhere)", [];
         "422" => "`unknown_seat`, `too_many_seats`, `no_seats` or `invalid`", [];
     }
 );
@@ -155,8 +156,17 @@ error_set!(
 error_set!(
     /// What a confirm or a release can be refused with.
     BookingConflict {
-        "402" => "`payment_declined` or `payment_failed`: nothing was charged, the hold stays", [];
+        "402" => "`payment_declined` or `payment_failed`: nothing was charged, the hold stays \
+            (but its 5th declined card ends it: a confirm after that is 409 `hold_expired`)", [];
         "409" => "`hold_expired`, `payment_in_progress` or `idempotency_key_reused`", [];
+    }
+);
+
+error_set!(
+    /// 429 from the session's allowance of booking writes.
+    SessionLimit {
+        "429" => "`rate_limited`: this session made more holds, releases and confirms than \
+            its allowance (a burst of 20, then one a second); nothing changed", [RETRY_AFTER];
     }
 );
 

@@ -267,3 +267,61 @@ pub fn percentile(samples: &mut [Duration], p: f64) -> Duration {
     let idx = ((samples.len() as f64 - 1.0) * p / 100.0).round() as usize;
     samples[idx.min(samples.len() - 1)]
 }
+
+impl TestDb {
+    /// The URL a plain connection to this database takes.
+    pub fn any_url(&self) -> String {
+        self.url
+            .clone()
+            .unwrap_or_else(|| format!("sqlite://{}?mode=rwc", self.sqlite_path.display()))
+    }
+
+    /// A plain connection to this database, for what a test reads or
+    /// writes behind the store's back.
+    pub async fn raw(&self) -> AnyConnection {
+        sqlx::any::install_default_drivers();
+        AnyConnection::connect(&self.any_url())
+            .await
+            .expect("connect to the test database")
+    }
+
+    /// How many rows `table` has.
+    pub async fn rows(&self, table: &str) -> i64 {
+        let mut conn = self.raw().await;
+        let (n,): (i64,) =
+            sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}")))
+                .fetch_one(&mut conn)
+                .await
+                .expect("count rows");
+        conn.close().await.ok();
+        n
+    }
+
+    /// Applies this database's migrations older than `version` only: the
+    /// schema as a database made before that migration has it.
+    pub async fn migrate_before(&self, version: i64) {
+        let kind = if self.kind == Kind::MySql {
+            "mysql"
+        } else {
+            "sqlite"
+        };
+        let from = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("migrations")
+            .join(kind);
+        let dir = tempfile_dir::TempDir::new("migrations");
+        for entry in std::fs::read_dir(&from).expect("migrations dir") {
+            let path = entry.expect("migration").path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let v: i64 = name.split('_').next().unwrap().parse().unwrap();
+            if v < version {
+                std::fs::copy(&path, dir.path().join(&name)).expect("copy migration");
+            }
+        }
+        let migrator = sqlx::migrate::Migrator::new(dir.path())
+            .await
+            .expect("read migrations");
+        let mut conn = self.raw().await;
+        migrator.run(&mut conn).await.expect("older migrations");
+        conn.close().await.ok();
+    }
+}
