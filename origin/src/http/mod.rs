@@ -10,6 +10,7 @@ pub mod api_doc;
 mod booking;
 pub mod client;
 pub mod conn;
+mod deadline;
 pub mod entry;
 pub mod extract;
 mod health;
@@ -96,6 +97,10 @@ pub fn app(state: AppState) -> Router {
         // before the session's addresses are counted or its token renewed.
         .layer(middleware::from_fn_with_state(state.clone(), entry::renew))
         .layer(middleware::from_fn(limit_headers))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            deadline::bound,
+        ))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             booking::track_latency,
