@@ -649,9 +649,9 @@ async fn the_booking_database_stopped_and_frozen_mid_sale() {
     let (status, body, _) = timed(shop.confirm(&waiter_entry, &hold_w, "kw", "tok_visa")).await;
     assert_eq!(status, 201, "{body}");
 
-    // Frozen (SIGSTOP) under a request that is waiting on a row lock (the
-    // test's own transaction holds it): the deadline answers it, nothing
-    // else would until the thaw.
+    // A request whose statement the server interrupts (as a shutdown does
+    // its sessions' queries; here KILL QUERY, while it waits on a row lock
+    // the test's own transaction holds): 503, not a 500.
     let mut locker = AnyConnection::connect(&url).await.unwrap();
     locker.execute("BEGIN").await.unwrap();
     sqlx::query("SELECT hold_id FROM booking_holds WHERE hold_id = ? FOR UPDATE")
@@ -659,6 +659,37 @@ async fn the_booking_database_stopped_and_frozen_mid_sale() {
         .fetch_one(&mut locker)
         .await
         .unwrap();
+    let release = tokio::spawn(timed(shop.api("DELETE", &format!("/holds/{hold_c}"), &c)));
+    let started = Instant::now();
+    let (id,) = loop {
+        let found: Option<(i64,)> = sqlx::query_as(
+            "SELECT CAST(ID AS SIGNED) FROM information_schema.PROCESSLIST \
+             WHERE INFO LIKE 'SELECT%FOR UPDATE%' AND ID <> CONNECTION_ID()",
+        )
+        .fetch_optional(&mut locker)
+        .await
+        .unwrap();
+        if let Some(found) = found {
+            break found;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the release never waited on the lock"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    locker
+        .execute(sqlx::AssertSqlSafe(format!("KILL QUERY {id}")))
+        .await
+        .unwrap();
+    assert_booking_down(
+        "a release whose query was interrupted",
+        &release.await.unwrap(),
+        deadline,
+    );
+
+    // Frozen (SIGSTOP) under a request that is waiting on that row lock:
+    // the deadline answers it, nothing else would until the thaw.
     let release = tokio::spawn(timed(shop.api("DELETE", &format!("/holds/{hold_c}"), &c)));
     tokio::time::sleep(Duration::from_millis(200)).await;
     server.lock().unwrap().freeze();
