@@ -57,10 +57,16 @@ ensure_redis() {
   wait_port 6379 Redis
 }
 
+# mariadbd and mariadb-install-db: the booking database's fault test starts
+# its own server with them, also where 3306 is someone else's MariaDB.
+ensure_mariadb_tools() {
+  [ -x /usr/sbin/mariadbd ] && command -v mariadb-install-db >/dev/null || apt_install mariadb-server
+}
+
 # MariaDB on 127.0.0.1:3306 (booking uses it).
 ensure_mariadb() {
+  ensure_mariadb_tools
   port_open 3306 && return 0
-  [ -x /usr/sbin/mariadbd ] || apt_install mariadb-server
   as_root mkdir -p /run/mysqld && as_root chown mysql:mysql /run/mysqld 2>/dev/null || true
   as_root start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd
   wait_port 3306 MariaDB

@@ -45,6 +45,13 @@ pub struct Config {
     #[arg(long, env = "WR_DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
 
+    /// How long a booking request may wait for the database before it
+    /// answers 503 `store_unavailable`, in milliseconds: the wait for a
+    /// connection, and half the whole request's deadline (the confirm's
+    /// payment comes on top).
+    #[arg(long, env = "WR_DATABASE_TIMEOUT_MS", default_value_t = 5000, value_parser = clap::value_parser!(u64).range(100..=60_000))]
+    pub database_timeout_ms: u64,
+
     /// Where booking keeps its SQLite file when `--database-url` is unset
     /// (created if missing; a first start also creates the demo performance).
     #[arg(long, env = "WR_SQLITE_PATH", default_value = "waiting-room.sqlite")]
@@ -202,6 +209,7 @@ impl std::fmt::Debug for Config {
             redis_prefix,
             redis_timeout_ms,
             database_url,
+            database_timeout_ms,
             sqlite_path,
             payment_latency_ms,
             payment_knob,
@@ -234,6 +242,7 @@ impl std::fmt::Debug for Config {
             .field("redis_prefix", redis_prefix)
             .field("redis_timeout_ms", redis_timeout_ms)
             .field("database_url", &database_url.as_deref().map(redact_url))
+            .field("database_timeout_ms", database_timeout_ms)
             .field("sqlite_path", sqlite_path)
             .field("payment_latency_ms", payment_latency_ms)
             .field("payment_knob", payment_knob)
@@ -322,6 +331,11 @@ impl Config {
     /// The Redis command timeout.
     pub fn redis_timeout(&self) -> Duration {
         Duration::from_millis(self.redis_timeout_ms)
+    }
+
+    /// The booking database's timeout.
+    pub fn database_timeout(&self) -> Duration {
+        Duration::from_millis(self.database_timeout_ms)
     }
 
     /// The limits every client connection gets.

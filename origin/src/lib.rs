@@ -179,6 +179,7 @@ pub async fn booking_store(
         payment = payment.adjustable();
     }
     settings.payment = Arc::new(payment);
+    settings.timeout = config.database_timeout();
     if config.database_url.is_none() {
         tracing::info!(path = %config.sqlite_path.display(), "no --database-url: booking uses an SQLite file");
     }

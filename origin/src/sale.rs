@@ -16,8 +16,13 @@
 //!   tick, onto a booking system that was just struggling and past what
 //!   the status snapshots of other instances look ahead for (twice the
 //!   rate, `queue::snapshot`).
+//! - The booking database away (stopped, frozen, unreachable): a room that
+//!   sells admits nobody until its seats can be read again, since its last
+//!   seats may be gone; waiters keep their places. Several instances write
+//!   the same signal; one that alone cannot reach the database would
+//!   alternate with the others, pass by pass.
 //!
-//! The loop also sweeps ended holds, so counts and the signal see freed
+//! The loop also sweeps ended holds, so counts and the seat map see freed
 //! seats promptly. A signal it writes reaches this instance's status views
 //! at once, so held status polls wake on the last seat booked without
 //! waiting for the next observation. (Running a pass at once after every
@@ -28,6 +33,7 @@
 //! this module is where the two meet.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -93,16 +99,35 @@ pub fn near_the_end(seats: Option<RoomSeats>) -> bool {
     })
 }
 
-/// One room's memory between passes: its adaptive factor.
+/// One room's memory between passes: its adaptive factor, and whether the
+/// last read of its seats found any (a room that sells nothing through
+/// this origin keeps admitting while the database is away).
 struct Followed {
     factor: f64,
     adjusted: Instant,
+    sells: bool,
 }
 
-/// The loop: every [`PASS`], sweeps ended holds, then for every room
-/// computes the signal and writes it when the store holds another (so a
-/// restarted store, or another instance's older view, is corrected within
-/// a pass). Runs until `cancel` fires; failures are logged once and retried.
+/// How long a pass waits for a room's seats before it counts the booking
+/// database as away (a healthy one answers in milliseconds).
+pub const SEATS_DEADLINE: Duration = Duration::from_secs(1);
+
+/// What a room may do while its seats cannot be read: admit nobody, since
+/// nobody could buy (a sold-out room stays sold out).
+pub fn seats_unreadable(current: SeatsLeft) -> SeatsLeft {
+    match current {
+        SeatsLeft::Available => SeatsLeft::NoneAvailable,
+        other => other,
+    }
+}
+
+/// The loop: every [`PASS`], for every room computes the signal and writes
+/// it when the store holds another (so a restarted store, or another
+/// instance's older view, is corrected within a pass), then sweeps ended
+/// holds. While the booking database cannot be read, rooms that sell admit
+/// nobody (their seats may all be gone); the next pass that reads them
+/// restores their signal. Runs until `cancel` fires; failures are logged
+/// once and retried.
 pub async fn run(
     queue: Arc<dyn QueueStore>,
     booking: Arc<BookingStore>,
@@ -146,6 +171,20 @@ pub async fn run(
     tracing::info!("sale signal stopped");
 }
 
+/// A booking call bounded by `deadline`.
+async fn bounded<T>(
+    deadline: Duration,
+    call: impl Future<Output = Result<T, crate::booking::BookingError>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(deadline, call).await {
+        Ok(result) => result.map_err(|e| format!("booking: {e}")),
+        Err(_) => Err(format!(
+            "booking: no answer within {} ms",
+            deadline.as_millis()
+        )),
+    }
+}
+
 /// One pass over every room; whether any is near its end ([`near_the_end`]).
 async fn pass(
     queue: &dyn QueueStore,
@@ -158,7 +197,9 @@ async fn pass(
 ) -> Result<bool, String> {
     let mut soon = false;
     let now = clock.now_ms();
-    booking.sweep(now).await.map_err(|e| e.to_string())?;
+    // Set by the first booking call that fails: the other rooms are then
+    // not asked (each would wait out the deadline), and admit nobody too.
+    let mut booking_down: Option<String> = None;
     let rooms = queue.rooms().await.map_err(|e| e.to_string())?;
     followed.retain(|room, _| rooms.contains(room));
     latency.retain(&rooms);
@@ -168,17 +209,33 @@ async fn pass(
             Err(StoreError::UnknownRoom) => continue,
             Err(e) => return Err(e.to_string()),
         };
-        let seats = booking
-            .room_seats(room.as_str(), now)
-            .await
-            .map_err(|e| e.to_string())?;
-        // The console's seat figures: what was read here anyway.
-        history.note_seats(&room, seats);
-        soon |= near_the_end(seats);
+        let seats = match &booking_down {
+            Some(_) => None,
+            None => match bounded(SEATS_DEADLINE, booking.room_seats(room.as_str(), now)).await {
+                Ok(seats) => Some(seats),
+                Err(e) => {
+                    booking_down = Some(e);
+                    None
+                }
+            },
+        };
         let state = followed.entry(room.clone()).or_insert(Followed {
             factor: figures.sale.rate_factor,
             adjusted: Instant::now(),
+            // Until read: assume it sells, so an unread room admits nobody.
+            sells: true,
         });
+        let seats_left = match seats {
+            Some(seats) => {
+                // The console's seat figures: what was read here anyway.
+                history.note_seats(&room, seats);
+                soon |= near_the_end(seats);
+                state.sells = seats.is_some();
+                seats_left(seats)
+            }
+            None if state.sells => seats_unreadable(figures.sale.seats),
+            None => figures.sale.seats,
+        };
         if state.adjusted.elapsed() >= ADJUST_EVERY {
             let target = figures
                 .settings
@@ -193,7 +250,7 @@ async fn pass(
             state.adjusted = Instant::now();
         }
         let signal = SaleSignal {
-            seats: seats_left(seats),
+            seats: seats_left,
             rate_factor: state.factor,
         };
         if figures.sale != signal {
@@ -208,6 +265,15 @@ async fn pass(
             views.sale_written(&room, signal);
         }
     }
+    if let Some(e) = booking_down {
+        return Err(e);
+    }
+    // After the signals: seats of ended holds read as available by time
+    // alone, so the sweep only moves counts and versions (and recovers
+    // paying holds); a sweep that fails leaves the signals as read. Its
+    // deadline is a request's: a database that froze mid-sweep holds the
+    // loop that long, then the next pass's seat reads find it away.
+    bounded(booking.deadline(false), booking.sweep(now)).await?;
     Ok(soon)
 }
 
@@ -230,6 +296,19 @@ mod tests {
         assert_eq!(seats_left(seats(1, 5, 5)), SeatsLeft::Available);
         assert_eq!(seats_left(seats(0, 1, 9)), SeatsLeft::NoneAvailable);
         assert_eq!(seats_left(seats(0, 0, 10)), SeatsLeft::SoldOut);
+    }
+
+    #[test]
+    fn seats_that_cannot_be_read_admit_nobody() {
+        assert_eq!(
+            seats_unreadable(SeatsLeft::Available),
+            SeatsLeft::NoneAvailable
+        );
+        assert_eq!(
+            seats_unreadable(SeatsLeft::NoneAvailable),
+            SeatsLeft::NoneAvailable
+        );
+        assert_eq!(seats_unreadable(SeatsLeft::SoldOut), SeatsLeft::SoldOut);
     }
 
     #[test]

@@ -106,6 +106,9 @@ fn fingerprint(hold_id: &str, payment_token: &str) -> String {
 /// reads a second each, not a hundred.
 const POLL: Duration = Duration::from_millis(10);
 const POLL_MAX: Duration = Duration::from_millis(250);
+/// How long past the payment timeout a repeat of a running confirm waits
+/// for the first request's answer.
+pub(crate) const OUTCOME_MARGIN: Duration = Duration::from_secs(10);
 
 impl BookingStore {
     /// Confirms the visitor's hold: pays `payment_token` for it and books
@@ -434,7 +437,7 @@ impl BookingStore {
         key: &str,
         fp: &str,
     ) -> Result<Booking, BookingError> {
-        let wait = self.payment_timeout + Duration::from_secs(10);
+        let wait = self.payment_timeout + OUTCOME_MARGIN;
         let polled = tokio::time::timeout(wait, async {
             let mut pause = POLL;
             loop {
@@ -480,16 +483,26 @@ impl BookingStore {
     }
 
     /// Refunds (voids) an attempt, logging a failure: the attempt row says
-    /// what to reconcile.
+    /// what to reconcile. The refund runs in a task of its own, so a caller
+    /// cut short (a client hanging up, a request's deadline, the sale
+    /// loop's) never drops a refund its attempt already records.
     pub(crate) async fn void(&self, attempt_id: &str, amount: u64) {
-        let refund = self.payment.refund(attempt_id, amount);
-        match tokio::time::timeout(self.payment_timeout, refund).await {
-            Ok(Ok(())) => tracing::info!(attempt = attempt_id, amount, "booking: payment refunded"),
-            other => {
-                tracing::error!(attempt = attempt_id, amount, result = ?other.map(|r| r.err()),
-                "booking: refund failed; reconcile this attempt with the provider")
+        let payment = self.payment.clone();
+        let timeout = self.payment_timeout;
+        let attempt_id = attempt_id.to_owned();
+        let refund = tokio::spawn(async move {
+            let refund = payment.refund(&attempt_id, amount);
+            match tokio::time::timeout(timeout, refund).await {
+                Ok(Ok(())) => {
+                    tracing::info!(attempt = attempt_id, amount, "booking: payment refunded");
+                }
+                other => {
+                    tracing::error!(attempt = attempt_id, amount, result = ?other.map(|r| r.err()),
+                    "booking: refund failed; reconcile this attempt with the provider");
+                }
             }
-        }
+        });
+        let _ = refund.await;
     }
 
     /// The second transaction: the seats sold, the booking written, the

@@ -70,7 +70,15 @@ impl WriteTx {
 impl Db {
     /// Connects, applies the database's migrations, and sets each new
     /// connection up (MySQL: READ COMMITTED, a short lock wait; SQLite: WAL).
-    pub(crate) async fn connect(url: &str, max_connections: u32) -> Result<Db, BookingError> {
+    /// A connection is waited for at most `timeout` (then `Unavailable`):
+    /// a stopped server (sqlx retries a refused connection until then), a
+    /// frozen one (its idle connections are pinged before use), or a pool
+    /// whose connections are all busy.
+    pub(crate) async fn connect(
+        url: &str,
+        max_connections: u32,
+        timeout: Duration,
+    ) -> Result<Db, BookingError> {
         sqlx::any::install_default_drivers();
         let backend = if url.starts_with("mysql:") || url.starts_with("mariadb:") {
             Backend::MySql
@@ -83,7 +91,7 @@ impl Db {
         };
         let pool = AnyPoolOptions::new()
             .max_connections(max_connections)
-            .acquire_timeout(Duration::from_secs(10))
+            .acquire_timeout(timeout)
             .after_connect(move |conn, _meta| {
                 Box::pin(async move {
                     let setup: &[&'static str] = match backend {

@@ -2,6 +2,8 @@
 //! HTTP layer maps to the contract's status and code (see [`BookingError::code`]);
 //! database details are logged here and never carried to a client.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 /// Everything a booking call can fail with. The status each variant answers
 /// with is in its doc; the code is [`BookingError::code`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -126,6 +128,11 @@ impl From<sqlx::Error> for BookingError {
 /// MySQL's "deadlock found" and "lock wait timeout exceeded".
 const MYSQL_DEADLOCK: u16 = 1213;
 const MYSQL_LOCK_WAIT_TIMEOUT: u16 = 1205;
+/// MySQL's answers of a server going away or refusing work for now: too
+/// many connections, shutdown in progress, a connection aborted or killed
+/// (a shutdown kills every session), a query interrupted, read-only mode (a
+/// replica, or a primary being failed over).
+const MYSQL_OUTAGE: &[u16] = &[1040, 1053, 1152, 1290, 1317, 1836, 1927, 4031];
 /// SQLite's SQLITE_BUSY and SQLITE_LOCKED primary result codes.
 const SQLITE_BUSY: &str = "5";
 const SQLITE_LOCKED: &str = "6";
@@ -135,10 +142,13 @@ const SQLITE_LOCKED: &str = "6";
 fn classify(e: &sqlx::Error) -> BookingError {
     match e {
         sqlx::Error::Database(db) => {
-            if let Some(my) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
-                && matches!(my.number(), MYSQL_DEADLOCK | MYSQL_LOCK_WAIT_TIMEOUT)
-            {
-                return BookingError::Busy;
+            if let Some(my) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+                if matches!(my.number(), MYSQL_DEADLOCK | MYSQL_LOCK_WAIT_TIMEOUT) {
+                    return BookingError::Busy;
+                }
+                if MYSQL_OUTAGE.contains(&my.number()) {
+                    return unavailable(e);
+                }
             }
             if let Some(lite) = db.try_downcast_ref::<sqlx::sqlite::SqliteError>() {
                 // Extended codes carry the primary code in their low byte.
@@ -157,15 +167,36 @@ fn classify(e: &sqlx::Error) -> BookingError {
         | sqlx::Error::Tls(_)
         | sqlx::Error::PoolTimedOut
         | sqlx::Error::PoolClosed
-        | sqlx::Error::WorkerCrashed => {
-            tracing::warn!(error = %e, "booking database unavailable");
-            BookingError::Unavailable
-        }
+        | sqlx::Error::WorkerCrashed => unavailable(e),
         other => {
             tracing::error!(error = %other, "booking database error");
             BookingError::Internal
         }
     }
+}
+
+/// How often an outage is logged at warn level: during one every call
+/// fails, and a line per call would bury the log.
+const OUTAGE_LOG_SECS: u64 = 10;
+
+/// Logs an outage (at warn at most once per [`OUTAGE_LOG_SECS`] across all
+/// calls, else at debug) and answers `Unavailable`.
+fn unavailable(e: &sqlx::Error) -> BookingError {
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let last = LAST.load(Ordering::Relaxed);
+    if now >= last.saturating_add(OUTAGE_LOG_SECS)
+        && LAST
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    {
+        tracing::warn!(error = %e, "booking database unavailable (more within {OUTAGE_LOG_SECS} s are logged at debug)");
+    } else {
+        tracing::debug!(error = %e, "booking database unavailable");
+    }
+    BookingError::Unavailable
 }
 
 /// Whether the error is a unique-key violation (a duplicate row).

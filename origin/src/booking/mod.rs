@@ -105,11 +105,16 @@ pub struct BookingConfig {
     pub payment: Arc<dyn Payment>,
     /// How long a payment may take before it counts as failed (and is voided).
     pub payment_timeout: Duration,
+    /// How long a call waits for a connection before it fails with
+    /// `Unavailable`; a visitor's whole request gets twice this (see
+    /// [`BookingStore::deadline`]).
+    pub timeout: Duration,
 }
 
 impl BookingConfig {
     /// The defaults: SQLite at `sqlite_path` unless `database_url`, a pool
-    /// of 16, an instant simulated payment that never fails, 30 s timeout.
+    /// of 16, an instant simulated payment that never fails, 30 s payment
+    /// timeout, 5 s database timeout.
     pub fn new(database_url: Option<String>, sqlite_path: impl Into<PathBuf>) -> BookingConfig {
         BookingConfig {
             database_url,
@@ -117,6 +122,7 @@ impl BookingConfig {
             max_connections: 16,
             payment: Arc::new(SimulatedPayment::new(Duration::ZERO, 0.0)),
             payment_timeout: Duration::from_secs(30),
+            timeout: Duration::from_secs(5),
         }
     }
 }
@@ -135,6 +141,7 @@ pub struct BookingStore {
     db: Db,
     payment: Arc<dyn Payment>,
     payment_timeout: Duration,
+    timeout: Duration,
     seat_cache: std::sync::Mutex<HashMap<i64, performances::SeatSlot>>,
     /// Each performance's seat map as last sent, by performance key: its
     /// tag and JSON body; see `seats_body`.
@@ -168,11 +175,12 @@ impl BookingStore {
             Some(url) => url.clone(),
             None => format!("sqlite://{}?mode=rwc", config.sqlite_path.display()),
         };
-        let db = Db::connect(&url, config.max_connections.max(1)).await?;
+        let db = Db::connect(&url, config.max_connections.max(1), config.timeout).await?;
         let store = BookingStore {
             db,
             payment: config.payment.clone(),
             payment_timeout: config.payment_timeout,
+            timeout: config.timeout,
             seat_cache: Default::default(),
             map_bodies: Default::default(),
             perf_cache: Default::default(),
@@ -219,6 +227,20 @@ impl BookingStore {
     /// Closes the pool; calls after this fail with `Unavailable`.
     pub async fn close(&self) {
         self.db.close().await;
+    }
+
+    /// The longest a visitor's booking request may take before it answers
+    /// 503 `store_unavailable`: twice the database timeout (the wait for a
+    /// connection, then the statements, which a database that froze
+    /// mid-request never answers). A confirm also gets its payment's
+    /// timeout and a repeat's wait for the first request's answer.
+    pub fn deadline(&self, confirm: bool) -> Duration {
+        let base = self.timeout * 2;
+        if confirm {
+            base + self.payment_timeout + confirm::OUTCOME_MARGIN
+        } else {
+            base
+        }
     }
 
     /// How long a paying hold is protected past its start: the payment

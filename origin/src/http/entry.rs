@@ -106,9 +106,17 @@ pub async fn end_session(
     }
     if let Some(booking) = &state.booking {
         let now = state.clock.now_ms();
-        if let Err(e) = booking.end_session(room.as_str(), visitor, now).await {
+        // Bounded as a booking request is: a leave is the queue's, and
+        // answers while the booking database is away.
+        let ending = booking.end_session(room.as_str(), visitor, now);
+        let error = match tokio::time::timeout(booking.deadline(false), ending).await {
+            Ok(Ok(_)) => None,
+            Ok(Err(e)) => Some(e.to_string()),
+            Err(_) => Some("no answer in time".to_owned()),
+        };
+        if let Some(error) = error {
             // The holds still end by time: they never outlive the session.
-            tracing::warn!(error = %e, "could not end the session's holds at once");
+            tracing::warn!(%error, "could not end the session's holds at once");
         }
     }
     Ok(())

@@ -10,6 +10,7 @@ pub mod api_doc;
 mod booking;
 pub mod client;
 pub mod conn;
+mod deadline;
 pub mod entry;
 pub mod extract;
 mod health;
@@ -96,6 +97,10 @@ pub fn app(state: AppState) -> Router {
         // The last layer added runs first: an oversized head is refused
         // before the session's addresses are counted or its token renewed,
         // and booking latency is timed only inside a session `renew` checked.
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            deadline::bound,
+        ))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             booking::track_latency,

@@ -1,10 +1,12 @@
-//! Redis servers a test owns: `redis-server` processes on free loopback
-//! ports in a temporary folder, and a Redis Cluster made of three of them.
+//! Servers a test owns: `redis-server` processes on free loopback ports in a
+//! temporary folder, a Redis Cluster made of three of them, and `mariadbd`
+//! on a data folder of its own.
 //!
 //! Every process is stopped by its own pid when its guard drops, also when
 //! the test panics, and its folder is deleted. Nothing here touches the
-//! shared Redis on 6379. Needs `redis-server` and `redis-cli` on PATH
-//! (`scripts/lib.sh` installs them).
+//! shared Redis on 6379 or MariaDB on 3306. Needs `redis-server` and
+//! `redis-cli` on PATH, and `mariadb-install-db` and `mariadbd` from the
+//! `mariadb-server` package (`scripts/lib.sh` installs them).
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -283,5 +285,185 @@ impl RedisCluster {
             }
         }
         panic!("no node owns slot {slot}");
+    }
+}
+
+/// Whether this process runs as root (mariadbd then needs `--user=root`).
+fn running_as_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
+}
+
+/// One `mariadbd` process the test owns: its own data folder (made by
+/// `mariadb-install-db`), its own loopback port and socket, `root` without
+/// a password. Stopped by its pid when the guard drops; nothing here
+/// touches the machine's MariaDB on 3306. Needs the `mariadb-server`
+/// package (`scripts/lib.sh` installs it).
+pub struct MariaDbServer {
+    pub port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+/// Settings for a small, quick test server: a 4 MB redo log (not 96 MB),
+/// a small buffer pool, no host name lookups.
+const MARIADB_SETTINGS: &[&str] = &[
+    "--innodb-log-file-size=4M",
+    "--innodb-buffer-pool-size=16M",
+    "--skip-name-resolve",
+];
+
+impl MariaDbServer {
+    /// Makes a data folder in `dir` and starts a server on it.
+    pub fn start(dir: &Path) -> MariaDbServer {
+        let data = dir.join("data");
+        let mut install = Command::new("mariadb-install-db");
+        install
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", data.display()))
+            .args(["--auth-root-authentication-method=normal", "--skip-test-db"])
+            .args(MARIADB_SETTINGS);
+        if running_as_root() {
+            install.arg("--user=root");
+        }
+        let out = install.output().expect(
+            "run mariadb-install-db (is mariadb-server installed? scripts/lib.sh installs it)",
+        );
+        assert!(
+            out.status.success(),
+            "mariadb-install-db failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut server = MariaDbServer {
+            port: free_port(),
+            dir: dir.to_owned(),
+            child: None,
+        };
+        server.spawn();
+        server
+    }
+
+    /// A URL for `database` on this server.
+    pub fn url(&self, database: &str) -> String {
+        format!("mysql://root@127.0.0.1:{}/{database}", self.port)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("the server runs").id()
+    }
+
+    fn spawn(&mut self) {
+        let d = &self.dir;
+        // mariadbd is in /usr/sbin, which a user's PATH may lack.
+        let program = Path::new("/usr/sbin/mariadbd");
+        let mut cmd = Command::new(if program.exists() {
+            program
+        } else {
+            Path::new("mariadbd")
+        });
+        cmd.arg("--no-defaults")
+            .arg(format!("--datadir={}", d.join("data").display()))
+            .arg(format!("--port={}", self.port))
+            .arg("--bind-address=127.0.0.1")
+            .arg(format!("--socket={}", d.join("mysqld.sock").display()))
+            .arg(format!("--pid-file={}", d.join("mysqld.pid").display()))
+            .arg(format!("--log-error={}", d.join("mysqld.err").display()))
+            .args(MARIADB_SETTINGS)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if running_as_root() {
+            cmd.arg("--user=root");
+        }
+        let child = cmd
+            .spawn()
+            .expect("start mariadbd (is mariadb-server installed? scripts/lib.sh installs it)");
+        self.child = Some(child);
+        self.wait_ready();
+    }
+
+    /// Waits until the server greets a new connection (the handshake is
+    /// its first packet, sent once it accepts clients).
+    fn wait_ready(&mut self) {
+        use std::io::Read;
+        let deadline = Instant::now() + START_TIMEOUT;
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], self.port));
+        loop {
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                panic!(
+                    "mariadbd on port {} exited at start ({status}); see {}",
+                    self.port,
+                    self.dir.join("mysqld.err").display()
+                );
+            }
+            let greeted = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1))
+                .and_then(|mut s| {
+                    s.set_read_timeout(Some(Duration::from_secs(1)))?;
+                    let mut buf = [0u8; 16];
+                    s.read(&mut buf)
+                })
+                .is_ok_and(|n| n > 0);
+            if greeted {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "mariadbd on port {} did not answer; see {}",
+                self.port,
+                self.dir.join("mysqld.err").display()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Freezes the process (SIGSTOP): connections stay open, nothing answers.
+    pub fn freeze(&mut self) {
+        signal(self.pid(), "-STOP");
+    }
+
+    /// Lets a frozen process run again (SIGCONT).
+    pub fn thaw(&mut self) {
+        signal(self.pid(), "-CONT");
+    }
+
+    /// Stops the server as an operator would (SIGTERM: it ends every
+    /// session and shuts down cleanly) and waits for it to exit.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            signal(child.id(), "-TERM");
+            let deadline = Instant::now() + START_TIMEOUT;
+            while !matches!(child.try_wait(), Ok(Some(_))) {
+                if Instant::now() > deadline {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!("mariadbd on port {} did not stop on SIGTERM", self.port);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+
+    /// Kills the process (SIGKILL, a stopped one too) and reaps it.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server again on the same data folder and port.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+}
+
+impl Drop for MariaDbServer {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
