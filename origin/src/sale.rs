@@ -274,7 +274,27 @@ async fn pass(
     // deadline is a request's: a database that froze mid-sweep holds the
     // loop that long, then the next pass's seat reads find it away.
     bounded(booking.deadline(false), booking.sweep(now)).await?;
+    end_booked_sessions(queue, booking).await;
     Ok(soon)
+}
+
+/// Ends the queue sessions whose purchase recovery finished (their confirm
+/// never answered, so never ended them): the slot goes to the next waiter
+/// and the admission cannot buy again. One that cannot be ended now is
+/// tried again next pass.
+async fn end_booked_sessions(queue: &dyn QueueStore, booking: &BookingStore) {
+    let mut retry = Vec::new();
+    for (room, seq) in booking.take_booked_sessions() {
+        let Some(id) = RoomId::parse(&room) else {
+            continue;
+        };
+        match queue.leave(&id, seq).await {
+            Ok(_) => tracing::info!(room = %id, seq, "session ended: its purchase was recovered"),
+            Err(StoreError::UnknownRoom) => {}
+            Err(_) => retry.push((room, seq)),
+        }
+    }
+    booking.keep_booked_sessions(retry);
 }
 
 #[cfg(test)]

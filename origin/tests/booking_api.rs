@@ -1016,7 +1016,49 @@ both!(
     made_up_rooms_and_refusals_leave_no_latency_behind,
     a_slow_body_is_not_booking_being_slow,
     a_hold_written_as_its_session_ends_does_not_outlive_it,
+    a_purchase_recovery_finishes_ends_its_session,
 );
+
+/// The confirm dies after the payment is recorded (here: it panics, as a
+/// crash would leave it); recovery books the hold, and the sale loop ends
+/// the session as the confirm would have: the slot goes to the next waiter
+/// and the admission cannot hold again.
+async fn a_purchase_recovery_finishes_ends_its_session(db: &TestDb) {
+    let t = test_store();
+    let payment = Arc::new(Slowable::default());
+    let booking = db
+        .store(payment.clone(), unix_now() * 1000)
+        .await
+        .with_faults(origin::booking::Faults {
+            after_payment_recorded: Some(Arc::new(|| panic!("the confirm dies here"))),
+        });
+    let state = admin_state(t.store.clone()).with_booking(Arc::new(booking));
+    let s = Sale {
+        api: Api::new(state.clone()),
+        state,
+        queue: t.store.clone(),
+        payment,
+        _t: t,
+    };
+    let room = s.room("recovered", settings(5), (1, 10)).await;
+    let (ticket, entry) = s.visitor(&room).await;
+    let entry = entry.expect("admitted at once");
+    let r = s.hold(&room, &entry, &["A-1-1"]).await;
+    assert_eq!(r.status, 201, "{}", r.json);
+    let hold = r.json["hold_id"].as_str().unwrap().to_owned();
+    let r = s.confirm(&room, &entry, &hold, "k", "tok_visa").await;
+    assert_eq!(r.status, 500, "the confirm died: {}", r.json);
+    assert_eq!(s.api.status(&room, &ticket).await.json["state"], "admitted");
+    let follow = s.follow();
+    eventually("the session ends", Duration::from_secs(5), || async {
+        s.api.status(&room, &ticket).await.json["state"] == "expired"
+    })
+    .await;
+    follow.cancel();
+    assert_eq!(s.counts(&room).await, (9, 0, 1), "booked once");
+    let r = s.hold(&room, &entry, &["A-1-2"]).await;
+    assert_eq!(r.status, 401, "the admission cannot hold again: {}", r.json);
+}
 
 /// The session ends after the hold request checked it and before the hold
 /// is written: the hold that commits is ended at once (401), not left to

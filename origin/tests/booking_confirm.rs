@@ -530,8 +530,13 @@ async fn crash_child_run(db: &TestDb, mode: &str) -> String {
         .put_performance("crash", "p", &spec(&[("A", 1, 4, 700)]), T0)
         .await
         .unwrap();
+    // Made in session 42 of the room's queue.
+    let session = origin::booking::Session {
+        seq: Some(42),
+        ends_ms: T0 + HOUR,
+    };
     let hold = store
-        .hold("crash", "p", 5, &seats(&["A-1-1", "A-1-2"]), T0 + HOUR, T0)
+        .hold_in_session("crash", "p", 5, &seats(&["A-1-1", "A-1-2"]), session, T0)
         .await
         .unwrap();
     store.close().await;
@@ -569,6 +574,9 @@ async fn crash_after_payment_recorded(db: &TestDb) {
     let (store, pay) = db.store_counting().await;
     let counts = store.room_seats("crash", T0 + 200).await.unwrap().unwrap();
     assert_eq!((counts.booked, counts.held), (2, 0));
+    // Its session is handed on to be ended, once.
+    assert_eq!(store.take_booked_sessions(), vec![("crash".to_owned(), 42)]);
+    assert_eq!(store.take_booked_sessions(), vec![]);
     let booking = store
         .confirm("crash", 5, &hold_id, "key", "tok_ok", T0 + 300)
         .await

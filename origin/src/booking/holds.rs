@@ -63,6 +63,16 @@ pub(crate) mod state {
     pub(crate) const EXPIRED: &str = "expired";
 }
 
+/// The queue session a hold is made in: its sequence number (`None`:
+/// outside any session) and when it ends (unix ms), which ends the hold too.
+#[derive(Clone, Copy, Debug)]
+pub struct Session {
+    /// The session's (the ticket's) sequence number in its room.
+    pub seq: Option<u64>,
+    /// When the session ends.
+    pub ends_ms: u64,
+}
+
 impl BookingStore {
     /// Holds `seats` of the performance for `visitor`, all or nothing, until
     /// `hold_seconds` from `now_ms` or `session_ends_ms`, whichever is first.
@@ -76,10 +86,30 @@ impl BookingStore {
         session_ends_ms: u64,
         now_ms: u64,
     ) -> Result<Hold, BookingError> {
+        let session = Session {
+            seq: None,
+            ends_ms: session_ends_ms,
+        };
+        self.hold_in_session(room, performance, visitor, seats, session, now_ms)
+            .await
+    }
+
+    /// [`BookingStore::hold`], made in the queue session `session.seq`: a
+    /// purchase of the hold that recovery finishes ends that session
+    /// ([`BookingStore::take_booked_sessions`]), as a confirm would.
+    pub async fn hold_in_session(
+        &self,
+        room: &str,
+        performance: &str,
+        visitor: u128,
+        seats: &[String],
+        session: Session,
+        now_ms: u64,
+    ) -> Result<Hold, BookingError> {
         let (mut perf, mut cached) = self.cached_performance_row(room, performance).await?;
         loop {
             let held = self
-                .hold_with(&perf, room, visitor, seats, session_ends_ms, now_ms)
+                .hold_with(&perf, room, visitor, seats, session, now_ms)
                 .await;
             match held {
                 // A refusal that rests on the performance's settings, or a
@@ -108,9 +138,10 @@ impl BookingStore {
         room: &str,
         visitor: u128,
         seats: &[String],
-        session_ends_ms: u64,
+        session: Session,
         now_ms: u64,
     ) -> Result<Hold, BookingError> {
+        let session_ends_ms = session.ends_ms;
         if seats.is_empty() {
             return Err(BookingError::NoSeats);
         }
@@ -155,12 +186,13 @@ impl BookingStore {
         };
         let visitor = visitor_key(visitor);
         let lock = self.db.for_update();
+        let seq = session.seq.and_then(|seq| i64::try_from(seq).ok());
         write_tx!(self.db, |tx| claim(
             tx.conn(),
             perf,
             room,
             &visitor,
-            &hold,
+            (&hold, seq),
             now,
             lock
         ))?;
@@ -281,7 +313,7 @@ async fn claim(
     perf: &PerfRow,
     room: &str,
     visitor: &str,
-    hold: &Hold,
+    (hold, session_seq): (&Hold, Option<i64>),
     now: i64,
     lock: &str,
 ) -> Result<(), BookingError> {
@@ -323,7 +355,8 @@ async fn claim(
     for first in [true, false] {
         let inserted = sqlx::query(
             "INSERT INTO booking_holds (hold_id, pkey, room, visitor, live_visitor, seats, total, \
-             state, created_at, expires_at, paying_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+             state, created_at, expires_at, paying_until, session_seq) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
         )
         .bind(hold.hold_id.as_str())
         .bind(perf.pkey)
@@ -335,6 +368,7 @@ async fn claim(
         .bind(state::HELD)
         .bind(now)
         .bind(db_ms(hold.expires_at))
+        .bind(session_seq)
         .execute(&mut *conn)
         .await;
         match inserted {

@@ -69,6 +69,7 @@ use utoipa::ToSchema;
 
 pub use db::Backend;
 pub use error::BookingError;
+pub use holds::Session;
 pub use payment::{Payment, PaymentError, SimulatedPayment};
 pub use recovery::RecoveryReport;
 pub use retention::{IDEMPOTENCY_TTL, PruneReport};
@@ -155,6 +156,9 @@ pub struct BookingStore {
     /// When the sweep next deletes rows past their time (the caller's
     /// clock, unix ms); see `retention`.
     next_prune_ms: std::sync::atomic::AtomicU64,
+    /// Queue sessions whose purchase recovery finished (room, sequence
+    /// number), for the sale loop to end; see `take_booked_sessions`.
+    booked_sessions: std::sync::Mutex<Vec<(String, u64)>>,
 }
 
 impl BookingStore {
@@ -187,6 +191,7 @@ impl BookingStore {
             perf_ids: Default::default(),
             faults: Faults::default(),
             next_prune_ms: Default::default(),
+            booked_sessions: Default::default(),
         };
         let recovered = store.recover(now_ms).await?;
         if recovered.completed + recovered.refunded > 0 {

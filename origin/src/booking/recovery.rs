@@ -31,12 +31,44 @@ type PayingTuple = (
     i64,
     Option<String>,
     Option<String>,
+    String,
+    Option<i64>,
 );
+
+/// Most sessions kept for the sale loop to end; past it the oldest go (they
+/// end at their own time all the same).
+const MAX_BOOKED_SESSIONS: usize = 10_000;
 
 /// Most paying holds one pass looks at (the rest wait for the next pass).
 const BATCH: i64 = 200;
 
 impl BookingStore {
+    /// The queue sessions whose purchase recovery finished since the last
+    /// call (room, sequence number): a confirm ends its session once it
+    /// books, and one that never answered left that to whoever reads this.
+    pub fn take_booked_sessions(&self) -> Vec<(String, u64)> {
+        self.booked_sessions
+            .lock()
+            .map(|mut s| std::mem::take(&mut *s))
+            .unwrap_or_default()
+    }
+
+    /// Puts sessions back for the next [`BookingStore::take_booked_sessions`].
+    pub fn keep_booked_sessions(&self, sessions: Vec<(String, u64)>) {
+        for (room, seq) in sessions {
+            self.note_booked_session(&room, seq);
+        }
+    }
+
+    fn note_booked_session(&self, room: &str, seq: u64) {
+        if let Ok(mut sessions) = self.booked_sessions.lock() {
+            if sessions.len() >= MAX_BOOKED_SESSIONS {
+                sessions.remove(0);
+            }
+            sessions.push((room.to_owned(), seq));
+        }
+    }
+
     /// Finishes the paying holds that can be finished at `now_ms`.
     pub async fn recover(&self, now_ms: u64) -> Result<RecoveryReport, BookingError> {
         let now = db_ms(now_ms);
@@ -49,7 +81,7 @@ impl BookingStore {
         // and settle that one over it (the good card then paid, unbooked).
         let columns: Vec<String> = HOLD_COLUMNS.split(", ").map(|c| format!("h.{c}")).collect();
         let sql = format!(
-            "SELECT {}, p.attempt_id, p.state FROM booking_holds h \
+            "SELECT {}, p.attempt_id, p.state, h.room, h.session_seq FROM booking_holds h \
              LEFT JOIN booking_payments p ON p.hold_id = h.hold_id AND p.state IN (?, ?) \
              WHERE h.state = ? ORDER BY h.expires_at LIMIT {BATCH}",
             columns.join(", ")
@@ -61,7 +93,7 @@ impl BookingStore {
             .fetch_all(&self.db.pool)
             .await?;
         let mut report = RecoveryReport::default();
-        for (a, b, c, d, e, f, g, h, attempt_id, attempt_state) in holds {
+        for (a, b, c, d, e, f, g, h, attempt_id, attempt_state, room, session_seq) in holds {
             let hold = HoldRow::from((a, b, c, d, e, f, g, h));
             let (Some(attempt_id), Some(attempt_state)) = (attempt_id, attempt_state) else {
                 tracing::error!(hold = %hold.hold_id, "booking: paying hold without an open payment attempt");
@@ -88,6 +120,9 @@ impl BookingStore {
                         tracing::warn!(hold = hold_id, booking = %b.booking_id,
                             "booking: completed a paid booking after an interruption");
                         report.completed += 1;
+                        if let Some(seq) = session_seq.and_then(|s| u64::try_from(s).ok()) {
+                            self.note_booked_session(&room, seq);
+                        }
                     }
                 }
                 payment_state::STARTED if paying_until <= now => {

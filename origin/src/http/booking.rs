@@ -28,7 +28,7 @@ use super::responses::{
 };
 use super::session_limits::SessionAction;
 use super::site::SameSite;
-use crate::booking::{Booking, BookingStore, Hold, PerformanceSummary, SeatMap};
+use crate::booking::{Booking, BookingStore, Hold, PerformanceSummary, SeatMap, Session};
 use crate::error::ApiError;
 use crate::room::RoomId;
 use crate::state::AppState;
@@ -303,12 +303,15 @@ async fn hold(
     // The session's end, not the short-lived token's: a hold ends with the session.
     let session_ends_ms = entry.1;
     let hold = store(&state)?
-        .hold(
+        .hold_in_session(
             room.as_str(),
             &path.performance,
             claims.visitor,
             &seats,
-            session_ends_ms,
+            Session {
+                seq: Some(claims.seq),
+                ends_ms: session_ends_ms,
+            },
             state.clock.now_ms(),
         )
         .await?;
