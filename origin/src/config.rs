@@ -168,6 +168,11 @@ pub struct Config {
     #[arg(long, env = "WR_MAX_HELD_POLLS", default_value_t = crate::http::hold::DEFAULT_MAX_HELD as u64,
         value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub max_held_polls: u64,
+
+    /// Seat map loads one session may make a minute, in bursts of 20; a
+    /// 304 does not count (0 = no limit). The seat page polls every 3 s.
+    #[arg(long, env = "WR_SEAT_MAP_PER_MINUTE", default_value_t = crate::http::seatmap::DEFAULT_SEAT_MAP_PER_MINUTE)]
+    pub seat_map_per_minute: u32,
 }
 
 /// A switch.
@@ -211,6 +216,7 @@ impl std::fmt::Debug for Config {
             join_window_us,
             status_snapshot,
             max_held_polls,
+            seat_map_per_minute,
         } = self;
         f.debug_struct("Config")
             .field("listen", listen)
@@ -241,6 +247,7 @@ impl std::fmt::Debug for Config {
             .field("join_window_us", join_window_us)
             .field("status_snapshot", status_snapshot)
             .field("max_held_polls", max_held_polls)
+            .field("seat_map_per_minute", seat_map_per_minute)
             .finish()
     }
 }

@@ -11,6 +11,7 @@ use crate::clock::Clock;
 use crate::history::History;
 use crate::http::client::ClientPolicy;
 use crate::http::hold::Holds;
+use crate::http::seatmap::MapLoads;
 use crate::http::strikes::Strikes;
 use crate::queue::QueueStore;
 use crate::queue::joins::{DEFAULT_JOIN_WINDOW, Joins};
@@ -66,6 +67,8 @@ pub struct Shared {
     pub snapshots: Arc<Snapshots>,
     /// Status polls held while a sale is on (`Prefer: wait`), and their cap.
     pub holds: Arc<Holds>,
+    /// Seat map loads per session, and their limit.
+    pub seat_map_loads: Arc<MapLoads>,
 }
 
 impl AppState {
@@ -89,6 +92,7 @@ impl AppState {
             history: Arc::new(History::default()),
             snapshots: Arc::new(Snapshots::off()),
             holds: Arc::new(Holds::default()),
+            seat_map_loads: Arc::new(MapLoads::default()),
         }))
     }
 
@@ -144,6 +148,13 @@ impl AppState {
     /// Holds at most `max` status polls at once (0: none).
     pub fn with_max_held_polls(mut self, max: usize) -> AppState {
         self.holds = Arc::new(Holds::new(max));
+        self
+    }
+
+    /// Lets one session load the seat map `per_minute` times a minute (in
+    /// bursts; 0: no limit).
+    pub fn with_seat_map_per_minute(mut self, per_minute: u32) -> AppState {
+        self.seat_map_loads = Arc::new(MapLoads::new(per_minute));
         self
     }
 

@@ -38,7 +38,8 @@
 //! # Layout
 //! - [`error`]: [`BookingError`] and its codes.
 //! - `db`: connecting, migrations, the two databases' differences, retries.
-//! - `performances`: performances, the seat map, counts, the seat listing.
+//! - `performances`: performances, the seat map, counts, the map's tag.
+//! - `seatmap`: the seat map as loaded: layout, state, the full listing.
 //! - `holds`: claiming seats, releasing them, ending a session's holds.
 //! - `confirm`: idempotent confirmation, bookings, cancellation.
 //! - [`payment`]: the payment step ([`Payment`]) and its simulation.
@@ -53,6 +54,7 @@ pub(crate) mod db;
 mod holds;
 mod performances;
 mod recovery;
+mod seatmap;
 mod sweeper;
 
 use std::collections::HashMap;
@@ -68,6 +70,7 @@ pub use db::Backend;
 pub use error::BookingError;
 pub use payment::{Payment, PaymentError, SimulatedPayment};
 pub use recovery::RecoveryReport;
+pub use seatmap::{Layout, MapState, MapTag, SeatLayout, SeatMapWork, SeatStates};
 pub use sweeper::SweepReport;
 
 use db::Db;
@@ -128,10 +131,13 @@ pub struct BookingStore {
     db: Db,
     payment: Arc<dyn Payment>,
     payment_timeout: Duration,
-    seat_cache: std::sync::Mutex<HashMap<i64, performances::SeatSlot>>,
-    /// Each performance's seat map as last sent, by performance key: its
-    /// tag and JSON body; see `seats_body`.
-    map_bodies: std::sync::Mutex<HashMap<i64, (String, bytes::Bytes)>>,
+    /// Each performance's layout, by performance key; see `seat_layout`.
+    layouts: std::sync::Mutex<HashMap<i64, Arc<seatmap::Layout>>>,
+    /// Each performance's latest seat state, by performance key, behind
+    /// the lock its loaders queue on; see `seat_map_state`.
+    map_states: std::sync::Mutex<HashMap<i64, seatmap::StateSlot>>,
+    /// Seat map reads and renderings (a test hook), and the loaders' order.
+    work: Arc<seatmap::WorkCounters>,
     /// Performance rows as holds read them, by (room, performance), each
     /// kept at most [`performances::PERF_TTL`]; see `cached_performance_row`.
     perf_cache: std::sync::Mutex<HashMap<(String, String), performances::CachedPerf>>,
@@ -163,8 +169,9 @@ impl BookingStore {
             db,
             payment: config.payment.clone(),
             payment_timeout: config.payment_timeout,
-            seat_cache: Default::default(),
-            map_bodies: Default::default(),
+            layouts: Default::default(),
+            map_states: Default::default(),
+            work: Default::default(),
             perf_cache: Default::default(),
             perf_ids: Default::default(),
             faults: Faults::default(),
@@ -351,7 +358,8 @@ pub struct SeatMap {
     /// The seats.
     pub seats: Vec<Seat>,
     /// Changes whenever any seat's state may have changed: usable as an
-    /// ETag (it is [`BookingStore::seats_tag`] at the time of the read).
+    /// ETag (it is [`BookingStore::seats_tag`] at the time of the read, or
+    /// later).
     #[serde(skip)]
     pub tag: String,
 }
