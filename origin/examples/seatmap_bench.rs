@@ -30,7 +30,7 @@ use axum::http::{Request, StatusCode, header};
 use clap::Parser;
 use http_body_util::BodyExt;
 use origin::booking::{BookingConfig, BookingStore, PerformanceSpec, SectionSpec};
-use origin::queue::QueueStore;
+use origin::queue::{QueueStore, Standing};
 use origin::queue::memory::MemoryStore;
 use origin::room::{RoomId, RoomSettings};
 use origin::state::AppState;
@@ -136,7 +136,9 @@ async fn app(booking: Arc<BookingStore>, sessions: u32) -> (axum::Router, Vec<St
             &room,
             &RoomSettings {
                 capacity: sessions + 10,
-                admit_per_second: 1_000.0,
+                // Everyone at once: a visitor joining past the admission
+                // budget would wait, and its loads be refused.
+                admit_per_second: 1_000_000.0,
                 session_seconds: 3_600,
                 abandon_seconds: 86_400,
                 ..RoomSettings::default()
@@ -153,7 +155,12 @@ async fn app(booking: Arc<BookingStore>, sessions: u32) -> (axum::Router, Vec<St
             .expect("join")
             .answer()
             .expect("a place");
-        let seq = snap.seq.expect("admitted");
+        assert!(
+            matches!(snap.standing, Standing::Admitted { .. }),
+            "visitor {visitor} not admitted at once: {:?}",
+            snap.standing
+        );
+        let seq = snap.seq.expect("a place");
         tokens.push(keys.sign(&Claims {
             kind: Kind::Entry,
             room: ROOM.into(),
