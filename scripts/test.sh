@@ -34,13 +34,14 @@ step "the same origin suite on the embedded store"
 # build above serves (`-p origin` alone built every dependency again).
 WR_TEST_STORE=memory cargo test --workspace --lib --test admin --test bad_input --test fifo \
   --test limits --test line --test methods --test openapi --test tokens \
-  --test sale --test pages --test booking_api --test sessions --test eta --test console \
+  --test sale --test pages --test booking_api --test booking_seatmap --test sessions --test eta --test console \
   --test joins --test abandon --test snapshots --test held_polls --test promoter
 step "schemathesis: the API against its own OpenAPI document (a running origin)"
 ./scripts/schemathesis.sh
 step "benchmark smoke run (tiny counts, debug build: it runs, it measures nothing)"
 cargo run -q -p origin --example bench -- --smoke
 cargo run -q -p origin --example booking_bench -- --holds 100 --concurrency 8
+cargo run -q -p origin --example seatmap_bench -- --seats 2000 --viewers 2 --seconds 0.3 --sessions 200
 cargo run -q -p origin --example eta_bench
 # The on-sale rehearsal: 300 visitors, 200 seats, origin on its own Redis and
 # MariaDB; --check fails the step unless FIFO, capacity, seats and errors hold.

@@ -188,6 +188,10 @@ pub struct Config {
     /// edge's `CF-Connecting-IP`, with --edge-secret).
     #[arg(long, env = "WR_TRUSTED_PROXIES", value_delimiter = ',')]
     pub trusted_proxies: Vec<std::net::IpAddr>,
+    /// Seat map loads one session may make a minute, in bursts of 20; a
+    /// 304 does not count (0 = no limit). The seat page polls every 3 s.
+    #[arg(long, env = "WR_SEAT_MAP_PER_MINUTE", default_value_t = crate::http::seatmap::DEFAULT_SEAT_MAP_PER_MINUTE)]
+    pub seat_map_per_minute: u32,
 }
 
 /// A switch.
@@ -234,6 +238,7 @@ impl std::fmt::Debug for Config {
             max_held_polls,
             lobby,
             trusted_proxies,
+            seat_map_per_minute,
         } = self;
         f.debug_struct("Config")
             .field("listen", listen)
@@ -267,6 +272,7 @@ impl std::fmt::Debug for Config {
             .field("max_held_polls", max_held_polls)
             .field("lobby", lobby)
             .field("trusted_proxies", trusted_proxies)
+            .field("seat_map_per_minute", seat_map_per_minute)
             .finish()
     }
 }

@@ -74,6 +74,12 @@ pub enum ApiError {
         /// Seconds until a write would be accepted (at least 1).
         retry_after_secs: u64,
     },
+    /// The session loaded the seat map more often than allowed; retry after
+    /// the given number of seconds.
+    SeatMapRateLimited {
+        /// Seconds until a load would be accepted (at least 1).
+        retry_after_secs: u64,
+    },
     /// The client address already holds as many places in the room as allowed.
     TooManyPlaces,
     /// The store cannot be reached; retry later.
@@ -117,6 +123,7 @@ impl ApiError {
             ApiError::AdminDisabled => (S::UNAUTHORIZED, "admin_disabled", "the admin API is off: this origin was started without --admin-key".into()),
             ApiError::RateLimited { retry_after_secs } => (S::TOO_MANY_REQUESTS, "rate_limited", format!("too many requests from this address, retry in {retry_after_secs} s").into()),
             ApiError::SessionRateLimited { retry_after_secs } => (S::TOO_MANY_REQUESTS, "rate_limited", format!("too many holds, releases or confirms in this session, retry in {retry_after_secs} s").into()),
+            ApiError::SeatMapRateLimited { retry_after_secs } => (S::TOO_MANY_REQUESTS, "rate_limited", format!("too many seat map loads in this session, retry in {retry_after_secs} s").into()),
             ApiError::TooManyPlaces => (S::TOO_MANY_REQUESTS, "too_many_places", "this address already holds as many places in this room as allowed".into()),
             ApiError::StoreUnavailable => (S::SERVICE_UNAVAILABLE, "store_unavailable", "the queue's store is unavailable, retry shortly".into()),
             ApiError::CrossSite => (S::FORBIDDEN, "cross_site", "a state-changing request from another site's page is refused".into()),
@@ -236,7 +243,8 @@ impl IntoResponse for ApiError {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("60"));
             }
             ApiError::RateLimited { retry_after_secs }
-            | ApiError::SessionRateLimited { retry_after_secs } => {
+            | ApiError::SessionRateLimited { retry_after_secs }
+            | ApiError::SeatMapRateLimited { retry_after_secs } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
             }
             ApiError::AdminThrottled { retry_after_secs } => {

@@ -127,7 +127,8 @@ pub fn app_state(config: &Config, store: Arc<dyn QueueStore>, keys: Keyring) -> 
         .with_allowed_origins(config.allowed_origins.clone())
         .with_secure_cookies(config.secure_cookies())
         .with_join_window(std::time::Duration::from_micros(config.join_window_us))
-        .with_max_held_polls(usize::try_from(config.max_held_polls).unwrap_or(usize::MAX));
+        .with_max_held_polls(usize::try_from(config.max_held_polls).unwrap_or(usize::MAX))
+        .with_seat_map_per_minute(config.seat_map_per_minute);
     if config.status_snapshot == config::OnOff::On {
         state = state.with_status_snapshots(config.tick());
     }

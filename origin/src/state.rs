@@ -11,6 +11,7 @@ use crate::clock::Clock;
 use crate::history::History;
 use crate::http::client::ClientPolicy;
 use crate::http::hold::Holds;
+use crate::http::seatmap::MapLoads;
 use crate::http::session_limits::SessionLimits;
 use crate::http::strikes::Strikes;
 use crate::latency::Latency;
@@ -71,6 +72,8 @@ pub struct Shared {
     pub lobby: bool,
     /// What one session may do how often (booking writes).
     pub session_limits: Arc<SessionLimits>,
+    /// Seat map loads per session, and their limit.
+    pub seat_map_loads: Arc<MapLoads>,
 }
 
 impl AppState {
@@ -96,6 +99,7 @@ impl AppState {
             holds: Arc::new(Holds::default()),
             lobby: false,
             session_limits: Arc::new(SessionLimits::default()),
+            seat_map_loads: Arc::new(MapLoads::default()),
         }))
     }
 
@@ -163,6 +167,13 @@ impl AppState {
     /// Limits each session's booking writes to these rather than the defaults.
     pub fn with_session_limits(mut self, limits: SessionLimits) -> AppState {
         self.session_limits = Arc::new(limits);
+        self
+    }
+
+    /// Lets one session load the seat map `per_minute` times a minute (in
+    /// bursts; 0: no limit).
+    pub fn with_seat_map_per_minute(mut self, per_minute: u32) -> AppState {
+        self.seat_map_loads = Arc::new(MapLoads::new(per_minute));
         self
     }
 

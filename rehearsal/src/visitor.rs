@@ -418,6 +418,13 @@ impl Visit<'_> {
                 match r.status {
                     200 => {}
                     _ if r.session_over() => return Outcome::SessionEnded,
+                    // The session's map loads are limited: wait as told,
+                    // as the seat page does.
+                    429 if r.code() == "rate_limited" => {
+                        let wait = r.retry_after.unwrap_or(1).clamp(1, 60);
+                        self.sleep_ms(wait as f64 * 1000.0).await;
+                        continue;
+                    }
                     _ => {
                         self.error(r.kind());
                         failures += 1;

@@ -45,11 +45,16 @@ after(async () => {
   if (dir) cleanup(dir);
 });
 
+/** The stand-in performance's sections: [name, rows, seats a row, price]. */
+const SECTIONS = [["A", 2, 6, 110000], ["B", 1, 6, 88000]];
+const LAYOUT = SECTIONS.map(([name, rows, seats_per_row, price]) => ({ name, rows, seats_per_row, price }));
+
 /** An in-memory booking API for one performance, as the contract says. */
 class FakeBooking {
   constructor() {
+    this.layoutLoads = 0;
     this.seats = [];
-    for (const [section, rows, perRow, price] of [["A", 2, 6, 110000], ["B", 1, 6, 88000]]) {
+    for (const [section, rows, perRow, price] of SECTIONS) {
       for (let row = 1; row <= rows; row++) {
         for (let number = 1; number <= perRow; number++) {
           this.seats.push({ id: `${section}-${row}-${number}`, section, row, number, price, state: "available" });
@@ -86,6 +91,18 @@ class FakeBooking {
       const etag = `"v${this.version}"`;
       if (req.headers()["if-none-match"] === etag) return route.fulfill({ status: 304, headers: { ETag: etag } });
       return json(200, { performance: "evening", seats: this.seats }, { ETag: etag });
+    }
+    // The same map in two parts, as the page loads it: the layout once,
+    // then the seats' state (one letter a seat, in the layout's order).
+    if (req.method() === "GET" && p === "/performances/evening/layout") {
+      this.layoutLoads += 1;
+      return json(200, { performance: "evening", layout: "l1", seats: this.seats.length, sections: LAYOUT }, { ETag: '"l1"' });
+    }
+    if (req.method() === "GET" && p === "/performances/evening/state") {
+      const etag = `"v${this.version}"`;
+      if (req.headers()["if-none-match"] === etag) return route.fulfill({ status: 304, headers: { ETag: etag } });
+      const states = this.seats.map((s) => s.state[0]).join("");
+      return json(200, { performance: "evening", layout: "l1", states }, { ETag: etag });
     }
     if (req.method() === "POST" && p === "/performances/evening/holds") {
       const { seats } = JSON.parse(req.postData());
@@ -173,6 +190,7 @@ test("choose by keyboard and mouse, lose a seat to someone faster, hold, decline
   assert.equal(await page.getAttribute('[data-seat="A-1-3"]', "data-state"), "held");
   assert.equal(await page.isDisabled('[data-seat="A-1-3"]'), true);
   assert.equal(await page.textContent("#selected-seats"), "A-1-1, A-1-2");
+  assert.equal(api.layoutLoads, 1, "the layout is loaded once; refreshes load the state only");
 
   // And one taken between the last refresh and the hold: 409 lists it.
   await page.click('[data-seat="A-1-4"]');

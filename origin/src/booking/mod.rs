@@ -38,7 +38,8 @@
 //! # Layout
 //! - [`error`]: [`BookingError`] and its codes.
 //! - `db`: connecting, migrations, the two databases' differences, retries.
-//! - `performances`: performances, the seat map, counts, the seat listing.
+//! - `performances`: performances, the seat map, counts, the map's tag.
+//! - `seatmap`: the seat map as loaded: layout, state, the full listing.
 //! - `holds`: claiming seats, releasing them, ending a session's holds.
 //! - `confirm`: idempotent confirmation, bookings, cancellation.
 //! - [`payment`]: the payment step ([`Payment`]) and its simulation.
@@ -56,6 +57,7 @@ mod holds;
 mod performances;
 mod recovery;
 mod retention;
+mod seatmap;
 mod sweeper;
 
 use std::collections::HashMap;
@@ -73,6 +75,7 @@ pub use holds::Session;
 pub use payment::{Payment, PaymentError, SimulatedPayment};
 pub use recovery::RecoveryReport;
 pub use retention::{IDEMPOTENCY_TTL, PruneReport};
+pub use seatmap::{Layout, MapState, MapTag, SeatLayout, SeatMapWork, SeatStates};
 pub use sweeper::SweepReport;
 
 use db::Db;
@@ -143,10 +146,13 @@ pub struct BookingStore {
     payment: Arc<dyn Payment>,
     payment_timeout: Duration,
     timeout: Duration,
-    seat_cache: std::sync::Mutex<HashMap<i64, performances::SeatSlot>>,
-    /// Each performance's seat map as last sent, by performance key: its
-    /// tag and JSON body; see `seats_body`.
-    map_bodies: std::sync::Mutex<HashMap<i64, (String, bytes::Bytes)>>,
+    /// Each performance's layout, by performance key; see `seat_layout`.
+    layouts: std::sync::Mutex<HashMap<i64, Arc<seatmap::Layout>>>,
+    /// Each performance's latest seat state, by performance key, behind
+    /// the lock its loaders queue on; see `seat_map_state`.
+    map_states: std::sync::Mutex<HashMap<i64, seatmap::StateSlot>>,
+    /// Seat map reads and renderings (a test hook), and the loaders' order.
+    work: Arc<seatmap::WorkCounters>,
     /// Performance rows as holds read them, by (room, performance), each
     /// kept at most [`performances::PERF_TTL`]; see `cached_performance_row`.
     perf_cache: std::sync::Mutex<HashMap<(String, String), performances::CachedPerf>>,
@@ -185,8 +191,9 @@ impl BookingStore {
             payment: config.payment.clone(),
             payment_timeout: config.payment_timeout,
             timeout: config.timeout,
-            seat_cache: Default::default(),
-            map_bodies: Default::default(),
+            layouts: Default::default(),
+            map_states: Default::default(),
+            work: Default::default(),
             perf_cache: Default::default(),
             perf_ids: Default::default(),
             faults: Faults::default(),
@@ -389,7 +396,8 @@ pub struct SeatMap {
     /// The seats.
     pub seats: Vec<Seat>,
     /// Changes whenever any seat's state may have changed: usable as an
-    /// ETag (it is [`BookingStore::seats_tag`] at the time of the read).
+    /// ETag (it is [`BookingStore::seats_tag`] at the time of the read, or
+    /// later).
     #[serde(skip)]
     pub tag: String,
 }

@@ -1,7 +1,7 @@
 //! Performances and their seat maps: validation, create or replace (never
-//! taking away or repricing a seat in use), the counts, the seat listing
-//! (cached per performance and version) and the room's seat signal. Also the
-//! change counter every writer bumps. No hold or payment logic here.
+//! taking away or repricing a seat in use), the counts, the map's tag and
+//! the room's seat signal. Also the change counter every writer bumps. The
+//! seat listing itself is `seatmap`'s. No hold or payment logic here.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -13,8 +13,7 @@ use time::OffsetDateTime;
 use super::db::{marks, write_tx};
 use super::{
     BookingError, BookingStore, MAX_SEATS_PER_PERFORMANCE, Performance, PerformanceSpec,
-    PerformanceSummary, RoomSeats, Seat, SeatCounts, SeatMap, SeatState, SectionSpec, check_id,
-    db_ms,
+    PerformanceSummary, RoomSeats, SeatCounts, SectionSpec, check_id, db_ms,
 };
 
 /// Rows a multi-row INSERT carries at most (well under both databases'
@@ -147,29 +146,6 @@ fn total_seats(sections: &[SectionSpec]) -> u64 {
         .map(|s| u64::from(s.rows) * u64::from(s.seats_per_row))
         .sum()
 }
-
-/// A seat as read from the database, with what its state depends on.
-#[derive(Clone, Debug)]
-pub(crate) struct SeatRow {
-    id: String,
-    section: String,
-    row: u32,
-    number: u32,
-    price: u64,
-    held_until: i64,
-    booked: bool,
-}
-
-/// A performance's seats at one version of its change counter.
-pub(crate) struct SeatRows {
-    version: i64,
-    rows: Vec<SeatRow>,
-}
-
-type SeatTuple = (String, String, i64, i64, i64, i64, Option<String>);
-
-/// One performance's cached seat rows, refreshed by one reader at a time.
-pub(crate) type SeatSlot = Arc<tokio::sync::Mutex<Option<Arc<SeatRows>>>>;
 
 type PerfTuple = (i64, String, String, i64, i64, i64, i64, String);
 
@@ -583,20 +559,14 @@ impl BookingStore {
         })
     }
 
-    /// A tag that changes whenever a seat's state may have changed: the
-    /// change counter, plus the next moment a hold ends by time (which
-    /// changes no row). Two small reads; no seat is read.
-    pub async fn seats_tag(
+    /// The map's tag at `now` and the next moment a hold ends after it (0:
+    /// none): the change counter and that moment, which changes no row but
+    /// frees seats. Two small reads; no seat is read.
+    pub(crate) async fn tag_of(
         &self,
-        room: &str,
-        performance: &str,
-        now_ms: u64,
-    ) -> Result<String, BookingError> {
-        let perf = self.performance_row(room, performance).await?;
-        self.tag_of(&perf, db_ms(now_ms)).await
-    }
-
-    async fn tag_of(&self, perf: &PerfRow, now: i64) -> Result<String, BookingError> {
+        perf: &PerfRow,
+        now: i64,
+    ) -> Result<(String, i64), BookingError> {
         let (version, _) = self.counters(perf.pkey).await?;
         let (next_end,): (Option<i64>,) = sqlx::query_as(
             "SELECT MIN(held_until) FROM booking_seats WHERE pkey = ? AND held_until > ?",
@@ -605,147 +575,8 @@ impl BookingStore {
         .bind(now)
         .fetch_one(&self.db.pool)
         .await?;
-        Ok(format!(
-            "{}.{}.{}",
-            perf.pkey,
-            version,
-            next_end.unwrap_or(0)
-        ))
-    }
-
-    /// The seat map at `now_ms` as the JSON body the API sends, and its tag:
-    /// kept per performance and served again while the map's tag is `tag`.
-    /// A tag names one state of the map (its change counter and the next
-    /// hold to end), so every admitted visitor loading one map costs a
-    /// reference to one body, not a rebuild and serialisation of every
-    /// seat (up to 100,000: megabytes each).
-    pub async fn seats_body(
-        &self,
-        room: &str,
-        performance: &str,
-        now_ms: u64,
-        tag: &str,
-    ) -> Result<(String, bytes::Bytes), BookingError> {
-        let perf = self.performance_row(room, performance).await?;
-        let cached = self
-            .map_bodies
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .get(&perf.pkey)
-            .filter(|(t, _)| t == tag)
-            .cloned();
-        if let Some(hit) = cached {
-            return Ok(hit);
-        }
-        let map = self.seats(room, performance, now_ms).await?;
-        let body = bytes::Bytes::from(serde_json::to_vec(&map).map_err(|e| {
-            tracing::error!(error = %e, "booking: could not write a seat map");
-            BookingError::Internal
-        })?);
-        self.map_bodies
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .insert(perf.pkey, (map.tag.clone(), body.clone()));
-        Ok((map.tag, body))
-    }
-
-    /// Every seat with its state at `now_ms`, in map order. Rows are cached
-    /// per performance and change counter, and one reader refreshes them
-    /// while the others wait for its answer; states come from the rows and
-    /// `now_ms`, so an ended hold reads as available at once.
-    pub async fn seats(
-        &self,
-        room: &str,
-        performance: &str,
-        now_ms: u64,
-    ) -> Result<SeatMap, BookingError> {
-        let perf = self.performance_row(room, performance).await?;
-        let now = db_ms(now_ms);
-        let tag = self.tag_of(&perf, now).await?;
-        let (version, _) = self.counters(perf.pkey).await?;
-        let slot = {
-            let mut cache = self
-                .seat_cache
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            cache.entry(perf.pkey).or_default().clone()
-        };
-        let rows = {
-            let mut cached = slot.lock().await;
-            match cached.as_ref() {
-                Some(rows) if rows.version >= version => rows.clone(),
-                _ => {
-                    let fresh = Arc::new(self.read_seats(&perf, version).await?);
-                    *cached = Some(fresh.clone());
-                    fresh
-                }
-            }
-        };
-        let seats = rows
-            .rows
-            .iter()
-            .map(|r| Seat {
-                id: r.id.clone(),
-                section: r.section.clone(),
-                row: r.row,
-                number: r.number,
-                price: r.price,
-                state: if r.booked {
-                    SeatState::Booked
-                } else if r.held_until > now {
-                    SeatState::Held
-                } else {
-                    SeatState::Available
-                },
-            })
-            .collect();
-        Ok(SeatMap {
-            performance: perf.id,
-            seats,
-            tag,
-        })
-    }
-
-    /// Reads every seat of `perf`, sorted into map order (section as listed,
-    /// then row, then number). The counter is read before the seats, so the
-    /// rows are at least as new as `version`.
-    async fn read_seats(&self, perf: &PerfRow, version: i64) -> Result<SeatRows, BookingError> {
-        let rows: Vec<SeatTuple> = sqlx::query_as(
-            "SELECT seat, section, row_no, number, price, held_until, booking_id \
-             FROM booking_seats WHERE pkey = ?",
-        )
-        .bind(perf.pkey)
-        .fetch_all(&self.db.pool)
-        .await?;
-        let order: HashMap<&str, usize> = perf
-            .spec
-            .sections
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.name.as_str(), i))
-            .collect();
-        let mut rows: Vec<SeatRow> = rows
-            .into_iter()
-            .map(
-                |(id, section, row, number, price, held_until, booking)| SeatRow {
-                    id,
-                    section,
-                    row: u32::try_from(row).unwrap_or(0),
-                    number: u32::try_from(number).unwrap_or(0),
-                    price: u64::try_from(price).unwrap_or(0),
-                    held_until,
-                    booked: booking.is_some(),
-                },
-            )
-            .collect();
-        rows.sort_by_key(|r| {
-            (
-                order.get(r.section.as_str()).copied().unwrap_or(usize::MAX),
-                r.row,
-                r.number,
-            )
-        });
-        Ok(SeatRows { version, rows })
+        let next_end = next_end.unwrap_or(0);
+        Ok((format!("{}.{}.{}", perf.pkey, version, next_end), next_end))
     }
 
     /// The room's seats over all its performances at `now_ms`; `None` when

@@ -1,5 +1,6 @@
 //! The booking API visitors use once admitted, under `/api/{room}/`:
-//! performances, the seat map, holds, confirmation and bookings. Every route
+//! performances, holds, confirmation and bookings (the seat map's routes
+//! are `seatmap`'s). Every route
 //! asks for the room's entry token in its signature ([`ActiveEntry`] while
 //! the session must still run, [`Entry`] where a genuine token is enough).
 //! The booking rules themselves live in `crate::booking`; this module only
@@ -28,7 +29,7 @@ use super::responses::{
 };
 use super::session_limits::SessionAction;
 use super::site::SameSite;
-use crate::booking::{Booking, BookingStore, Hold, PerformanceSummary, SeatMap, Session};
+use crate::booking::{Booking, BookingStore, Hold, PerformanceSummary, Session};
 use crate::error::ApiError;
 use crate::room::RoomId;
 use crate::state::AppState;
@@ -40,7 +41,7 @@ const MAX_BODY: usize = 4 * 1024;
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(performances))
-        .routes(routes!(seats))
+        .merge(super::seatmap::router())
         .routes(routes!(hold))
         .routes(routes!(release))
         .routes(routes!(confirm))
@@ -194,80 +195,6 @@ async fn performances(
         .list_performances(room.as_str(), state.clock.now_ms())
         .await?;
     Ok(Json(PerformanceList { performances }))
-}
-
-/// Every seat of a performance with its price and state.
-///
-/// Cheap to poll: the answer carries an `ETag`, and a request whose
-/// `If-None-Match` names the current one gets 304 without the seats being read.
-#[utoipa::path(
-    get,
-    path = "/api/{room}/performances/{performance}/seats",
-    tag = "booking",
-    params(PerformancePath),
-    security(("entry_token" = [])),
-    responses(
-        (status = 200, description = "The seat map", body = SeatMap,
-            headers(("ETag" = String, description = "Changes whenever a seat's state may have"))),
-        (status = 304, description = "Unchanged since the `If-None-Match` tag"),
-        EntryAuth, NotFound, BookingDown,
-    ),
-)]
-#[instrument(skip_all, fields(room = %entry.0.room))]
-async fn seats(
-    State(state): State<AppState>,
-    entry: ActiveEntry,
-    Path(path): Path<PerformancePath>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    let room = &entry.0.room;
-    let store = store(&state)?;
-    let now = state.clock.now_ms();
-    let tag = store
-        .seats_tag(room.as_str(), &path.performance, now)
-        .await?;
-    let etag = format!("\"{tag}\"");
-    if if_none_match(&headers, &etag) {
-        let mut response = StatusCode::NOT_MODIFIED.into_response();
-        set_etag(&mut response, &etag);
-        return Ok(response);
-    }
-    let (tag, body) = store
-        .seats_body(room.as_str(), &path.performance, now, &tag)
-        .await?;
-    let mut response = (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        body,
-    )
-        .into_response();
-    set_etag(&mut response, &format!("\"{tag}\""));
-    Ok(response)
-}
-
-/// Whether `If-None-Match` lists `etag` (or is `*`).
-fn if_none_match(headers: &HeaderMap, etag: &str) -> bool {
-    headers
-        .get_all(header::IF_NONE_MATCH)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(|t| t.trim().trim_start_matches("W/"))
-        .any(|t| t == etag || t == "*")
-}
-
-fn set_etag(response: &mut Response, etag: &str) {
-    let h = response.headers_mut();
-    if let Ok(v) = HeaderValue::from_str(etag) {
-        h.insert(header::ETAG, v);
-    }
-    // Every answer is the visitor's own: shared caches must not keep it.
-    h.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("private, no-cache"),
-    );
 }
 
 /// Hold seats, all or nothing.

@@ -22,6 +22,7 @@ mod payment;
 mod performances;
 mod queue;
 mod responses;
+pub mod seatmap;
 pub mod session_limits;
 pub mod site;
 pub mod strikes;
@@ -35,6 +36,8 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::compression::CompressionLayer;
+use tower_http::compression::predicate::SizeAbove;
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
 use utoipa::OpenApi;
 use utoipa::openapi::{RefOr, Required};
@@ -123,6 +126,13 @@ pub fn app(state: AppState) -> Router {
                 .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
         )
         .with_state(state)
+}
+
+/// Gzip for the answers worth it, when the client takes it: the seat map
+/// and the pages (large and repetitive), over 1 KiB. Not the queue's small
+/// status answers, which most clients poll and which would gain nothing.
+fn compression() -> CompressionLayer<SizeAbove> {
+    CompressionLayer::new().compress_when(SizeAbove::new(1024))
 }
 
 fn header_bytes(headers: &HeaderMap) -> usize {

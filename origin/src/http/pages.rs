@@ -53,6 +53,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(waiting_room))
         .routes(routes!(seat_page))
         .routes(routes!(console))
+        .layer(super::compression())
 }
 
 /// The language a page may be asked for.

@@ -111,6 +111,14 @@ error_set!(
 );
 
 error_set!(
+    /// 429 from the session's seat map loads.
+    MapLimit {
+        "429" => "`rate_limited`: this session loaded the seat map more often than \
+            `--seat-map-per-minute` allows (a 304 does not count)", [RETRY_AFTER];
+    }
+);
+
+error_set!(
     /// 429 from the per-address join limits.
     JoinLimits {
         "429" => "`rate_limited` (too many joins from this address) or \

@@ -1,6 +1,7 @@
-// The seat page's script: pick a performance, keep its seat map fresh
-// (conditional GET with the last ETag), select seats, hold them, count the
-// hold down, confirm with an idempotency key, show the booking.
+// The seat page's script: pick a performance, keep its seat map fresh (its
+// layout once, then the seats' state by conditional GET with the last
+// ETag), select seats, hold them, count the hold down, confirm with an
+// idempotency key, show the booking.
 // Settings and strings come from the JSON block the page renders (bk-config):
 // {room, lang, currency, maxSeats, api, waiting, t: {...strings}}.
 // Every request is same-origin: the entry-token cookie goes along by itself.
@@ -11,6 +12,8 @@
   var $ = function (id) { return document.getElementById(id); };
 
   var REFRESH_MS = 3000;       // the seat map's refresh while choosing
+                               // (the origin allows a session 120 loads a
+                               // minute; unchanged maps, 304, do not count)
   var MAX_BACKOFF_MS = 30000;  // after errors, never slower than this
   var HOLD_KEY = "bk-hold:" + cfg.room + ":"; // + performance: a hold survives a reload
 
@@ -30,7 +33,8 @@
   var selected = [];     // ids, in the order chosen
   var hold = null;       // the live hold as the API gave it
   var attempt = null;    // the confirm in flight or to retry: {key, hold, token}
-  var etag = null;
+  var etag = null;       // the state's, for If-None-Match
+  var plan = null;       // the layout: {layout, sections: [{name, rows, seats_per_row, price}]}
   var busy = false;      // an action is in flight
   var blockedUntil = 0;  // 429: no action before this (ms)
   var ended = false;     // the session is over: nothing more to do here
@@ -78,8 +82,9 @@
   }
 
   // One API call; resolves to {status, body, etag, retryAfter}, rejects
-  // only when no answer came (network error).
-  function api(method, path, body, headers) {
+  // only when no answer came (network error). `cache` is fetch's mode
+  // (default "no-store": answers change with every hold).
+  function api(method, path, body, headers, cache) {
     var h = { Accept: "application/json" };
     var k;
     for (k in headers || {}) { if (Object.prototype.hasOwnProperty.call(headers, k)) { h[k] = headers[k]; } }
@@ -87,7 +92,7 @@
     return fetch(cfg.api + path, {
       method: method,
       credentials: "same-origin",
-      cache: "no-store",
+      cache: cache || "no-store",
       headers: h,
       body: body === undefined ? undefined : JSON.stringify(body)
     }).then(function (res) {
@@ -241,6 +246,7 @@
     buttons = {};
     layout = "";
     etag = null;
+    plan = null;
     $("seatmap").textContent = "";
     var saved = stored(HOLD_KEY + p.id);
     if (saved && Date.parse(saved.expires_at) > now()) {
@@ -256,17 +262,64 @@
 
   // ---- the seat map -------------------------------------------------------
 
+  // The map comes in two parts: the layout (sections, rows, prices), which
+  // the browser may keep, and the state, one letter a seat in the layout's
+  // order, which is all that changes. A state naming another layout than
+  // the one in hand loads the layout again, past the browser's copy.
+  function loadPlan(fresh) {
+    var path = "/performances/" + encodeURIComponent(perf.id) + "/layout";
+    return api("GET", path, undefined, {}, fresh ? "no-cache" : "default").then(function (r) {
+      if (r.status === 200 && r.body && Array.isArray(r.body.sections)) {
+        plan = r.body;
+        return null;
+      }
+      return r;
+    });
+  }
+
+  var WORDS = { a: "available", h: "held", b: "booked" };
+
+  // The seats as the listing has them, from the layout and the letters.
+  function seatsOf(letters) {
+    var list = [];
+    plan.sections.forEach(function (s) {
+      for (var row = 1; row <= s.rows; row++) {
+        for (var number = 1; number <= s.seats_per_row; number++) {
+          list.push({
+            id: s.name + "-" + row + "-" + number, section: s.name, row: row, number: number,
+            price: s.price, state: WORDS[letters.charAt(list.length)] || "available"
+          });
+        }
+      }
+    });
+    return list;
+  }
+
   function refresh() {
     clearTimeout(refreshTimer);
     if (!perf || ended || !$("booking").hidden) { return; }
+    var chosen = perf;
     var headers = etag ? { "If-None-Match": etag } : {};
-    api("GET", "/performances/" + encodeURIComponent(perf.id) + "/seats", undefined, headers).then(function (r) {
+    var ready = plan ? Promise.resolve(null) : loadPlan(false);
+    ready.then(function (failed) {
+      if (failed) { return failed; }
+      return api("GET", "/performances/" + encodeURIComponent(chosen.id) + "/state", undefined, headers).then(function (r) {
+        if (r.status !== 200 || !r.body || typeof r.body.states !== "string" || r.body.layout === plan.layout) { return r; }
+        // The layout changed: load it again, then take this state.
+        return loadPlan(true).then(function (failedAgain) { return failedAgain || r; });
+      });
+    }).then(function (r) {
+      if (perf !== chosen) { return; }
       if (r.status === 304) {
         errors = 0;
-      } else if (r.status === 200 && r.body && Array.isArray(r.body.seats)) {
+      } else if (r.status === 200 && r.body && typeof r.body.states === "string" && plan && r.body.layout === plan.layout) {
         errors = 0;
         etag = r.etag;
-        applySeats(r.body.seats);
+        applySeats(seatsOf(r.body.states));
+      } else if (r.status === 200) {
+        // Layout and state disagree (changed in between): ask again soon.
+        etag = null;
+        plan = null;
       } else if (r.status === 404) {
         // The performance is gone (replaced or removed): list them again.
         perf = null;

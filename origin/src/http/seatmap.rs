@@ -1,0 +1,393 @@
+//! The seat map's routes under `/api/{room}/performances/{performance}/`:
+//! the contract's full listing (`seats`), and the same map in two parts, the
+//! layout (`layout`: sections, rows, prices; cached by its version) and the
+//! state (`state`: one letter a seat), which is all that changes when
+//! seats are held, released or sold.
+//!
+//! Every answer has an `ETag`; a request naming the current one gets 304
+//! from the tag alone (three small reads), and does not count against the
+//! session's map loads. The others count (`--seat-map-per-minute` per
+//! session, bursts of [`SEAT_MAP_BURST`]): over it, 429 `rate_limited`. A
+//! client that accepts gzip gets the store's gzip form of the answer, made
+//! once per state, not once per request.
+
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use governor::clock::Clock;
+use governor::{DefaultKeyedRateLimiter, Quota};
+use serde::Deserialize;
+use tracing::instrument;
+use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::entry::ActiveEntry;
+use super::responses::{BookingDown, EntryAuth, MapLimit, NotFound};
+use crate::booking::{BookingStore, SeatLayout, SeatMap, SeatStates};
+use crate::error::ApiError;
+use crate::room::RoomId;
+use crate::state::AppState;
+
+/// The seat map loads one session may make at once, above its rate.
+pub const SEAT_MAP_BURST: u32 = 20;
+/// The default loads a minute of one session (`--seat-map-per-minute`):
+/// the seat page polls every 3 s (20 a minute, and only changed maps count).
+pub const DEFAULT_SEAT_MAP_PER_MINUTE: u32 = 120;
+/// How often sessions back to a full allowance are forgotten.
+const FORGET_EVERY: Duration = Duration::from_secs(10);
+/// How long a browser may keep a layout without asking (its state names
+/// the layout it follows, so a client sees a change and asks again).
+const LAYOUT_CACHE: &str = "private, max-age=3600";
+/// Answers that change with every hold: the client asks each time (with
+/// `If-None-Match`), and shared caches never keep a visitor's answer.
+const STATE_CACHE: &str = "private, no-cache";
+
+/// The seat map's routes, compressed when the client accepts it.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(seats))
+        .routes(routes!(layout))
+        .routes(routes!(state))
+        .layer(super::compression())
+}
+
+/// Map loads per session (room and sequence number), when limited.
+pub struct MapLoads {
+    limiter: Option<DefaultKeyedRateLimiter<(RoomId, u64)>>,
+    /// When sessions were last forgotten (ms since `born`).
+    pruned_ms: AtomicU64,
+    born: Instant,
+}
+
+impl Default for MapLoads {
+    /// No limit, as [`AppState::new`] has no abuse limits; the binary sets
+    /// `--seat-map-per-minute` (default [`DEFAULT_SEAT_MAP_PER_MINUTE`]).
+    fn default() -> Self {
+        MapLoads::new(0)
+    }
+}
+
+impl MapLoads {
+    /// `per_minute` loads a minute per session, in bursts of
+    /// [`SEAT_MAP_BURST`]; 0: no limit.
+    pub fn new(per_minute: u32) -> MapLoads {
+        let burst = NonZeroU32::new(SEAT_MAP_BURST).unwrap_or(NonZeroU32::MIN);
+        MapLoads {
+            limiter: NonZeroU32::new(per_minute).map(|rate| {
+                DefaultKeyedRateLimiter::keyed(Quota::per_minute(rate).allow_burst(burst))
+            }),
+            pruned_ms: AtomicU64::new(0),
+            born: Instant::now(),
+        }
+    }
+
+    /// Counts one load by the session; over the limit, 429 with the wait.
+    /// Every [`FORGET_EVERY`], sessions back to a full allowance are
+    /// forgotten, so the map holds only sessions that loaded lately.
+    fn check(&self, room: &RoomId, seq: u64) -> Result<(), ApiError> {
+        let Some(limiter) = &self.limiter else {
+            return Ok(());
+        };
+        let now = u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let last = self.pruned_ms.load(Ordering::Relaxed);
+        if now.saturating_sub(last) >= FORGET_EVERY.as_millis() as u64
+            && self
+                .pruned_ms
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            limiter.retain_recent();
+            limiter.shrink_to_fit();
+        }
+        limiter
+            .check_key(&(room.clone(), seq))
+            .map_err(|not_until| {
+                let wait = not_until.wait_time_from(limiter.clock().now());
+                ApiError::SeatMapRateLimited {
+                    retry_after_secs: wait.as_secs_f64().ceil().max(1.0) as u64,
+                }
+            })
+    }
+
+    /// Sessions the limiter remembers now.
+    pub fn sessions(&self) -> usize {
+        self.limiter.as_ref().map_or(0, |l| l.len())
+    }
+}
+
+/// `{room}` and `{performance}` in the path.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+struct PerformancePath {
+    /// The room's id.
+    #[param(pattern = "^[a-z0-9][a-z0-9-]{0,63}$", example = "concert")]
+    #[allow(dead_code)] // read by the `Entry` extractors
+    room: String,
+    /// The performance's id.
+    #[param(pattern = "^[a-z0-9][a-z0-9-]{0,63}$", example = "evening")]
+    performance: String,
+}
+
+/// The booking store, or 404 when this origin sells nothing.
+fn store(state: &AppState) -> Result<&BookingStore, ApiError> {
+    state.booking.as_deref().ok_or(ApiError::NotFound)
+}
+
+/// Every seat of a performance with its price and state.
+///
+/// Cheap to poll: the answer carries an `ETag`, and a request whose
+/// `If-None-Match` names the current one gets 304 without the seats being
+/// read. Sent gzipped to a client that accepts it. The same map comes
+/// smaller, and cheaper to keep fresh, as `layout` plus `state`.
+#[utoipa::path(
+    get,
+    path = "/api/{room}/performances/{performance}/seats",
+    tag = "booking",
+    params(PerformancePath),
+    security(("entry_token" = [])),
+    responses(
+        (status = 200, description = "The seat map", body = SeatMap,
+            headers(("ETag" = String, description = "Changes whenever a seat's state may have"))),
+        (status = 304, description = "Unchanged since the `If-None-Match` tag"),
+        EntryAuth, NotFound, MapLimit, BookingDown,
+    ),
+)]
+#[instrument(skip_all, fields(room = %entry.0.room))]
+async fn seats(
+    State(state): State<AppState>,
+    entry: ActiveEntry,
+    Path(path): Path<PerformancePath>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let room = &entry.0.room;
+    let store = store(&state)?;
+    let at = store
+        .seat_map_tag(room.as_str(), &path.performance, state.clock.now_ms())
+        .await?;
+    if let Some(unchanged) = not_modified(&headers, at.tag(), STATE_CACHE) {
+        return Ok(unchanged);
+    }
+    state.seat_map_loads.check(room, entry.0.claims.seq)?;
+    let map = store.seat_map_state(&at).await?;
+    let gzip = accepts_gzip(&headers);
+    let body = map.map_body(gzip).await?;
+    Ok(answer(body, gzip, map.tag(), STATE_CACHE))
+}
+
+/// The performance's layout: sections in map order, with their rows,
+/// seats a row and price.
+///
+/// Seat `{name}-{row}-{number}` of each section, rows from 1 and numbers
+/// from 1, in this order, is the seat the state's letter at the same index
+/// describes. The layout changes only when the performance is replaced:
+/// browsers may keep it an hour (`ETag` is its version, which every state
+/// names as `layout`; a client whose layout differs loads it again).
+#[utoipa::path(
+    get,
+    path = "/api/{room}/performances/{performance}/layout",
+    tag = "booking",
+    params(PerformancePath),
+    security(("entry_token" = [])),
+    responses(
+        (status = 200, description = "The layout", body = SeatLayout,
+            headers(("ETag" = String, description = "The layout's version"))),
+        (status = 304, description = "Unchanged since the `If-None-Match` tag"),
+        EntryAuth, NotFound, MapLimit, BookingDown,
+    ),
+)]
+#[instrument(skip_all, fields(room = %entry.0.room))]
+async fn layout(
+    State(state): State<AppState>,
+    entry: ActiveEntry,
+    Path(path): Path<PerformancePath>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let room = &entry.0.room;
+    let layout = store(&state)?
+        .seat_layout(room.as_str(), &path.performance)
+        .await?;
+    if let Some(unchanged) = not_modified(&headers, layout.tag(), LAYOUT_CACHE) {
+        return Ok(unchanged);
+    }
+    state.seat_map_loads.check(room, entry.0.claims.seq)?;
+    let gzip = accepts_gzip(&headers);
+    let body = layout.body(gzip).await?;
+    Ok(answer(body, gzip, layout.tag(), LAYOUT_CACHE))
+}
+
+/// Every seat's state as one letter, in the layout's order: `a`
+/// available, `h` held, `b` booked.
+///
+/// What changes when seats are held, released or sold, and all that a
+/// client with the layout needs to draw the map again: 100,000 seats are
+/// 100 kB (a few hundred bytes gzipped). `layout` names the layout the
+/// letters follow. Cheap to poll, as `seats`: `ETag` and `If-None-Match`.
+#[utoipa::path(
+    get,
+    path = "/api/{room}/performances/{performance}/state",
+    tag = "booking",
+    params(PerformancePath),
+    security(("entry_token" = [])),
+    responses(
+        (status = 200, description = "The seats' states", body = SeatStates,
+            headers(("ETag" = String, description = "Changes whenever a seat's state may have"))),
+        (status = 304, description = "Unchanged since the `If-None-Match` tag"),
+        EntryAuth, NotFound, MapLimit, BookingDown,
+    ),
+)]
+#[instrument(skip_all, fields(room = %entry.0.room))]
+async fn state(
+    State(state): State<AppState>,
+    entry: ActiveEntry,
+    Path(path): Path<PerformancePath>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let room = &entry.0.room;
+    let store = store(&state)?;
+    let at = store
+        .seat_map_tag(room.as_str(), &path.performance, state.clock.now_ms())
+        .await?;
+    if let Some(unchanged) = not_modified(&headers, at.tag(), STATE_CACHE) {
+        return Ok(unchanged);
+    }
+    state.seat_map_loads.check(room, entry.0.claims.seq)?;
+    let map = store.seat_map_state(&at).await?;
+    let gzip = accepts_gzip(&headers);
+    let body = map.state_body(gzip).await?;
+    Ok(answer(body, gzip, map.tag(), STATE_CACHE))
+}
+
+/// 304 when `If-None-Match` lists `tag` (or is `*`).
+fn not_modified(headers: &HeaderMap, tag: &str, cache: &'static str) -> Option<Response> {
+    let etag = format!("\"{tag}\"");
+    let listed = headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|t| t.trim().trim_start_matches("W/"))
+        .any(|t| t == etag || t == "*");
+    listed.then(|| {
+        let mut response = StatusCode::NOT_MODIFIED.into_response();
+        set_headers(&mut response, &etag, cache);
+        response
+    })
+}
+
+/// A JSON answer, gzipped or not, with its tag.
+fn answer(body: Bytes, gzip: bool, tag: &str, cache: &'static str) -> Response {
+    let mut response = (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response();
+    if gzip {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    }
+    set_headers(&mut response, &format!("\"{tag}\""), cache);
+    response
+}
+
+fn set_headers(response: &mut Response, etag: &str, cache: &'static str) {
+    let h = response.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(etag) {
+        h.insert(header::ETAG, v);
+    }
+    // Every answer is the visitor's own: shared caches must not keep it.
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+    h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+}
+
+/// Whether `Accept-Encoding` takes gzip: listed (or `*`) with a quality
+/// above 0, and not refused by name.
+fn accepts_gzip(headers: &HeaderMap) -> bool {
+    let (mut named, mut any) = (None, None);
+    for item in headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+    {
+        let mut parts = item.split(';');
+        let coding = parts.next().unwrap_or("").trim();
+        let q = parts
+            .filter_map(|p| p.trim().strip_prefix("q="))
+            .find_map(|q| q.trim().parse::<f32>().ok())
+            .unwrap_or(1.0);
+        if coding.eq_ignore_ascii_case("gzip") || coding.eq_ignore_ascii_case("x-gzip") {
+            named = Some(named.unwrap_or(false) || q > 0.0);
+        } else if coding == "*" {
+            any = Some(q > 0.0);
+        }
+    }
+    named.or(any).unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(value: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::ACCEPT_ENCODING,
+            HeaderValue::from_str(value).unwrap(),
+        );
+        h
+    }
+
+    #[test]
+    fn gzip_is_taken_when_offered() {
+        for yes in [
+            "gzip",
+            "gzip, deflate, br",
+            "br;q=1, GZIP;q=0.5",
+            "*",
+            "identity, *;q=0.1",
+        ] {
+            assert!(accepts_gzip(&with(yes)), "{yes}");
+        }
+        for no in [
+            "",
+            "br",
+            "identity",
+            "gzip;q=0",
+            "*, gzip;q=0",
+            "gzip;q=0.0, br",
+        ] {
+            assert!(!accepts_gzip(&with(no)), "{no}");
+        }
+        assert!(!accepts_gzip(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn a_session_past_its_burst_waits() {
+        let loads = MapLoads::new(60);
+        let room = RoomId::parse("concert").unwrap();
+        for _ in 0..SEAT_MAP_BURST {
+            assert!(loads.check(&room, 7).is_ok());
+        }
+        match loads.check(&room, 7) {
+            Err(ApiError::SeatMapRateLimited { retry_after_secs }) => {
+                assert_eq!(retry_after_secs, 1)
+            }
+            other => panic!("{other:?}"),
+        }
+        // Another session, or the same number in another room, is its own.
+        assert!(loads.check(&room, 8).is_ok());
+        assert!(loads.check(&RoomId::parse("other").unwrap(), 7).is_ok());
+        assert!(MapLoads::new(0).check(&room, 7).is_ok());
+        assert_eq!(loads.sessions(), 3);
+    }
+}
