@@ -12,30 +12,36 @@
 //! The rules, in order (the first that applies wins):
 //! 1. A path over [`crate::path::MAX_PATH_LEN`] bytes is refused (414):
 //!    matching only part of it could match another path.
-//! 2. A path starting `/admin` (in any reading) is answered 404 unless the
+//! 2. A method the edge cannot forward as sent is refused (501, see
+//!    [`forwards_method`]): the edge never sends the origin another method
+//!    than the client's.
+//! 3. A path starting `/admin` (in any reading) is answered 404 unless the
 //!    request carries the bypass secret: the origin's admin API is not for
 //!    the public internet.
-//! 3. `/queue/*` passes to the origin (the queue API).
-//! 4. `/waiting-room/{room}` is the edge's own waiting page for a
+//! 4. `/queue/*` passes to the origin (the queue API).
+//! 5. `/waiting-room/{room}` is the edge's own waiting page for a
 //!    configured room (404 for others); `?to=` names where to go once
 //!    admitted, same-site paths only.
-//! 5. A `BYPASS_PATHS` prefix passes, and so does a CORS preflight
-//!    (`OPTIONS` with `Origin` and `Access-Control-Request-Method`):
-//!    preflights never carry credentials, so holding one would only break
-//!    the real request behind it, which is gated as usual. Any other
-//!    `OPTIONS` is gated like `GET`.
-//! 6. A path no room protects passes.
-//! 7. A protected path passes with the bypass secret, or with a valid entry
+//! 6. A `BYPASS_PATHS` prefix passes.
+//! 7. A path no room protects passes.
+//! 8. A protected path passes with the bypass secret, or with a valid entry
 //!    token (cookie `wr_entry_{room}` or header `Entry-Token`) for its room,
-//!    for each room if its readings fall under different ones.
-//! 8. Otherwise the request is held. With `FAIL_MODE=open` and the queue
-//!    known to be down it passes; with it unknown the gate asks for a check
+//!    for each room if its readings fall under different ones. Any method,
+//!    `OPTIONS` included, is gated alike.
+//! 9. Otherwise the request is held. A CORS preflight (`OPTIONS` with
+//!    `Origin` and `Access-Control-Request-Method`) is answered by the edge
+//!    itself, 204 with no CORS allowance ([`Decision::Preflight`]): a
+//!    preflight carries no credentials, so passing it would open protected
+//!    origin handlers to anyone who sends those two headers. With
+//!    `FAIL_MODE=open` and the queue known to be down any other held
+//!    request passes; with it unknown the gate asks for a check
 //!    ([`Decision::CheckQueue`]) and is called again with the answer.
 //!    A held request gets the waiting page or the JSON 429 (see
 //!    [`crate::http::want`]).
 //!
-//! What a forwarded request carries is a rule too: [`forwards_header`] says
-//! which request headers are copied to the origin.
+//! What a forwarded request carries is a rule too: [`forwards_method`]
+//! says which methods go out as sent, [`forwards_body`] which carry the
+//! body, and [`forwards_header`] which request headers are copied.
 
 use token::{BYPASS_HEADER, EDGE_HEADER, Kind};
 
@@ -85,8 +91,6 @@ pub enum Pass<'c> {
     Unprotected,
     /// Under a `BYPASS_PATHS` prefix.
     BypassPath,
-    /// A CORS preflight.
-    Preflight,
     /// Carried the bypass secret.
     BypassSecret,
     /// A valid entry token for this room.
@@ -126,6 +130,13 @@ pub enum Decision<'c> {
     Hidden,
     /// A path longer than [`path::MAX_PATH_LEN`]: 414.
     TooLong,
+    /// A method the edge cannot forward as sent (see [`forwards_method`]):
+    /// 501.
+    MethodNotSupported,
+    /// A CORS preflight for a protected path the request may not enter:
+    /// answered by the edge, 204 with no CORS allowance, so the browser
+    /// does not send the cross-site request it asked about.
+    Preflight,
 }
 
 /// Decides where a request goes. See the module docs for the rules.
@@ -134,6 +145,9 @@ pub fn decide<'c>(cfg: &'c EdgeConfig, input: &Input<'_>) -> Decision<'c> {
     let Ok(paths) = path::Readings::of(input.path) else {
         return Decision::TooLong;
     };
+    if !forwards_method(input.method) {
+        return Decision::MethodNotSupported;
+    }
     let bypass_secret = input
         .bypass
         .is_some_and(|secret| cfg.is_bypass_secret(secret));
@@ -166,9 +180,6 @@ pub fn decide<'c>(cfg: &'c EdgeConfig, input: &Input<'_>) -> Decision<'c> {
     if paths.iter().all(|p| cfg.is_bypass_path(p)) {
         return Decision::Forward(Pass::BypassPath);
     }
-    if is_preflight(input) {
-        return Decision::Forward(Pass::Preflight);
-    }
     let mut rooms: Vec<&'c str> = Vec::new();
     for room in paths.iter().filter_map(|p| cfg.room_for(p)) {
         if !rooms.contains(&room) {
@@ -184,6 +195,9 @@ pub fn decide<'c>(cfg: &'c EdgeConfig, input: &Input<'_>) -> Decision<'c> {
     let Some(room) = rooms.into_iter().find(|room| !has_entry(cfg, input, room)) else {
         return Decision::Forward(Pass::Admitted(first));
     };
+    if is_preflight(input) {
+        return Decision::Preflight;
+    }
     if cfg.fail_mode == FailMode::Open {
         match input.queue {
             QueueHealth::Down => return Decision::Forward(Pass::FailOpen(room)),
@@ -212,7 +226,8 @@ pub fn decide<'c>(cfg: &'c EdgeConfig, input: &Input<'_>) -> Decision<'c> {
 
 /// Whether the request is a CORS preflight: `OPTIONS` with both `Origin`
 /// and `Access-Control-Request-Method`, as browsers send it. A bare
-/// `OPTIONS` is an ordinary request some origins answer with content.
+/// `OPTIONS` is an ordinary request some origins answer with content, and
+/// held like any other.
 fn is_preflight(input: &Input<'_>) -> bool {
     input.method.eq_ignore_ascii_case("OPTIONS")
         && input.origin.is_some()
@@ -236,6 +251,39 @@ fn has_entry(cfg: &EdgeConfig, input: &Input<'_>, room: &str) -> bool {
     input
         .cookie
         .is_some_and(|cookie| http::cookie_values(cookie, &name).any(verifies))
+}
+
+/// Longest method the edge forwards; registered methods are at most 17
+/// bytes (`UPDATEREDIRECTREF`).
+pub const MAX_METHOD_LEN: usize = 32;
+
+/// Methods the Fetch API the edge forwards with refuses to send
+/// (`new Request` throws): a tunnel and two that echo the request back,
+/// credentials and all.
+const FORBIDDEN_METHODS: [&str; 3] = ["CONNECT", "TRACE", "TRACK"];
+
+/// Whether the edge can forward a request with this method exactly as
+/// sent: an HTTP token (RFC 9110: letters, digits and
+/// ``!#$%&'*+-.^_`|~``) of at most [`MAX_METHOD_LEN`] bytes that the Fetch
+/// API sends. Any such method is forwarded under its own name (`PATCH`,
+/// `PROPFIND`, an extension method), never read as another.
+#[must_use]
+pub fn forwards_method(method: &str) -> bool {
+    let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    !method.is_empty()
+        && method.len() <= MAX_METHOD_LEN
+        && method.bytes().all(token)
+        && !FORBIDDEN_METHODS
+            .iter()
+            .any(|m| method.eq_ignore_ascii_case(m))
+}
+
+/// Whether a forwarded request with this method carries the client's body:
+/// all but `GET` and `HEAD` (any case, as the Fetch API reads them), which
+/// may not have one.
+#[must_use]
+pub fn forwards_body(method: &str) -> bool {
+    !(method.eq_ignore_ascii_case("GET") || method.eq_ignore_ascii_case("HEAD"))
 }
 
 /// Request headers never copied to the origin: the runtime sets the

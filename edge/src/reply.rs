@@ -86,6 +86,8 @@ impl Reply {
             Decision::NotFound => Some(Reply::not_found()),
             Decision::Hidden => Some(Reply::hidden()),
             Decision::TooLong => Some(Reply::too_long()),
+            Decision::MethodNotSupported => Some(Reply::method_not_supported()),
+            Decision::Preflight => Some(Reply::preflight_refused()),
             Decision::Forward(_) | Decision::CheckQueue => None,
         }
     }
@@ -110,6 +112,31 @@ impl Reply {
     #[must_use]
     pub fn too_long() -> Reply {
         json_reply(414, error_json("uri_too_long", "The address is too long."))
+    }
+
+    /// 501 for a method the edge cannot forward as sent (see
+    /// [`crate::gate::forwards_method`]).
+    #[must_use]
+    pub fn method_not_supported() -> Reply {
+        json_reply(
+            501,
+            error_json(
+                "method_not_supported",
+                "This request method is not supported here.",
+            ),
+        )
+    }
+
+    /// 204 with no body and no `Access-Control-Allow-*` header: the answer
+    /// to a CORS preflight for a protected path, which tells the browser
+    /// the cross-site request it asked about is not allowed.
+    #[must_use]
+    pub fn preflight_refused() -> Reply {
+        Reply {
+            status: 204,
+            headers: vec![("Cache-Control", "no-store".to_owned())],
+            body: String::new(),
+        }
     }
 
     /// 502 when a request could not be forwarded to the origin at all.
@@ -213,6 +240,7 @@ mod tests {
             (Reply::not_found(), 404, "unknown_room"),
             (Reply::hidden(), 404, "not_found"),
             (Reply::too_long(), 414, "uri_too_long"),
+            (Reply::method_not_supported(), 501, "method_not_supported"),
             (Reply::origin_unreachable(true), 502, "queue_unavailable"),
             (Reply::origin_unreachable(false), 502, "origin_unreachable"),
             (Reply::misconfigured(), 500, "edge_misconfigured"),
@@ -222,6 +250,22 @@ mod tests {
             assert_eq!(body["error"]["code"], code);
             assert!(body["error"]["message"].is_string());
         }
+    }
+
+    #[test]
+    fn a_refused_preflight_is_empty_and_allows_nothing() {
+        let page = Page::new(&PageStyle::default());
+        let reply = Reply::for_decision(&Decision::Preflight, &page, false).expect("answer");
+        assert_eq!(reply.status, 204);
+        assert!(reply.body.is_empty());
+        assert!(
+            reply
+                .headers
+                .iter()
+                .all(|(name, _)| !name.to_ascii_lowercase().starts_with("access-control-")),
+            "{:?}",
+            reply.headers
+        );
     }
 
     #[test]

@@ -13,14 +13,13 @@ use std::time::Duration;
 
 use futures_util::future::{Either, select};
 use token::{BYPASS_HEADER, EDGE_HEADER, ENTRY_TOKEN_HEADER};
-use worker::wasm_bindgen::JsValue;
 use worker::{
-    AbortController, Date, Delay, Env, Fetch, Headers, Method, Request, RequestInit,
-    RequestRedirect, Response, Result, console_error, console_warn,
+    AbortController, Date, Delay, Env, Fetch, Headers, Request, RequestInit, RequestRedirect,
+    Response, Result, console_error, console_warn, web_sys,
 };
 
 use crate::config::EdgeConfig;
-use crate::gate::{Input, Pass, forwards_header};
+use crate::gate::{Input, Pass, forwards_body, forwards_header};
 use crate::health::{HealthMemory, PROBE_TIMEOUT_MS, QueueHealth, status_means_down};
 use crate::page::Page;
 use crate::reply::Reply;
@@ -169,17 +168,28 @@ pub async fn forward(req: Request, cfg: &EdgeConfig, pass: Pass<'_>) -> Result<R
         }
     }
     headers.set(EDGE_HEADER, &cfg.edge_secret)?;
-    let method = req.method();
-    let body = match method {
-        Method::Get | Method::Head => None,
-        _ => req.inner().body().map(JsValue::from),
-    };
     let mut init = RequestInit::new();
-    init.with_method(method)
-        .with_headers(headers)
-        .with_redirect(RequestRedirect::Manual)
-        .with_body(body);
-    let outbound = Request::new_with_init(&target, &init)?;
+    init.with_headers(headers)
+        .with_redirect(RequestRedirect::Manual);
+    // The method goes out as the runtime's own string: the worker crate's
+    // `Method` reads any method it does not list (PROPFIND, ...) as GET.
+    let method = req.inner().method();
+    let init = web_sys::RequestInit::from(&init);
+    init.set_method(&method);
+    if forwards_body(&method)
+        && let Some(body) = req.inner().body()
+    {
+        init.set_body(&body);
+    }
+    let outbound = match web_sys::Request::new_with_str_and_init(&target, &init) {
+        Ok(outbound) => Request::from(outbound),
+        Err(e) => {
+            // The gate has checked the rest; what the runtime may still
+            // refuse is the method. Refused, never sent as another.
+            console_warn!("waiting-room edge: cannot forward method {method}: {e:?}");
+            return respond(Reply::method_not_supported());
+        }
+    };
     match Fetch::Request(outbound).send().await {
         Ok(response) => {
             if queue {
@@ -237,7 +247,11 @@ pub fn respond(reply: Reply) -> Result<Response> {
     for (name, value) in &reply.headers {
         headers.set(name, value)?;
     }
-    Ok(Response::from_bytes(reply.body.into_bytes())?
-        .with_status(reply.status)
-        .with_headers(headers))
+    // A 204 may have no body at all, not even an empty one.
+    let response = if reply.body.is_empty() {
+        Response::empty()?
+    } else {
+        Response::from_bytes(reply.body.into_bytes())?
+    };
+    Ok(response.with_status(reply.status).with_headers(headers))
 }

@@ -71,6 +71,19 @@ function tamper(token) {
   return `${bytes.toString("base64url")}.${mac}`;
 }
 
+/** A request with any method (fetch refuses TRACE and friends). */
+function raw(base, method, urlPath) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(base + urlPath, { method, headers: { Accept: "application/json" } }, (res) => {
+      const chunks = [];
+      res.on("data", (c) => chunks.push(c));
+      res.on("end", () => resolve({ status: res.statusCode, text: Buffer.concat(chunks).toString() }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
 async function eventually(what, fn, timeoutMs = 15000) {
   const deadline = Date.now() + timeoutMs;
   let last;
@@ -124,17 +137,61 @@ describe("edge in workerd in front of the origin", { timeout: 180000 }, () => {
     if (dir) cleanup(dir);
   });
 
-  test("unprotected paths, bypass paths and preflights pass to the origin untouched", async () => {
+  test("unprotected paths and bypass paths pass to the origin untouched", async () => {
     const v = new Visitor(closed.url);
     const health = await v.json("GET", "/healthz");
     assert.equal(health.status, 200);
     assert.equal(health.json.status, "ok");
     assertReachedOrigin(await v.page("/static/app.css"), "bypass path");
     assertReachedOrigin(await v.page("/elsewhere"), "unprotected path");
-    const preflight = await v.request("OPTIONS", "/api/seats", {
-      headers: { Origin: "http://127.0.0.1:1", "Access-Control-Request-Method": "POST" },
-    });
-    assertReachedOrigin(preflight, "CORS preflight on a protected path");
+  });
+
+  test("a CORS preflight to a protected path is answered by the edge, allowing nothing", async () => {
+    echoed = [];
+    const v = new Visitor(echoEdge.url);
+    const preflight = { Origin: "http://127.0.0.1:1", "Access-Control-Request-Method": "POST" };
+    for (const path of ["/api/seats", "/book/concert", "/static/..;/api/seats"]) {
+      const res = await v.request("OPTIONS", path, { headers: preflight });
+      assert.equal(res.status, 204, `${path}: status`);
+      assert.equal(res.text, "", `${path}: no body`);
+      const allowing = [...res.headers.keys()].filter((name) => name.startsWith("access-control-"));
+      assert.deepEqual(allowing, [], `${path}: no CORS allowance`);
+    }
+    assert.deepEqual(echoed.map((r) => `${r.method} ${r.url}`), [], "no preflight reached the origin");
+    // Where the edge has nothing to guard, the site answers its preflights.
+    await v.request("OPTIONS", "/elsewhere", { headers: preflight });
+    await v.request("OPTIONS", "/static/app.css", { headers: preflight });
+    // Staff with the bypass secret pass with any method.
+    await v.request("OPTIONS", "/api/seats", { headers: { ...preflight, "Waiting-Room-Bypass": BYPASS_SECRET } });
+    assert.deepEqual(echoed.map((r) => `${r.method} ${r.url}`), [
+      "OPTIONS /elsewhere", "OPTIONS /static/app.css", "OPTIONS /api/seats",
+    ]);
+  });
+
+  test("every method is forwarded as sent, or refused, never sent as another", async () => {
+    echoed = [];
+    const v = new Visitor(echoEdge.url);
+    const staff = { "Waiting-Room-Bypass": BYPASS_SECRET, "Content-Type": "text/plain" };
+    for (const method of ["PATCH", "PROPFIND", "MKCOL", "REPORT", "DELETE", "PUT", "OPTIONS"]) {
+      for (const path of ["/elsewhere/m", "/api/seats"]) {
+        const res = await v.request(method, path, { headers: staff, body: `${method} body` });
+        assert.equal(res.status, 201, `${method} ${path}: status`);
+        const seen = echoed.at(-1);
+        assert.equal(`${seen.method} ${seen.url}`, `${method} ${path}`, `${method} ${path}: as sent`);
+        assert.equal(seen.body, `${method} body`, `${method} ${path}: body`);
+      }
+    }
+    // What the Workers fetch refuses is the edge's 501; a method workerd
+    // does not know never reaches the worker (workerd answers 501 itself).
+    echoed = [];
+    const trace = await raw(echoEdge.url, "TRACE", "/elsewhere/m");
+    assert.equal(trace.status, 501, trace.text);
+    assert.equal(JSON.parse(trace.text).error.code, "method_not_supported");
+    const madeUp = await raw(echoEdge.url, "FOOBAR", "/elsewhere/m");
+    assert.equal(madeUp.status, 501, madeUp.text);
+    assert.deepEqual(echoed.map((r) => `${r.method} ${r.url}`), [], "none of these reached the origin");
+    // A held one stays held.
+    assertInQueue(await new Visitor(echoEdge.url).json("PROPFIND", "/api/seats"), "PROPFIND without a token");
   });
 
   test("no token: a browser gets the waiting page, keeping the wanted page", async () => {

@@ -341,7 +341,7 @@ fn paths() {
             Decision::Forward(Pass::BypassPath),
         ),
         (
-            "CORS preflight passes",
+            "a CORS preflight to a protected path is the edge's to answer",
             Req {
                 method: "OPTIONS",
                 accept: Some("*/*"),
@@ -350,7 +350,7 @@ fn paths() {
                 acrm: Some("POST"),
                 ..api("/api/seats")
             },
-            Decision::Forward(Pass::Preflight),
+            Decision::Preflight,
         ),
         (
             "POST is gated like GET",
@@ -798,7 +798,7 @@ fn path_parameters_are_read_as_servlet_containers_do() {
 }
 
 #[test]
-fn only_real_preflights_pass() {
+fn preflights_to_protected_paths_are_answered_by_the_edge() {
     let cfg = narrow();
     let options = |path: &'static str| Req {
         method: "OPTIONS",
@@ -817,7 +817,7 @@ fn only_real_preflights_pass() {
             (
                 "Origin and Access-Control-Request-Method",
                 preflight("/book/x"),
-                Decision::Forward(Pass::Preflight),
+                Decision::Preflight,
             ),
             (
                 "lowercase method",
@@ -825,7 +825,12 @@ fn only_real_preflights_pass() {
                     method: "options",
                     ..preflight("/book/x")
                 },
-                Decision::Forward(Pass::Preflight),
+                Decision::Preflight,
+            ),
+            (
+                "a path read as protected in any reading",
+                preflight("/static/..;/book/x"),
+                Decision::Preflight,
             ),
             (
                 "bare OPTIONS is gated",
@@ -857,9 +862,34 @@ fn only_real_preflights_pass() {
                 in_queue("concert", "/book/x"),
             ),
             (
+                "a preflight with a token passes as admitted",
+                preflight("/book/x").token(entry("concert")),
+                Decision::Forward(Pass::Admitted("concert")),
+            ),
+            (
+                "a preflight with the bypass secret passes",
+                preflight("/book/x").bypass(BYPASS),
+                Decision::Forward(Pass::BypassSecret),
+            ),
+            (
                 "bare OPTIONS with a token passes as admitted",
                 options("/book/x").token(entry("concert")),
                 Decision::Forward(Pass::Admitted("concert")),
+            ),
+            (
+                "a preflight to an unprotected path passes",
+                preflight("/elsewhere"),
+                Decision::Forward(Pass::Unprotected),
+            ),
+            (
+                "a preflight to a bypass path passes",
+                preflight("/static/app.css"),
+                Decision::Forward(Pass::BypassPath),
+            ),
+            (
+                "a preflight to the queue API passes",
+                preflight("/queue/concert/join"),
+                Decision::Forward(Pass::Queue),
             ),
             (
                 "bare OPTIONS on an unprotected path",
@@ -868,6 +898,97 @@ fn only_real_preflights_pass() {
             ),
         ],
     );
+    // Fail-open lets held requests through while the queue is down, but a
+    // preflight is still the edge's: it carries nothing to admit.
+    let open = config("open");
+    for queue in [QueueHealth::Down, QueueHealth::Unknown, QueueHealth::Up] {
+        assert_eq!(
+            preflight("/book/x").queue(queue).decide(&open),
+            Decision::Preflight,
+            "{queue:?}"
+        );
+    }
+}
+
+#[test]
+fn methods_are_forwarded_as_sent_or_refused() {
+    let cfg = narrow();
+    let with = |method: &'static str, path: &'static str| Req {
+        method,
+        ..api(path)
+    };
+    for method in [
+        "GET",
+        "HEAD",
+        "POST",
+        "PUT",
+        "PATCH",
+        "DELETE",
+        "OPTIONS",
+        "PROPFIND",
+        "MKCOL",
+        "REPORT",
+        "PURGE",
+        "patch",
+        "X-CUSTOM_1",
+        "M!#$%&'*+-.^_`|~9",
+    ] {
+        assert!(forwards_method(method), "{method}");
+        // Any such method is gated alike and, once through, forwarded.
+        assert_eq!(
+            with(method, "/book/x").decide(&cfg),
+            in_queue("concert", "/book/x"),
+            "{method}"
+        );
+        assert_eq!(
+            with(method, "/book/x").token(entry("concert")).decide(&cfg),
+            Decision::Forward(Pass::Admitted("concert")),
+            "{method}"
+        );
+        assert_eq!(
+            with(method, "/elsewhere").decide(&cfg),
+            Decision::Forward(Pass::Unprotected),
+            "{method}"
+        );
+    }
+    let too_long = leak("A".repeat(MAX_METHOD_LEN + 1));
+    let longest = leak("A".repeat(MAX_METHOD_LEN));
+    assert!(forwards_method(longest));
+    for method in [
+        "", "CONNECT", "TRACE", "trace", "TRACK", "GET ", "G ET", "GE\tT", "GET\r\nX", "GÉT",
+        "(GET)", "GET/1", too_long,
+    ] {
+        assert!(!forwards_method(method), "{method:?}");
+        // Refused whatever the path and whatever the request carries.
+        for req in [
+            with(method, "/book/x"),
+            with(method, "/book/x").bypass(BYPASS),
+            with(method, "/elsewhere"),
+            with(method, "/queue/concert/join"),
+            with(method, "/static/app.css"),
+            with(method, "/admin/rooms").bypass(BYPASS),
+        ] {
+            assert_eq!(req.decide(&cfg), Decision::MethodNotSupported, "{method:?}");
+        }
+    }
+}
+
+#[test]
+fn bodies_go_with_every_method_but_get_and_head() {
+    for (method, body) in [
+        ("GET", false),
+        ("get", false),
+        ("HEAD", false),
+        ("Head", false),
+        ("POST", true),
+        ("PATCH", true),
+        ("PROPFIND", true),
+        ("OPTIONS", true),
+        ("DELETE", true),
+        ("GETX", true),
+    ] {
+        assert_eq!(forwards_body(method), body, "{method}");
+    }
 }
 
 #[test]
