@@ -26,6 +26,7 @@ both!(
     one_live_hold_per_visitor_and_room,
     two_holds_at_once_on_two_performances,
     duplicate_live_holds_end_when_the_key_moves_to_the_room,
+    two_paying_holds_of_one_visitor_survive_the_migration,
 );
 
 async fn performances_and_listing(db: &TestDb) {
@@ -749,6 +750,44 @@ async fn two_holds_at_once_on_two_performances(db: &TestDb) {
 /// live holds of one visitor in a room; the migration to the per-room key
 /// ends all but one first (never a paying one: its payment decides it),
 /// frees their seats, and cannot fail on such data.
+/// Two paying holds of one visitor in a room (possible under the old key)
+/// do not stop the migration: both stay paying, one keeps the live place.
+async fn two_paying_holds_of_one_visitor_survive_the_migration(db: &TestDb) {
+    db.migrate_before(20261127090000).await;
+    let mut conn = db.raw().await;
+    const V: &str = "0000000000000000000000000000000a";
+    for (pkey, hold) in [
+        (1i64, "00000000-0000-7000-8000-000000000001"),
+        (2, "00000000-0000-7000-8000-000000000002"),
+    ] {
+        sqlx::query(
+            "INSERT INTO booking_holds (hold_id, pkey, room, visitor, live_visitor, seats, \
+             total, state, created_at, expires_at, paying_until) \
+             VALUES (?, ?, 'mig', ?, ?, 'A-1-1', 10, 'paying', 0, 1, 1)",
+        )
+        .bind(hold)
+        .bind(pkey)
+        .bind(V)
+        .bind(V)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    }
+    conn.close().await.ok();
+    db.migrate_before(i64::MAX).await;
+    let mut conn = db.raw().await;
+    let after: Vec<(String, String, Option<String>)> =
+        sqlx::query_as("SELECT hold_id, state, live_visitor FROM booking_holds ORDER BY hold_id")
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+    conn.close().await.ok();
+    let states: Vec<&str> = after.iter().map(|(_, s, _)| s.as_str()).collect();
+    assert_eq!(states, ["paying", "paying"], "their payments decide them");
+    assert_eq!(after[0].2, None);
+    assert_eq!(after[1].2.as_deref(), Some(V), "the newest keeps the place");
+}
+
 async fn duplicate_live_holds_end_when_the_key_moves_to_the_room(db: &TestDb) {
     db.migrate_before(20261127090000).await;
     let mut conn = db.raw().await;

@@ -27,6 +27,22 @@ UPDATE booking_holds h JOIN booking_holds_surplus x ON h.hold_id = x.hold_id
 SET h.state = 'expired', h.live_visitor = NULL,
     h.ended_at = CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED);
 DROP TEMPORARY TABLE booking_holds_surplus;
+-- Two paying holds of one visitor in a room (two performances confirmed at
+-- once before a restart) both stay paying, for their payments to decide;
+-- all but the newest give up their place in the key.
+CREATE TEMPORARY TABLE booking_holds_paying_surplus (
+    hold_id CHAR(36) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY
+);
+INSERT INTO booking_holds_paying_surplus (hold_id)
+SELECT h.hold_id FROM booking_holds h
+WHERE h.state = 'paying' AND h.live_visitor IS NOT NULL AND EXISTS (
+    SELECT 1 FROM booking_holds o
+    WHERE o.room = h.room AND o.live_visitor = h.live_visitor
+      AND o.state = 'paying' AND o.hold_id > h.hold_id
+);
+UPDATE booking_holds h JOIN booking_holds_paying_surplus x ON h.hold_id = x.hold_id
+SET h.live_visitor = NULL;
+DROP TEMPORARY TABLE booking_holds_paying_surplus;
 ALTER TABLE booking_holds
     DROP INDEX booking_holds_live,
     ADD UNIQUE KEY booking_holds_live_room (room, live_visitor);

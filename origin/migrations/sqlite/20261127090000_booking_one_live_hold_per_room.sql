@@ -34,5 +34,15 @@ WHERE state = 'held' AND live_visitor IS NOT NULL AND EXISTS (
       AND o.hold_id <> booking_holds.hold_id
       AND (o.state = 'paying' OR o.hold_id > booking_holds.hold_id)
 );
+-- Two paying holds of one visitor in a room (two performances confirmed at
+-- once before a restart) both stay paying, for their payments to decide;
+-- all but the newest give up their place in the key (the newest never
+-- changes, so the order rows are updated in does not matter).
+UPDATE booking_holds SET live_visitor = NULL
+WHERE state = 'paying' AND live_visitor IS NOT NULL AND EXISTS (
+    SELECT 1 FROM booking_holds o
+    WHERE o.room = booking_holds.room AND o.live_visitor = booking_holds.live_visitor
+      AND o.state = 'paying' AND o.hold_id > booking_holds.hold_id
+);
 DROP INDEX booking_holds_live;
 CREATE UNIQUE INDEX booking_holds_live_room ON booking_holds (room, live_visitor);
