@@ -188,8 +188,9 @@ pub struct Config {
     /// edge's `CF-Connecting-IP`, with --edge-secret).
     #[arg(long, env = "WR_TRUSTED_PROXIES", value_delimiter = ',')]
     pub trusted_proxies: Vec<std::net::IpAddr>,
-    /// Seat map loads one session may make a minute, in bursts of 20; a
-    /// 304 does not count (0 = no limit). The seat page polls every 3 s.
+    /// Seat map loads one session may make a minute, in bursts of 20;
+    /// conditional loads (304) count too (0 = no limit). The seat page
+    /// polls every 3 s.
     #[arg(long, env = "WR_SEAT_MAP_PER_MINUTE", default_value_t = crate::http::seatmap::DEFAULT_SEAT_MAP_PER_MINUTE)]
     pub seat_map_per_minute: u32,
 }

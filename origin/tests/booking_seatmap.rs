@@ -383,8 +383,9 @@ async fn loaders_arriving_together_cost_one_read(db: &TestDb) {
 }
 
 /// A session loads the map at most its burst at once: then 429
-/// `rate_limited` with `Retry-After`. A conditional load the tag answers
-/// (304) still works and is not counted; another session is not affected.
+/// `rate_limited` with `Retry-After`. A conditional load counts too (its
+/// tag costs reads), and `If-None-Match: *` is no way around it; another
+/// session is not affected.
 /// (One load a minute: none comes back while the test runs.)
 async fn map_loads_past_the_limit_are_refused(db: &TestDb) {
     let s = sale_with(db, |state| state.with_seat_map_per_minute(1)).await;
@@ -412,10 +413,17 @@ async fn map_loads_past_the_limit_are_refused(db: &TestDb) {
         let wait: u64 = r.headers["retry-after"].to_str().unwrap().parse().unwrap();
         assert!((1..=60).contains(&wait), "{wait}");
     }
+    for tag in [etag.as_str(), "*"] {
+        let r = s
+            .call("GET", &uri, &greedy, &[("if-none-match", tag)], None)
+            .await;
+        assert_eq!(r.status, 429, "{tag}: the tag costs reads too");
+    }
+    // `*` names no state: another session gets the map, not a 304.
     let r = s
-        .call("GET", &uri, &greedy, &[("if-none-match", &etag)], None)
+        .call("GET", &uri, &other, &[("if-none-match", "*")], None)
         .await;
-    assert_eq!(r.status, 304, "an unchanged map costs the tag only");
+    assert_eq!(r.status, 200);
     s.get(&room, "state", &other).await;
 }
 

@@ -5,9 +5,9 @@
 //! seats are held, released or sold.
 //!
 //! Every answer has an `ETag`; a request naming the current one gets 304
-//! from the tag alone (three small reads), and does not count against the
-//! session's map loads. The others count (`--seat-map-per-minute` per
-//! session, bursts of [`SEAT_MAP_BURST`]): over it, 429 `rate_limited`. A
+//! from the tag alone (three small reads). Every load counts, conditional
+//! or not, before anything is read (`--seat-map-per-minute` per session,
+//! bursts of [`SEAT_MAP_BURST`]): over it, 429 `rate_limited`. A
 //! client that accepts gzip gets the store's gzip form of the answer, made
 //! once per state, not once per request.
 
@@ -167,13 +167,13 @@ async fn seats(
 ) -> Result<Response, ApiError> {
     let room = &entry.0.room;
     let store = store(&state)?;
+    state.seat_map_loads.check(room, entry.0.claims.seq)?;
     let at = store
         .seat_map_tag(room.as_str(), &path.performance, state.clock.now_ms())
         .await?;
     if let Some(unchanged) = not_modified(&headers, at.tag(), STATE_CACHE) {
         return Ok(unchanged);
     }
-    state.seat_map_loads.check(room, entry.0.claims.seq)?;
     let map = store.seat_map_state(&at).await?;
     let gzip = accepts_gzip(&headers);
     let body = map.map_body(gzip).await?;
@@ -209,13 +209,13 @@ async fn layout(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let room = &entry.0.room;
+    state.seat_map_loads.check(room, entry.0.claims.seq)?;
     let layout = store(&state)?
         .seat_layout(room.as_str(), &path.performance)
         .await?;
     if let Some(unchanged) = not_modified(&headers, layout.tag(), LAYOUT_CACHE) {
         return Ok(unchanged);
     }
-    state.seat_map_loads.check(room, entry.0.claims.seq)?;
     let gzip = accepts_gzip(&headers);
     let body = layout.body(gzip).await?;
     Ok(answer(body, gzip, layout.tag(), LAYOUT_CACHE))
@@ -250,20 +250,21 @@ async fn state(
 ) -> Result<Response, ApiError> {
     let room = &entry.0.room;
     let store = store(&state)?;
+    state.seat_map_loads.check(room, entry.0.claims.seq)?;
     let at = store
         .seat_map_tag(room.as_str(), &path.performance, state.clock.now_ms())
         .await?;
     if let Some(unchanged) = not_modified(&headers, at.tag(), STATE_CACHE) {
         return Ok(unchanged);
     }
-    state.seat_map_loads.check(room, entry.0.claims.seq)?;
     let map = store.seat_map_state(&at).await?;
     let gzip = accepts_gzip(&headers);
     let body = map.state_body(gzip).await?;
     Ok(answer(body, gzip, map.tag(), STATE_CACHE))
 }
 
-/// 304 when `If-None-Match` lists `tag` (or is `*`).
+/// 304 when `If-None-Match` lists `tag` (`*` is not honoured: it would be a
+/// 304 whatever the state, a way to poll the tag's reads for free).
 fn not_modified(headers: &HeaderMap, tag: &str, cache: &'static str) -> Option<Response> {
     let etag = format!("\"{tag}\"");
     let listed = headers
@@ -272,7 +273,7 @@ fn not_modified(headers: &HeaderMap, tag: &str, cache: &'static str) -> Option<R
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .map(|t| t.trim().trim_start_matches("W/"))
-        .any(|t| t == etag || t == "*");
+        .any(|t| t == etag);
     listed.then(|| {
         let mut response = StatusCode::NOT_MODIFIED.into_response();
         set_headers(&mut response, &etag, cache);
