@@ -54,8 +54,9 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// origin controls is timed: requests of a session [`entry::renew`]
 /// verified (a refusal is no sample), from after the body has arrived (a
 /// client sending it slowly is not the booking system being slow) to the
-/// handler's answer, and only answers that did the work (a success, or a
-/// failure of the origin's own); `Latency` caps each session's share.
+/// handler's answer, and only answers that did the work (a success other
+/// than 304, or a failure of the origin's own); `Latency` caps each
+/// session's share.
 ///
 /// [`entry::renew`]: super::entry::renew
 pub async fn track_latency(
@@ -92,7 +93,9 @@ pub async fn track_latency(
     let started = Instant::now();
     let response = next.run(request).await;
     let status = response.status();
-    if status.is_success() || status == StatusCode::NOT_MODIFIED || status.is_server_error() {
+    // A 304 did no work worth timing; a session polling tags must not
+    // outvote the requests that did.
+    if status.is_success() || status.is_server_error() {
         state.latency.record(&room, seq, started.elapsed());
     }
     response
@@ -341,7 +344,15 @@ async fn confirm(
     let booking = result?;
     // The sale is made: the slot goes to the next waiter now (a repeat
     // finds the session gone already, which is fine).
-    end_session(&state, room, claims.seq, claims.visitor).await?;
+    // In a task of its own: a request cut short here (its deadline, the
+    // client hanging up) must not leave the session running after its
+    // booking, free to hold and buy again.
+    let ending = {
+        let (state, room) = (state.clone(), room.clone());
+        let (seq, visitor) = (claims.seq, claims.visitor);
+        tokio::spawn(async move { end_session(&state, &room, seq, visitor).await })
+    };
+    ending.await.map_err(|_| ApiError::Internal)??;
     let mut response = (StatusCode::CREATED, Json(booking)).into_response();
     response
         .headers_mut()

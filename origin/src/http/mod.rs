@@ -150,13 +150,21 @@ async fn limit_headers(request: Request, next: Next) -> Response {
 }
 
 /// Marks every answer that sets a cookie `Cache-Control: private,
-/// no-store`, whatever its handler said: a shared cache (a CDN rule that
-/// caches everything) must never hand one visitor's ticket or entry to
-/// another. Pages that revalidate (the seat map) send `If-None-Match`
-/// themselves.
+/// no-store`, unless its handler already made it `private`: a shared cache
+/// (a CDN rule that caches everything) must never hand one visitor's
+/// ticket or entry to another, while the browser's own cache may keep what
+/// its handler allows (the seat map's layout).
 async fn private_when_setting_cookies(request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
-    if response.headers().contains_key(header::SET_COOKIE) {
+    let private = response
+        .headers()
+        .get(header::CACHE_CONTROL)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(',')
+                .any(|d| d.trim().eq_ignore_ascii_case("private"))
+        });
+    if response.headers().contains_key(header::SET_COOKIE) && !private {
         response.headers_mut().insert(
             header::CACHE_CONTROL,
             HeaderValue::from_static("private, no-store"),
