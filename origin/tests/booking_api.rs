@@ -1146,10 +1146,10 @@ async fn a_slow_body_is_not_booking_being_slow(db: &TestDb) {
         let room = room.clone();
         sends.push(tokio::spawn(async move {
             let body = json!({ "seats": [format!("A-1-{}", i + 1)] }).to_string();
-            // The body in two parts, 600 ms apart.
+            // The body in two parts, 2 s apart.
             let (first, rest) = body.split_at(5);
             let (first, rest) = (first.to_owned(), rest.to_owned());
-            let stream = async_stream_of(first, rest, Duration::from_millis(600));
+            let stream = async_stream_of(first, rest, Duration::from_secs(2));
             let req = Request::builder()
                 .method("POST")
                 .uri(format!("/api/{room}/performances/night/holds"))
@@ -1165,9 +1165,11 @@ async fn a_slow_body_is_not_booking_being_slow(db: &TestDb) {
         assert_eq!(r.status, 201, "{}", r.json);
     }
     let p99 = s.state.latency.p99(&room).expect("eight samples");
+    // Eight holds at once on a loaded machine take a few hundred ms of
+    // their own; with the body's 2 s in them every sample would pass 2 s.
     assert!(
-        p99 < Duration::from_millis(400),
-        "the body's 600 ms counted as booking's: p99 {p99:?}"
+        p99 < Duration::from_millis(1_500),
+        "the body's 2 s counted as booking's: p99 {p99:?}"
     );
 }
 
