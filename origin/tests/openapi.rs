@@ -132,6 +132,23 @@ async fn every_documented_operation_is_served_and_nothing_else_on_its_path() {
     }
 }
 
+/// The document is byte for byte the committed copy: a refactor that changes
+/// the contract shows up here. After a deliberate change, write the copy
+/// anew with `WR_WRITE_OPENAPI=1` and review its diff.
+#[test]
+fn the_document_is_the_committed_copy() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/openapi.json");
+    let generated = serde_json::to_string_pretty(&origin::http::openapi()).unwrap() + "\n";
+    if std::env::var_os("WR_WRITE_OPENAPI").is_some() {
+        std::fs::write(path, &generated).unwrap();
+    }
+    let committed = std::fs::read_to_string(path).unwrap();
+    assert!(
+        generated == committed,
+        "the OpenAPI document differs from tests/openapi.json"
+    );
+}
+
 #[tokio::test]
 async fn the_served_document_is_the_generated_one() {
     let t = test_store();
