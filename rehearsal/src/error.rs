@@ -28,4 +28,7 @@ pub enum Error {
         /// The cause.
         source: std::io::Error,
     },
+    /// Drawing the chart failed.
+    #[error("drawing the chart: {0}")]
+    Chart(String),
 }

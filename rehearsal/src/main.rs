@@ -540,7 +540,7 @@ fn write(dir: &std::path::Path, report: &report::Report, title: &str) -> Result<
     let text = serde_json::to_string_pretty(report).unwrap_or_default();
     std::fs::write(&json_path, text + "\n").map_err(err(&json_path))?;
     let svg_path = dir.join("chart.svg");
-    std::fs::write(&svg_path, chart::svg(report, title)).map_err(err(&svg_path))?;
+    std::fs::write(&svg_path, chart::svg(report, title)?).map_err(err(&svg_path))?;
     Ok(())
 }
 
