@@ -840,7 +840,18 @@ fn status_text(s: BookingStatus) -> &'static str {
     }
 }
 
-type BookingTuple = (String, String, String, String, i64, String, i64, i64);
+/// A booking's row as stored, read by column name.
+#[derive(sqlx::FromRow)]
+struct StoredBooking {
+    booking_id: String,
+    performance: String,
+    visitor: String,
+    seats: String,
+    total: i64,
+    status: String,
+    created_at: i64,
+    pkey: i64,
+}
 
 /// A booking with its owner and performance key; `lock` is `""` or the
 /// locking-read suffix.
@@ -854,29 +865,27 @@ async fn read_booking(
         "SELECT booking_id, performance, visitor, seats, total, status, created_at, pkey \
          FROM booking_bookings WHERE booking_id = ? AND room = ?{lock}"
     );
-    let row: Option<BookingTuple> = sqlx::query_as(AssertSqlSafe(sql))
+    let row: Option<StoredBooking> = sqlx::query_as(AssertSqlSafe(sql))
         .bind(booking_id)
         .bind(room)
         .fetch_optional(conn)
         .await?;
-    Ok(row.map(
-        |(id, performance, visitor, seats, total, status, created_at, pkey)| {
-            (
-                Booking {
-                    booking_id: id,
-                    performance,
-                    seats: split_seats(&seats),
-                    total: u64::try_from(total).unwrap_or(0),
-                    status: if status == "cancelled" {
-                        BookingStatus::Cancelled
-                    } else {
-                        BookingStatus::Confirmed
-                    },
-                    created_at: u64::try_from(created_at).unwrap_or(0),
+    Ok(row.map(|r| {
+        (
+            Booking {
+                booking_id: r.booking_id,
+                performance: r.performance,
+                seats: split_seats(&r.seats),
+                total: u64::try_from(r.total).unwrap_or(0),
+                status: if r.status == "cancelled" {
+                    BookingStatus::Cancelled
+                } else {
+                    BookingStatus::Confirmed
                 },
-                visitor,
-                pkey,
-            )
-        },
-    ))
+                created_at: u64::try_from(r.created_at).unwrap_or(0),
+            },
+            r.visitor,
+            r.pkey,
+        )
+    }))
 }

@@ -24,24 +24,34 @@ pub(crate) struct HoldRow {
     pub(crate) paying_until: i64,
 }
 
-pub(crate) type HoldTuple = (String, i64, String, String, i64, String, i64, i64);
+/// A hold's row as stored (its seats still joined), read by column name.
+#[derive(sqlx::FromRow)]
+pub(crate) struct StoredHold {
+    hold_id: String,
+    pkey: i64,
+    visitor: String,
+    seats: String,
+    total: i64,
+    state: String,
+    expires_at: i64,
+    paying_until: i64,
+}
 
-/// The columns of [`HoldTuple`], in order.
+/// The columns of [`StoredHold`].
 pub(crate) const HOLD_COLUMNS: &str =
     "hold_id, pkey, visitor, seats, total, state, expires_at, paying_until";
 
-impl From<HoldTuple> for HoldRow {
-    fn from(t: HoldTuple) -> HoldRow {
-        let (hold_id, pkey, visitor, seats, total, state, expires_at, paying_until) = t;
+impl From<StoredHold> for HoldRow {
+    fn from(r: StoredHold) -> HoldRow {
         HoldRow {
-            hold_id,
-            pkey,
-            visitor,
-            seats: split_seats(&seats),
-            total,
-            state,
-            expires_at,
-            paying_until,
+            hold_id: r.hold_id,
+            pkey: r.pkey,
+            visitor: r.visitor,
+            seats: split_seats(&r.seats),
+            total: r.total,
+            state: r.state,
+            expires_at: r.expires_at,
+            paying_until: r.paying_until,
         }
     }
 }
@@ -292,7 +302,7 @@ impl BookingStore {
             "SELECT {HOLD_COLUMNS} FROM booking_holds WHERE hold_id = ? AND room = ?{}",
             self.db.for_update()
         );
-        let row: Option<HoldTuple> = sqlx::query_as(AssertSqlSafe(sql))
+        let row: Option<StoredHold> = sqlx::query_as(AssertSqlSafe(sql))
             .bind(hold_id)
             .bind(room)
             .fetch_optional(conn)
@@ -400,7 +410,7 @@ async fn end_live_by_time(
     let sql = format!(
         "SELECT {HOLD_COLUMNS} FROM booking_holds WHERE room = ? AND live_visitor = ?{lock}"
     );
-    let live: Option<HoldTuple> = sqlx::query_as(AssertSqlSafe(sql))
+    let live: Option<StoredHold> = sqlx::query_as(AssertSqlSafe(sql))
         .bind(room)
         .bind(visitor)
         .fetch_optional(&mut *conn)

@@ -147,13 +147,44 @@ fn total_seats(sections: &[SectionSpec]) -> u64 {
         .sum()
 }
 
-type PerfTuple = (i64, String, String, i64, i64, i64, i64, String);
+/// A seat's row as `replace_seats` checks it.
+#[derive(sqlx::FromRow)]
+struct StoredSeat {
+    seat: String,
+    price: i64,
+    held_until: i64,
+    booking_id: Option<String>,
+}
 
+/// A performance's row as stored, read by column name; [`perf_from`]
+/// checks and converts it.
+#[derive(sqlx::FromRow)]
+struct StoredPerf {
+    pkey: i64,
+    performance: String,
+    title: String,
+    starts_at: i64,
+    hold_ms: i64,
+    max_seats_per_hold: i64,
+    total_seats: i64,
+    sections: String,
+}
+
+/// The columns of [`StoredPerf`].
 const PERF_COLUMNS: &str = "pkey, performance, title, starts_at, hold_ms, max_seats_per_hold, \
                             total_seats, sections";
 
-fn perf_from(t: PerfTuple) -> Result<PerfRow, BookingError> {
-    let (pkey, id, title, starts_at, hold_ms, max, total, sections) = t;
+fn perf_from(row: StoredPerf) -> Result<PerfRow, BookingError> {
+    let StoredPerf {
+        pkey,
+        performance: id,
+        title,
+        starts_at,
+        hold_ms,
+        max_seats_per_hold: max,
+        total_seats: total,
+        sections,
+    } = row;
     let sections: Vec<SectionSpec> = serde_json::from_str(&sections).map_err(|e| {
         tracing::error!(error = %e, "booking: unreadable sections");
         BookingError::Internal
@@ -336,7 +367,7 @@ impl BookingStore {
             "SELECT seat, price, held_until, booking_id FROM booking_seats WHERE pkey = ?{}",
             self.db.for_update()
         );
-        let current: Vec<(String, i64, i64, Option<String>)> = sqlx::query_as(AssertSqlSafe(sql))
+        let current: Vec<StoredSeat> = sqlx::query_as(AssertSqlSafe(sql))
             .bind(pkey)
             .fetch_all(&mut *conn)
             .await?;
@@ -346,8 +377,14 @@ impl BookingStore {
         let mut in_use = Vec::new();
         let mut remove = Vec::new();
         let mut existing = HashSet::new();
-        for (seat, price, held_until, booking) in &current {
-            let used = booking.is_some() || *held_until > now;
+        for StoredSeat {
+            seat,
+            price,
+            held_until,
+            booking_id,
+        } in &current
+        {
+            let used = booking_id.is_some() || *held_until > now;
             let new_price = wanted
                 .get(seat)
                 .map(|p| i64::try_from(*p).unwrap_or(i64::MAX));
@@ -421,7 +458,7 @@ impl BookingStore {
             "SELECT {PERF_COLUMNS} FROM booking_performances WHERE room = ? \
              ORDER BY starts_at, performance"
         );
-        let rows: Vec<PerfTuple> = sqlx::query_as(AssertSqlSafe(sql))
+        let rows: Vec<StoredPerf> = sqlx::query_as(AssertSqlSafe(sql))
             .bind(room)
             .fetch_all(&self.db.pool)
             .await?;
@@ -451,7 +488,7 @@ impl BookingStore {
         let sql = format!(
             "SELECT {PERF_COLUMNS} FROM booking_performances WHERE room = ? AND performance = ?"
         );
-        let row: Option<PerfTuple> = sqlx::query_as(AssertSqlSafe(sql))
+        let row: Option<StoredPerf> = sqlx::query_as(AssertSqlSafe(sql))
             .bind(room)
             .bind(performance)
             .fetch_optional(&self.db.pool)

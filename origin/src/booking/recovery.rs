@@ -7,7 +7,7 @@
 //! transaction. Never paid and no ticket.
 
 use super::confirm::{Finalized, Outcome, Paying, payment_state};
-use super::holds::{HOLD_COLUMNS, HoldRow, state};
+use super::holds::{HOLD_COLUMNS, HoldRow, StoredHold, state};
 use super::{BookingError, BookingStore, db_ms, new_id};
 
 /// What a recovery pass did.
@@ -19,21 +19,17 @@ pub struct RecoveryReport {
     pub refunded: u64,
 }
 
-/// A paying hold's columns and its open attempt's id and state.
-type PayingTuple = (
-    String,
-    i64,
-    String,
-    String,
-    i64,
-    String,
-    i64,
-    i64,
-    Option<String>,
-    Option<String>,
-    String,
-    Option<i64>,
-);
+/// A paying hold's row with its open attempt's id and state (none: the
+/// hold has no open attempt), its room and its session.
+#[derive(sqlx::FromRow)]
+struct PayingRow {
+    #[sqlx(flatten)]
+    hold: StoredHold,
+    attempt_id: Option<String>,
+    attempt_state: Option<String>,
+    room: String,
+    session_seq: Option<i64>,
+}
 
 /// Most sessions kept for the sale loop to end; past it the oldest go (they
 /// end at their own time all the same).
@@ -79,22 +75,35 @@ impl BookingStore {
         // latest" attempt instead, or reading it after the hold, could see a
         // settled decline while the hold already pays for the next attempt,
         // and settle that one over it (the good card then paid, unbooked).
-        let columns: Vec<String> = HOLD_COLUMNS.split(", ").map(|c| format!("h.{c}")).collect();
+        // Named with `AS`: the row is read by column name, and both tables
+        // have a `state`.
+        let columns: Vec<String> = HOLD_COLUMNS
+            .split(", ")
+            .map(|c| format!("h.{c} AS {c}"))
+            .collect();
         let sql = format!(
-            "SELECT {}, p.attempt_id, p.state, h.room, h.session_seq FROM booking_holds h \
+            "SELECT {}, p.attempt_id AS attempt_id, p.state AS attempt_state, h.room AS room, \
+             h.session_seq AS session_seq FROM booking_holds h \
              LEFT JOIN booking_payments p ON p.hold_id = h.hold_id AND p.state IN (?, ?) \
              WHERE h.state = ? ORDER BY h.expires_at LIMIT {BATCH}",
             columns.join(", ")
         );
-        let holds: Vec<PayingTuple> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        let holds: Vec<PayingRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
             .bind(payment_state::STARTED)
             .bind(payment_state::SUCCEEDED)
             .bind(state::PAYING)
             .fetch_all(&self.db.pool)
             .await?;
         let mut report = RecoveryReport::default();
-        for (a, b, c, d, e, f, g, h, attempt_id, attempt_state, room, session_seq) in holds {
-            let hold = HoldRow::from((a, b, c, d, e, f, g, h));
+        for row in holds {
+            let PayingRow {
+                hold,
+                attempt_id,
+                attempt_state,
+                room,
+                session_seq,
+            } = row;
+            let hold = HoldRow::from(hold);
             let (Some(attempt_id), Some(attempt_state)) = (attempt_id, attempt_state) else {
                 tracing::error!(hold = %hold.hold_id, "booking: paying hold without an open payment attempt");
                 continue;

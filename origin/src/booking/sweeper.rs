@@ -5,7 +5,7 @@
 //! `retention`). The sale loop calls [`BookingStore::sweep`] every pass.
 
 use super::db::write_tx;
-use super::holds::{HOLD_COLUMNS, HoldRow, HoldTuple, end_held, state};
+use super::holds::{HOLD_COLUMNS, HoldRow, StoredHold, end_held, state};
 use super::recovery::RecoveryReport;
 use super::retention::PruneReport;
 use super::{BookingError, BookingStore, db_ms};
@@ -36,7 +36,7 @@ impl BookingStore {
             "SELECT {HOLD_COLUMNS} FROM booking_holds WHERE state = ? AND expires_at <= ? \
              ORDER BY expires_at LIMIT {LIMIT}"
         );
-        let ended: Vec<HoldRow> = sqlx::query_as::<_, HoldTuple>(sqlx::AssertSqlSafe(sql))
+        let ended: Vec<HoldRow> = sqlx::query_as::<_, StoredHold>(sqlx::AssertSqlSafe(sql))
             .bind(state::HELD)
             .bind(now)
             .fetch_all(&self.db.pool)
