@@ -1,7 +1,8 @@
 //! The Redis store: every multi-key change is one Lua script (`lua/*.lua`),
 //! so each operation is one atomic step whatever the number of origin
-//! instances. This module only assembles keys and arguments and parses
-//! replies; the queue's rules live in the scripts.
+//! instances. This module only assembles keys and arguments and names the
+//! type each reply decodes to ([`reply`]); the queue's rules live in the
+//! scripts.
 //!
 //! The same code runs on one Redis server or on a Redis Cluster ([`conn`]):
 //! every script touches only its room's keys, which share the hash tag
@@ -18,10 +19,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use redis::{AsyncCommands, ErrorKind, RedisError, Script, ServerErrorKind, Value};
+use redis::{AsyncCommands, ErrorKind, FromRedisValue, RedisError, Script, ServerErrorKind};
 
 use conn::Conn;
 pub use keys::RoomKeys;
+use reply::{Counter, Joins, Observed, Reply};
 use scripts::Scripts;
 
 use crate::queue::{
@@ -100,15 +102,16 @@ impl RedisStore {
         RoomKeys::new(&self.prefix, room)
     }
 
-    /// Runs one script on `room`'s keys with the clock argument first. A
-    /// script's unknown-room answer becomes `StoreError::UnknownRoom` here,
-    /// so no parser has to look for it.
-    async fn run(
+    /// Runs one script on `room`'s keys with the clock argument first and
+    /// decodes its reply as `T`. A script's unknown-room answer becomes
+    /// `StoreError::UnknownRoom` here ([`Reply`]), so no decoder has to look
+    /// for it.
+    async fn run<T: FromRedisValue>(
         &self,
         script: &Script,
         room: &RoomId,
         args: &[&str],
-    ) -> Result<Value, StoreError> {
+    ) -> Result<T, StoreError> {
         self.run_with(script, room, |call| {
             for arg in args {
                 call.arg(*arg);
@@ -120,12 +123,12 @@ impl RedisStore {
     /// [`RedisStore::run`], the arguments after the clock written by `args`
     /// straight into the command (numbers without a `String` each: a batch
     /// of joins has four arguments a join).
-    async fn run_with(
+    async fn run_with<T: FromRedisValue>(
         &self,
         script: &Script,
         room: &RoomId,
         args: impl FnOnce(&mut redis::ScriptInvocation<'_>),
-    ) -> Result<Value, StoreError> {
+    ) -> Result<T, StoreError> {
         let keys = self.keys(room);
         let mut call = script.prepare_invoke();
         for key in keys.all() {
@@ -139,7 +142,10 @@ impl RedisStore {
         let mut conn = self.conn.clone();
         // EVALSHA, and after a NOSCRIPT (a restarted or new node) SCRIPT LOAD
         // and EVALSHA again; on a cluster SCRIPT LOAD goes to every node.
-        reply::known_room(self.within(call.invoke_async(&mut conn)).await?)
+        let reply = self
+            .within(call.invoke_async::<Reply<T>>(&mut conn))
+            .await?;
+        reply.0
     }
 
     /// Runs one store call under the store's deadline. The client's own
@@ -226,7 +232,7 @@ impl QueueStore for RedisStore {
             as_given,
         ];
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        self.run(&self.scripts.put_room, room, &args).await?;
+        self.run::<()>(&self.scripts.put_room, room, &args).await?;
         let mut conn = self.conn.clone();
         let _: i64 = self
             .within(conn.sadd(keys::rooms_index(&self.prefix), room.as_str()))
@@ -235,10 +241,9 @@ impl QueueStore for RedisStore {
     }
 
     async fn set_state(&self, room: &RoomId, state: RoomState) -> Result<(), StoreError> {
-        let reply = self
-            .run(&self.scripts.set_state, room, &[state.as_str()])
-            .await?;
-        reply::counter(reply).map(drop)
+        self.run::<Counter>(&self.scripts.set_state, room, &[state.as_str()])
+            .await
+            .map(drop)
     }
 
     async fn set_sale(&self, room: &RoomId, sale: SaleSignal) -> Result<(), StoreError> {
@@ -246,14 +251,13 @@ impl QueueStore for RedisStore {
         // Rust's float text is the shortest that reads back exactly, so the
         // scripts compute with the very factor the embedded store does.
         let factor = sale.rate_factor.to_string();
-        let reply = self
-            .run(
-                &self.scripts.set_sale,
-                room,
-                &[reply::seats_text(sale.seats), &factor],
-            )
-            .await?;
-        reply::counter(reply).map(drop)
+        self.run::<Counter>(
+            &self.scripts.set_sale,
+            room,
+            &[reply::seats_text(sale.seats), &factor],
+        )
+        .await
+        .map(drop)
     }
 
     async fn rooms(&self) -> Result<Vec<RoomId>, StoreError> {
@@ -267,7 +271,7 @@ impl QueueStore for RedisStore {
     }
 
     async fn figures(&self, room: &RoomId) -> Result<RoomFigures, StoreError> {
-        reply::figures(self.run(&self.scripts.figures, room, &[]).await?)
+        self.run(&self.scripts.figures, room, &[]).await
     }
 
     async fn join_many(
@@ -275,7 +279,7 @@ impl QueueStore for RedisStore {
         room: &RoomId,
         joins: &[JoinRequest],
     ) -> Result<Vec<Joined>, StoreError> {
-        let reply = self
+        let Joins(answers) = self
             .run_with(&self.scripts.join, room, |call| {
                 call.arg(PREQUEUE_SPAN);
                 let plain = |join: &JoinRequest| join.existing.is_none() && join.limit.is_none();
@@ -301,7 +305,6 @@ impl QueueStore for RedisStore {
                 }
             })
             .await?;
-        let answers = reply::joined_many(reply)?;
         if answers.len() != joins.len() {
             return Err(StoreError::Protocol(format!(
                 "{} joins gave {} answers",
@@ -313,35 +316,31 @@ impl QueueStore for RedisStore {
     }
 
     async fn status(&self, room: &RoomId, seq: u64) -> Result<Snapshot, StoreError> {
-        reply::snapshot(
-            self.run(&self.scripts.status, room, &[&seq.to_string()])
-                .await?,
-        )
+        self.run(&self.scripts.status, room, &[&seq.to_string()])
+            .await
     }
 
     async fn leave(&self, room: &RoomId, seq: u64) -> Result<bool, StoreError> {
         let kept = DEPARTURES_KEPT_MS.to_string();
-        let reply = self
+        let Counter(left) = self
             .run(&self.scripts.leave, room, &[&seq.to_string(), &kept])
             .await?;
-        Ok(reply::counter(reply)? > 0)
+        Ok(left > 0)
     }
 
     async fn session_active(&self, room: &RoomId, seq: u64) -> Result<bool, StoreError> {
-        let reply = self
+        let Counter(active) = self
             .run(&self.scripts.session, room, &[&seq.to_string()])
             .await?;
-        Ok(reply::counter(reply)? == 1)
+        Ok(active == 1)
     }
 
     async fn tick(&self, room: &RoomId) -> Result<TickReport, StoreError> {
         let drops = MAX_DROPS_PER_TICK.to_string();
         let admits = MAX_ADMITS_PER_TICK.to_string();
         let span = PREQUEUE_SPAN.to_string();
-        let reply = self
-            .run(&self.scripts.tick, room, &[&drops, &admits, &span])
-            .await?;
-        reply::tick(reply)
+        self.run(&self.scripts.tick, room, &[&drops, &admits, &span])
+            .await
     }
 
     async fn observe(&self, room: &RoomId, watch: &Watch) -> Result<Observation, StoreError> {
@@ -353,10 +352,8 @@ impl QueueStore for RedisStore {
         ];
         args.extend(watch.polled.iter().map(u64::to_string));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        reply::observation(
-            self.run(&self.scripts.observe, room, &args).await?,
-            &watch.polled,
-        )
+        let observed: Observed = self.run(&self.scripts.observe, room, &args).await?;
+        Ok(observed.of(&watch.polled))
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

@@ -1,9 +1,17 @@
-//! Turns the scripts' flat arrays into the queue's types. A reply of the
-//! wrong shape is a `StoreError::Protocol`, never a panic. The one answer
-//! every script gives for a room that does not exist is told apart once,
-//! by [`known_room`], before any parser here sees the reply.
+//! Each script's reply as a `redis::FromRedisValue` type, so the store asks
+//! `invoke_async` for the type it wants. A reply of the wrong shape fails to
+//! decode, never panics; [`Reply`] tells the one answer every script gives
+//! for a room that does not exist apart before any decoder here sees it, and
+//! turns a failed decode into `StoreError::Protocol` with the decoder's words.
+//!
+//! The fixed shapes are ours ([`fields`]) rather than redis's tuple and `Vec`
+//! impls: those take `nil` for an empty array, a lone string for a one-item
+//! one, and cast a negative integer to a huge `u64`, where a reply like that
+//! is refused here.
 
-use redis::Value;
+use std::str::FromStr;
+
+use redis::{FromRedisValue, ParsingError, RedisError, Value};
 
 use crate::queue::{
     END_BUCKETS, Joined, LineView, Observation, PREQUEUE_SPAN, RoomFigures, SaleSignal, Sample,
@@ -11,15 +19,43 @@ use crate::queue::{
 };
 use crate::room::{QueueingMethod, RoomSettings, RoomState};
 
-fn bad(what: &str) -> StoreError {
-    StoreError::Protocol(what.to_owned())
+type Parsed<T> = Result<T, ParsingError>;
+
+fn bad(what: &str) -> ParsingError {
+    what.into()
 }
 
-fn items(value: Value) -> Result<Vec<Value>, StoreError> {
+/// A script call's outcome: its reply decoded as `T`, the room unknown, or
+/// `StoreError::Protocol` saying why the reply could not be read.
+pub struct Reply<T>(pub Result<T, StoreError>);
+
+/// What a script returns, alone, when the room does not exist
+/// (`UNKNOWN_ROOM` in the prelude).
+const UNKNOWN_ROOM: &str = "unknown_room";
+
+impl<T: FromRedisValue> FromRedisValue for Reply<T> {
+    fn from_redis_value(value: Value) -> Parsed<Self> {
+        if text(&value) == Some(UNKNOWN_ROOM) {
+            return Ok(Reply(Err(StoreError::UnknownRoom)));
+        }
+        Ok(Reply(T::from_redis_value(value).map_err(|e| {
+            // The detail of a parsing error is the text it was made from.
+            let e = RedisError::from(e);
+            StoreError::Protocol(e.detail().map_or_else(|| e.to_string(), str::to_owned))
+        })))
+    }
+}
+
+fn items(value: Value) -> Parsed<Vec<Value>> {
     match value {
         Value::Array(items) => Ok(items),
         _ => Err(bad("expected an array")),
     }
+}
+
+/// The `N` values of an array reply, or `what` when it has another length.
+fn fields<const N: usize>(value: Value, what: &str) -> Parsed<[Value; N]> {
+    items(value)?.try_into().map_err(|_| bad(what))
 }
 
 fn text(value: &Value) -> Option<&str> {
@@ -30,7 +66,19 @@ fn text(value: &Value) -> Option<&str> {
     }
 }
 
-fn int(value: &Value) -> Result<i64, StoreError> {
+/// One word of a text the scripts pack values into.
+fn word<T: FromStr>(s: &str, what: &str) -> Parsed<T> {
+    s.parse().map_err(|_| bad(what))
+}
+
+/// A finite number, in a reply or in a packed text.
+fn finite(s: Option<&str>, what: &str) -> Parsed<f64> {
+    s.and_then(|s| s.parse::<f64>().ok())
+        .filter(|x| x.is_finite())
+        .ok_or_else(|| bad(what))
+}
+
+fn int(value: &Value) -> Parsed<i64> {
     match value {
         Value::Int(n) => Ok(*n),
         other => text(other)
@@ -39,11 +87,18 @@ fn int(value: &Value) -> Result<i64, StoreError> {
     }
 }
 
-fn real(value: &Value) -> Result<f64, StoreError> {
-    text(value)
-        .and_then(|s| s.parse::<f64>().ok())
-        .filter(|x| x.is_finite())
-        .ok_or_else(|| bad("expected a number"))
+/// An integer that must not be negative, or `what`.
+fn natural(value: &Value, what: &str) -> Parsed<u64> {
+    u64::try_from(int(value)?).map_err(|_| bad(what))
+}
+
+/// A count, a negative one read as 0.
+fn count(value: &Value) -> Parsed<u64> {
+    int(value).map(|n| n.max(0) as u64)
+}
+
+fn real(value: &Value) -> Parsed<f64> {
+    finite(text(value), "expected a number")
 }
 
 /// -1 means "none" in the scripts' replies.
@@ -51,14 +106,14 @@ fn optional(n: i64) -> Option<u64> {
     u64::try_from(n).ok()
 }
 
-fn state(value: &Value) -> Result<RoomState, StoreError> {
+fn state(value: &Value) -> Parsed<RoomState> {
     text(value)
         .and_then(RoomState::parse)
         .ok_or_else(|| bad("unknown room state"))
 }
 
 /// The sale signal as the room hash keeps it (`seats`, `rate_factor`).
-fn sale(seats: &Value, rate_factor: &Value) -> Result<SaleSignal, StoreError> {
+fn sale(seats: &Value, rate_factor: &Value) -> Parsed<SaleSignal> {
     let seats = match text(seats) {
         Some("available") => SeatsLeft::Available,
         Some("none_available") => SeatsLeft::NoneAvailable,
@@ -71,48 +126,6 @@ fn sale(seats: &Value, rate_factor: &Value) -> Result<SaleSignal, StoreError> {
     })
 }
 
-/// The tick's summary as `tick.lua` writes it (`eta` in the room hash):
-/// at, rate, allow, capacity, session ms, free, the end buckets, leaves,
-/// inside, space-separated; empty before the room's first tick.
-fn schedule(value: &Value) -> Result<Option<Schedule>, StoreError> {
-    let text = text(value).ok_or_else(|| bad("expected a schedule"))?;
-    if text.is_empty() {
-        return Ok(None);
-    }
-    let parts: Vec<&str> = text.split(' ').collect();
-    let n = |i: usize| -> Result<u64, StoreError> {
-        parts
-            .get(i)
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| bad("schedule: expected an integer"))
-    };
-    let x = |i: usize| -> Result<f64, StoreError> {
-        parts
-            .get(i)
-            .and_then(|s| s.parse::<f64>().ok())
-            .filter(|x| x.is_finite())
-            .ok_or_else(|| bad("schedule: expected a number"))
-    };
-    if parts.len() != 8 + END_BUCKETS {
-        return Err(bad("schedule has the wrong length"));
-    }
-    let mut ends = [0; END_BUCKETS];
-    for (j, end) in ends.iter_mut().enumerate() {
-        *end = n(6 + j)?;
-    }
-    Ok(Some(Schedule {
-        at_ms: n(0)?,
-        rate: x(1)?,
-        allow: x(2)?,
-        capacity: n(3)?,
-        session_ms: n(4)?,
-        free: n(5)?,
-        ends,
-        leaves: x(6 + END_BUCKETS)?,
-        inside: x(7 + END_BUCKETS)?,
-    }))
-}
-
 /// How `set_sale.lua` stores `seats` (and `sale` above reads it back).
 pub fn seats_text(seats: SeatsLeft) -> &'static str {
     match seats {
@@ -122,18 +135,47 @@ pub fn seats_text(seats: SeatsLeft) -> &'static str {
     }
 }
 
-/// What a script returns, alone, when the room does not exist
-/// (`UNKNOWN_ROOM` in the prelude).
-const UNKNOWN_ROOM: &str = "unknown_room";
-
-/// Passes a script's reply on, or fails with `StoreError::UnknownRoom` when
-/// the script said the room does not exist.
-pub fn known_room(value: Value) -> Result<Value, StoreError> {
-    if text(&value) == Some(UNKNOWN_ROOM) {
-        Err(StoreError::UnknownRoom)
-    } else {
-        Ok(value)
+/// The tick's summary as `tick.lua` writes it (`eta` in the room hash):
+/// at, rate, allow, capacity, session ms, free, the end buckets, leaves,
+/// inside, space-separated; empty before the room's first tick.
+fn schedule(value: &Value) -> Parsed<Option<Schedule>> {
+    let text = text(value).ok_or_else(|| bad("expected a schedule"))?;
+    if text.is_empty() {
+        return Ok(None);
     }
+    let parts: [&str; 8 + END_BUCKETS] = text
+        .split(' ')
+        .collect::<Vec<_>>()
+        .try_into()
+        .map_err(|_| bad("schedule has the wrong length"))?;
+    let [
+        at,
+        rate,
+        allow,
+        capacity,
+        session,
+        free,
+        end @ ..,
+        leaves,
+        inside,
+    ] = parts;
+    let n = |s: &str| word::<u64>(s, "schedule: expected an integer");
+    let x = |s: &str| finite(Some(s), "schedule: expected a number");
+    let mut ends = [0; END_BUCKETS];
+    for (slot, s) in ends.iter_mut().zip(end) {
+        *slot = n(s)?;
+    }
+    Ok(Some(Schedule {
+        at_ms: n(at)?,
+        rate: x(rate)?,
+        allow: x(allow)?,
+        capacity: n(capacity)?,
+        session_ms: n(session)?,
+        free: n(free)?,
+        ends,
+        leaves: x(leaves)?,
+        inside: x(inside)?,
+    }))
 }
 
 /// Values of `standing()` in the prelude: a visitor's own part of an answer.
@@ -142,8 +184,8 @@ const STANDING_LEN: usize = 5;
 /// every answer of one script call.
 const FIGURES_LEN: usize = 8;
 
-/// Parses `room_figures()`; `waiting` is left at 0 for [`answer`] to set.
-fn room_figures(v: &[Value; FIGURES_LEN]) -> Result<LineView, StoreError> {
+/// Decodes `room_figures()`; `waiting` is left at 0 for [`standing`] to set.
+fn room_figures(v: &[Value; FIGURES_LEN]) -> Parsed<LineView> {
     let [
         st,
         opens_at,
@@ -166,24 +208,11 @@ fn room_figures(v: &[Value; FIGURES_LEN]) -> Result<LineView, StoreError> {
     })
 }
 
-/// Parses `standing()` against its call's room figures (`line`). The
-/// outcome `limit` (a join refused by the place cap) is not a standing.
-fn answer(v: &[Value; STANDING_LEN], line: &LineView) -> Result<Joined, StoreError> {
-    let [outcome, seq, pos, until_ms, waiting] = v;
-    standing(
-        text(outcome),
-        [int(seq)?, int(pos)?, int(until_ms)?, int(waiting)?],
-        line,
-    )
-}
-
 /// An answer from its outcome and its four numbers: seq, position,
-/// session end and line length, -1 (0 for the session end) meaning none.
-fn standing(
-    outcome: Option<&str>,
-    numbers: [i64; 4],
-    line: &LineView,
-) -> Result<Joined, StoreError> {
+/// session end and line length, -1 (0 for the session end) meaning none,
+/// against its call's room figures (`line`). The outcome `limit` (a join
+/// refused by the place cap) is not a standing.
+fn standing(outcome: Option<&str>, numbers: [i64; 4], line: &LineView) -> Parsed<Joined> {
     let [seq, pos, until_ms, waiting] = numbers;
     let standing = match outcome {
         Some("waiting") => Standing::Waiting {
@@ -208,182 +237,276 @@ fn standing(
     }))
 }
 
-/// Parses `view()` of the prelude (status): `standing()` then
+/// `view()` of the prelude (`status.lua`): `standing()` then
 /// `room_figures()`.
-pub fn snapshot(value: Value) -> Result<Snapshot, StoreError> {
-    let v = items(value)?;
-    let wrong = || bad("view has the wrong length");
-    let (own, figures) = v.split_first_chunk::<STANDING_LEN>().ok_or_else(wrong)?;
-    let figures = figures.try_into().map_err(|_| wrong())?;
-    match answer(own, &room_figures(figures)?)? {
-        Joined::Answer(snapshot) => Ok(snapshot),
-        Joined::TooManyPlaces => Err(bad("unknown outcome")),
+impl FromRedisValue for Snapshot {
+    fn from_redis_value(value: Value) -> Parsed<Self> {
+        let [outcome, seq, pos, until_ms, waiting, figures @ ..] =
+            fields::<{ STANDING_LEN + FIGURES_LEN }>(value, "view has the wrong length")?;
+        let line = room_figures(&figures)?;
+        let numbers = [int(&seq)?, int(&pos)?, int(&until_ms)?, int(&waiting)?];
+        match standing(text(&outcome), numbers, &line)? {
+            Joined::Answer(snapshot) => Ok(snapshot),
+            Joined::TooManyPlaces => Err(bad("unknown outcome")),
+        }
     }
 }
 
-/// Parses `join.lua`'s reply: the room's figures once, then one text of
-/// values separated by spaces: the room's base, then every join's answer
-/// in order, `standing()`'s five values each with the member (-1: none) in
-/// place of the seq, or `+` for a join that reads as the `waiting` one
-/// before it one further back (the next member, position and line length).
-/// One value to parse for the batch, where five per join were the larger
-/// part of the client's work on a join.
-pub fn joined_many(value: Value) -> Result<Vec<Joined>, StoreError> {
-    let v = items(value)?;
-    let (figures, answers) = v
-        .split_first_chunk::<FIGURES_LEN>()
-        .ok_or_else(|| bad("join reply too short"))?;
-    let line = room_figures(figures)?;
-    let [answers] = answers else {
-        return Err(bad("join reply has the wrong length"));
-    };
-    let answers = text(answers).ok_or_else(|| bad("join answers are not text"))?;
-    let mut fields = answers.split_ascii_whitespace();
-    let base: i64 = fields
-        .next()
-        .and_then(|f| f.parse().ok())
-        .ok_or_else(|| bad("join answers without the room's base"))?;
-    let mut joins = Vec::new();
-    // The previous answer's member, position and line when it was a plain
-    // `waiting` (what a `+` continues).
-    let mut prev: Option<[i64; 3]> = None;
-    while let Some(outcome) = fields.next() {
-        let (outcome, [member, pos, until_ms, waiting]) = if outcome == "+" {
-            let [member, pos, waiting] =
-                prev.ok_or_else(|| bad("a '+' join answer with nothing to follow"))?;
-            let pos = if pos < 0 { -1 } else { pos + 1 };
-            ("waiting", [member + 1, pos, 0, waiting + 1])
-        } else {
-            let mut number = || {
-                fields
-                    .next()
-                    .and_then(|f| f.parse::<i64>().ok())
-                    .ok_or_else(|| bad("join answer cut short or not a number"))
+/// `join.lua`'s reply: the room's figures once, then one text of values
+/// separated by spaces: the room's base, then every join's answer in order,
+/// `standing()`'s five values each with the member (-1: none) in place of
+/// the seq, or `+` for a join that reads as the `waiting` one before it one
+/// further back (the next member, position and line length). One value to
+/// decode for the batch, where five per join were the larger part of the
+/// client's work on a join.
+#[derive(Debug)]
+pub struct Joins(pub Vec<Joined>);
+
+impl FromRedisValue for Joins {
+    fn from_redis_value(value: Value) -> Parsed<Self> {
+        let v = items(value)?;
+        let (figures, answers) = v
+            .split_first_chunk::<FIGURES_LEN>()
+            .ok_or_else(|| bad("join reply too short"))?;
+        let line = room_figures(figures)?;
+        let [answers] = answers else {
+            return Err(bad("join reply has the wrong length"));
+        };
+        let answers = text(answers).ok_or_else(|| bad("join answers are not text"))?;
+        let mut fields = answers.split_ascii_whitespace();
+        let base: i64 = fields
+            .next()
+            .and_then(|f| f.parse().ok())
+            .ok_or_else(|| bad("join answers without the room's base"))?;
+        let mut joins = Vec::new();
+        // The previous answer's member, position and line when it was a
+        // plain `waiting` (what a `+` continues).
+        let mut prev: Option<[i64; 3]> = None;
+        while let Some(outcome) = fields.next() {
+            let (outcome, [member, pos, until_ms, waiting]) = if outcome == "+" {
+                let [member, pos, waiting] =
+                    prev.ok_or_else(|| bad("a '+' join answer with nothing to follow"))?;
+                let pos = if pos < 0 { -1 } else { pos + 1 };
+                ("waiting", [member + 1, pos, 0, waiting + 1])
+            } else {
+                let mut number = || {
+                    fields
+                        .next()
+                        .and_then(|f| f.parse::<i64>().ok())
+                        .ok_or_else(|| bad("join answer cut short or not a number"))
+                };
+                (outcome, [number()?, number()?, number()?, number()?])
             };
-            (outcome, [number()?, number()?, number()?, number()?])
-        };
-        prev =
-            (outcome == "waiting" && until_ms == 0 && member > 0).then_some([member, pos, waiting]);
-        let seq = if member < 0 {
-            -1
-        } else {
-            base.checked_add(member)
-                .ok_or_else(|| bad("seq out of range"))?
-        };
-        joins.push(standing(
-            Some(outcome),
-            [seq, pos, until_ms, waiting],
-            &line,
-        )?);
+            prev = (outcome == "waiting" && until_ms == 0 && member > 0)
+                .then_some([member, pos, waiting]);
+            let seq = if member < 0 {
+                -1
+            } else {
+                base.checked_add(member)
+                    .ok_or_else(|| bad("seq out of range"))?
+            };
+            joins.push(standing(
+                Some(outcome),
+                [seq, pos, until_ms, waiting],
+                &line,
+            )?);
+        }
+        Ok(Joins(joins))
     }
-    Ok(joins)
 }
 
-/// Parses `tick.lua`'s reply.
-pub fn tick(value: Value) -> Result<TickReport, StoreError> {
-    let v = items(value)?;
-    let head: Vec<i64> = v.iter().take(4).map(int).collect::<Result<_, _>>()?;
-    match head[..] {
-        [active, waiting, expired, abandoned] => Ok(TickReport {
-            admitted: v[4..]
+/// `tick.lua`'s reply: active, waiting, expired, abandoned, then the seqs
+/// admitted.
+impl FromRedisValue for TickReport {
+    fn from_redis_value(value: Value) -> Parsed<Self> {
+        let v: Vec<i64> = items(value)?.iter().map(int).collect::<Parsed<_>>()?;
+        let Some((&[active, waiting, expired, abandoned], admitted)) = v.split_first_chunk() else {
+            return Err(bad("tick reply has the wrong length"));
+        };
+        let count = |n: i64| n.max(0) as u64;
+        Ok(TickReport {
+            admitted: admitted.iter().copied().map(count).collect(),
+            expired: count(expired),
+            abandoned: count(abandoned),
+            active: count(active),
+            waiting: count(waiting),
+        })
+    }
+}
+
+/// `figures.lua`'s reply.
+impl FromRedisValue for RoomFigures {
+    fn from_redis_value(value: Value) -> Parsed<Self> {
+        let [
+            settings,
+            st,
+            last_member,
+            admitted,
+            abandoned,
+            rate_est,
+            seats,
+            rate_factor,
+            waiting,
+            active,
+            oldest_ms,
+            capped_clients,
+            capped_places,
+        ] = fields(value, "figures have the wrong length")?;
+        let settings: RoomSettings = text(&settings)
+            .and_then(|json| serde_json::from_str(json).ok())
+            .ok_or_else(|| bad("stored settings"))?;
+        Ok(RoomFigures {
+            settings,
+            state: state(&st)?,
+            waiting: count(&waiting)?,
+            active: count(&active)?,
+            admitted_total: count(&admitted)?,
+            abandoned_total: count(&abandoned)?,
+            places_given: count(&last_member)?,
+            admit_rate: real(&rate_est)?,
+            sale: sale(&seats, &rate_factor)?,
+            oldest_wait_seconds: optional(int(&oldest_ms)?).map(|ms| ms / 1000),
+            capped_clients: count(&capped_clients)?,
+            capped_places: count(&capped_places)?,
+        })
+    }
+}
+
+/// A script's single integer reply, never negative.
+pub struct Counter(pub u64);
+
+impl FromRedisValue for Counter {
+    fn from_redis_value(value: Value) -> Parsed<Self> {
+        natural(&value, "negative counter").map(Counter)
+    }
+}
+
+/// `observe.lua`'s reply, all but what only the watch can say: which of
+/// its polled seqs the present bitmap (when the reply carries one) shows
+/// gone or on a draw. [`Observed::of`] adds that.
+pub struct Observed {
+    observation: Observation,
+    bitmap: Option<Bitmap>,
+}
+
+/// The part of the present bitmap that sorts polled seqs.
+struct Bitmap {
+    bytes: Vec<u8>,
+    /// The seq of the bitmap's first bit.
+    first_seq: u64,
+    /// The lowest seq placed after the opening; every draw is below.
+    first: Option<u64>,
+}
+
+impl FromRedisValue for Observed {
+    fn from_redis_value(value: Value) -> Parsed<Self> {
+        let [
+            view,
+            method,
+            front,
+            base,
+            samples_at,
+            samples,
+            gone,
+            drawn,
+            departed,
+            next_edge,
+            lottery_ticks,
+        ] = fields(value, "observation has the wrong length")?;
+        let line = Snapshot::from_redis_value(view)?.line;
+        let method = text(&method)
+            .and_then(QueueingMethod::parse)
+            .ok_or_else(|| bad("unknown queueing method"))?;
+        let base = natural(&base, "negative base")?;
+        let seq_of = |score: u64| (score >= PREQUEUE_SPAN).then(|| base + (score - PREQUEUE_SPAN));
+        let front = match int(&front)? {
+            -1 => None,
+            f => Some(Sample {
+                position: 1,
+                seq: seq_of(u64::try_from(f).map_err(|_| bad("negative score"))?),
+            }),
+        };
+        let (samples, bitmap) = match samples {
+            Value::Array(_) => {
+                let [n, draws, from, bytes, first] =
+                    fields(samples, "a bitmap of samples has the wrong length")?;
+                let count = |v: &Value| natural(v, "negative count");
+                let Value::BulkString(bytes) = bytes else {
+                    return Err(bad("expected the present bitmap"));
+                };
+                let bitmap = Bitmap {
+                    first_seq: base + 8 * count(&from)?,
+                    first: optional(int(&first)?).map(|m| base + m),
+                    bytes,
+                };
+                let samples =
+                    samples_from_bits(count(&n)?, count(&draws)?, bitmap.first_seq, &bitmap.bytes)?;
+                (samples, Some(bitmap))
+            }
+            other => {
+                let text_samples = text(&other).ok_or_else(|| bad("expected samples"))?;
+                let parts: Vec<&str> = text_samples.split_ascii_whitespace().collect();
+                let (pairs, []) = parts.as_chunks::<2>() else {
+                    return Err(bad("samples come in pairs"));
+                };
+                let score = |s: &str| word::<u64>(s, "expected an integer score");
+                let samples = pairs
+                    .iter()
+                    .map(|&[position, seq]| {
+                        Ok(Sample {
+                            position: score(position)? + 1,
+                            seq: seq_of(score(seq)?),
+                        })
+                    })
+                    .collect::<Parsed<_>>()?;
+                (samples, None)
+            }
+        };
+        let seqs = |v: Value| -> Parsed<Vec<u64>> {
+            items(v)?
                 .iter()
-                .map(|x| int(x).map(|n| n.max(0) as u64))
-                .collect::<Result<_, _>>()?,
-            expired: expired.max(0) as u64,
-            abandoned: abandoned.max(0) as u64,
-            active: active.max(0) as u64,
-            waiting: waiting.max(0) as u64,
-        }),
-        _ => Err(bad("tick reply has the wrong length")),
+                .map(|x| natural(x, "negative seq"))
+                .collect()
+        };
+        let observation = Observation {
+            line,
+            method,
+            front,
+            samples,
+            samples_at_ms: natural(&samples_at, "negative time")?,
+            gone: seqs(gone)?,
+            drawn: seqs(drawn)?,
+            departed: sorted(seqs(departed)?),
+            next_window_edge_ms: optional(int(&next_edge)?),
+            lottery_ticks: natural(&lottery_ticks, "negative lottery ticks")?,
+        };
+        Ok(Observed {
+            observation,
+            bitmap,
+        })
     }
 }
 
-/// Parses `figures.lua`'s reply.
-pub fn figures(value: Value) -> Result<RoomFigures, StoreError> {
-    let v = items(value)?;
-    let [
-        settings,
-        st,
-        last_member,
-        admitted,
-        abandoned,
-        rate_est,
-        seats,
-        rate_factor,
-        waiting,
-        active,
-        oldest_ms,
-        capped_clients,
-        capped_places,
-    ] = <[Value; 13]>::try_from(v).map_err(|_| bad("figures have the wrong length"))?;
-    let settings: RoomSettings = text(&settings)
-        .and_then(|json| serde_json::from_str(json).ok())
-        .ok_or_else(|| bad("stored settings"))?;
-    let count = |v: &Value| int(v).map(|n| n.max(0) as u64);
-    Ok(RoomFigures {
-        settings,
-        state: state(&st)?,
-        waiting: count(&waiting)?,
-        active: count(&active)?,
-        admitted_total: count(&admitted)?,
-        abandoned_total: count(&abandoned)?,
-        places_given: count(&last_member)?,
-        admit_rate: real(&rate_est)?,
-        sale: sale(&seats, &rate_factor)?,
-        oldest_wait_seconds: optional(int(&oldest_ms)?).map(|ms| ms / 1000),
-        capped_clients: count(&capped_clients)?,
-        capped_places: count(&capped_places)?,
-    })
+fn sorted(mut seqs: Vec<u64>) -> Vec<u64> {
+    seqs.sort_unstable();
+    seqs
 }
 
-/// Parses `observe.lua`'s reply to an observation of `polled` (the
-/// watch's seqs: when the reply carries the present bitmap, which of them
-/// are gone or on a draw is read off it here).
-pub fn observation(value: Value, polled: &[u64]) -> Result<Observation, StoreError> {
-    let [
-        view,
-        method,
-        front,
-        base,
-        samples_at,
-        samples,
-        gone,
-        drawn,
-        departed,
-        next_edge,
-        lottery_ticks,
-    ] = <[Value; 11]>::try_from(items(value)?)
-        .map_err(|_| bad("observation has the wrong length"))?;
-    let line = snapshot(view)?.line;
-    let method = text(&method)
-        .and_then(QueueingMethod::parse)
-        .ok_or_else(|| bad("unknown queueing method"))?;
-    let base = u64::try_from(int(&base)?).map_err(|_| bad("negative base"))?;
-    let seq_of = |score: u64| (score >= PREQUEUE_SPAN).then(|| base + (score - PREQUEUE_SPAN));
-    let score = |s: &str| -> Result<u64, StoreError> {
-        s.parse::<u64>()
-            .map_err(|_| bad("expected an integer score"))
-    };
-    let front = match int(&front)? {
-        -1 => None,
-        f => Some(Sample {
-            position: 1,
-            seq: seq_of(u64::try_from(f).map_err(|_| bad("negative score"))?),
-        }),
-    };
-    // Polls the instance sorts itself, off the bitmap (see observe.lua).
-    let (mut bitmap_gone, mut bitmap_drawn) = (Vec::new(), Vec::new());
-    let samples = match samples {
-        Value::Array(bitmap) => {
-            let [n, draws, from, bytes, first] = <[Value; 5]>::try_from(bitmap)
-                .map_err(|_| bad("a bitmap of samples has the wrong length"))?;
-            let count = |v: &Value| u64::try_from(int(v)?).map_err(|_| bad("negative count"));
-            let Value::BulkString(bytes) = bytes else {
-                return Err(bad("expected the present bitmap"));
-            };
-            let first_seq = base + 8 * count(&from)?;
-            // The lowest seq placed after the opening; every draw is below.
-            let first = u64::try_from(int(&first)?).ok().map(|m| base + m);
+impl Observed {
+    /// The observation of `polled` (the watch's seqs): those the bitmap
+    /// does not hold are gone, those it holds below the first placed seq
+    /// are on a draw.
+    pub fn of(self, polled: &[u64]) -> Observation {
+        let Observed {
+            mut observation,
+            bitmap,
+        } = self;
+        if let Some(Bitmap {
+            bytes,
+            first_seq,
+            first,
+        }) = bitmap
+        {
             for &seq in polled {
                 let present = seq
                     .checked_sub(first_seq)
@@ -394,56 +517,16 @@ pub fn observation(value: Value, polled: &[u64]) -> Result<Observation, StoreErr
                     })
                     .is_some_and(|b| b != 0);
                 if !present {
-                    bitmap_gone.push(seq);
+                    observation.gone.push(seq);
                 } else if first.is_none_or(|f| seq < f) {
-                    bitmap_drawn.push(seq);
+                    observation.drawn.push(seq);
                 }
             }
-            samples_from_bits(count(&n)?, count(&draws)?, first_seq, &bytes)?
         }
-        other => {
-            let text_samples = text(&other).ok_or_else(|| bad("expected samples"))?;
-            let parts: Vec<&str> = text_samples.split_ascii_whitespace().collect();
-            if !parts.len().is_multiple_of(2) {
-                return Err(bad("samples come in pairs"));
-            }
-            parts
-                .chunks(2)
-                .map(|pair| {
-                    Ok(Sample {
-                        position: score(pair[0])? + 1,
-                        seq: seq_of(score(pair[1])?),
-                    })
-                })
-                .collect::<Result<Vec<_>, StoreError>>()?
-        }
-    };
-    let seqs = |v: Value| -> Result<Vec<u64>, StoreError> {
-        items(v)?
-            .iter()
-            .map(|x| int(x).and_then(|n| u64::try_from(n).map_err(|_| bad("negative seq"))))
-            .collect()
-    };
-    let sorted = |v: Value, more: Vec<u64>| {
-        seqs(v).map(|mut s| {
-            s.extend(more);
-            s.sort_unstable();
-            s
-        })
-    };
-    Ok(Observation {
-        line,
-        method,
-        front,
-        samples,
-        samples_at_ms: u64::try_from(int(&samples_at)?).map_err(|_| bad("negative time"))?,
-        gone: sorted(gone, bitmap_gone)?,
-        drawn: sorted(drawn, bitmap_drawn)?,
-        departed: sorted(departed, Vec::new())?,
-        next_window_edge_ms: u64::try_from(int(&next_edge)?).ok(),
-        lottery_ticks: u64::try_from(int(&lottery_ticks)?)
-            .map_err(|_| bad("negative lottery ticks"))?,
-    })
+        observation.gone = sorted(observation.gone);
+        observation.drawn = sorted(observation.drawn);
+        observation
+    }
 }
 
 /// The samples of a fifo line of `n` waiters at [`sample_ranks`], read off
@@ -451,12 +534,7 @@ pub fn observation(value: Value, polled: &[u64]) -> Result<Observation, StoreErr
 /// set, the first `draws` of them on a pre-queue draw (no seq). `first_seq`
 /// is the seq of the bitmap's first bit (the room's base plus the member
 /// it stands for); bit 0 is the high bit of the first byte, as Redis counts.
-fn samples_from_bits(
-    n: u64,
-    draws: u64,
-    first_seq: u64,
-    bytes: &[u8],
-) -> Result<Vec<Sample>, StoreError> {
+fn samples_from_bits(n: u64, draws: u64, first_seq: u64, bytes: &[u8]) -> Parsed<Vec<Sample>> {
     let mut ranks = sample_ranks(n).peekable();
     let mut samples = Vec::new();
     // Set bits before the current byte.
@@ -492,14 +570,15 @@ fn samples_from_bits(
     Ok(samples)
 }
 
-/// Parses a script's single integer reply.
-pub fn counter(value: Value) -> Result<u64, StoreError> {
-    u64::try_from(int(&value)?).map_err(|_| bad("negative counter"))
-}
-
 #[cfg(test)]
 mod tests {
+    use redis::from_redis_value;
+
     use super::*;
+
+    fn known_room(value: Value) -> Result<Value, StoreError> {
+        from_redis_value::<Reply<Value>>(value).unwrap().0
+    }
 
     #[test]
     fn only_the_bare_unknown_room_string_means_no_such_room() {
@@ -514,8 +593,26 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_reply_that_does_not_decode_is_a_protocol_error_in_the_decoders_words() {
+        let reply = from_redis_value::<Reply<Counter>>(Value::Int(-3)).map(|r| r.0);
+        assert!(
+            matches!(&reply, Ok(Err(StoreError::Protocol(m))) if m == "negative counter"),
+            "{:?}",
+            reply.map(|r| r.map(|c| c.0))
+        );
+    }
+
     fn bulk(s: &str) -> Value {
         Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    fn joined_many(value: Value) -> Parsed<Vec<Joined>> {
+        from_redis_value::<Joins>(value).map(|joins| joins.0)
+    }
+
+    fn snapshot(value: Value) -> Parsed<Snapshot> {
+        from_redis_value(value)
     }
 
     #[test]
