@@ -21,9 +21,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use governor::clock::Clock;
 use governor::{DefaultKeyedRateLimiter, Quota};
-use serde::Deserialize;
 use tracing::instrument;
-use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -121,19 +119,6 @@ impl MapLoads {
     }
 }
 
-/// `{room}` and `{performance}` in the path.
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Path)]
-struct PerformancePath {
-    /// The room's id.
-    #[param(pattern = "^[a-z0-9][a-z0-9-]{0,63}$", example = "concert")]
-    #[allow(dead_code)] // read by the `Entry` extractors
-    room: String,
-    /// The performance's id.
-    #[param(pattern = "^[a-z0-9][a-z0-9-]{0,63}$", example = "evening")]
-    performance: String,
-}
-
 /// The booking store, or 404 when this origin sells nothing.
 fn store(state: &AppState) -> Result<&BookingStore, ApiError> {
     state.booking.as_deref().ok_or(ApiError::NotFound)
@@ -149,7 +134,7 @@ fn store(state: &AppState) -> Result<&BookingStore, ApiError> {
     get,
     path = "/api/{room}/performances/{performance}/seats",
     tag = "booking",
-    params(PerformancePath),
+    params(super::booking::PerformancePath),
     security(("entry_token" = [])),
     responses(
         (status = 200, description = "The seat map", body = SeatMap,
@@ -162,7 +147,7 @@ fn store(state: &AppState) -> Result<&BookingStore, ApiError> {
 async fn seats(
     State(state): State<AppState>,
     entry: ActiveEntry,
-    Path(path): Path<PerformancePath>,
+    Path(path): Path<super::booking::PerformancePath>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let room = &entry.0.room;
@@ -192,7 +177,7 @@ async fn seats(
     get,
     path = "/api/{room}/performances/{performance}/layout",
     tag = "booking",
-    params(PerformancePath),
+    params(super::booking::PerformancePath),
     security(("entry_token" = [])),
     responses(
         (status = 200, description = "The layout", body = SeatLayout,
@@ -205,7 +190,7 @@ async fn seats(
 async fn layout(
     State(state): State<AppState>,
     entry: ActiveEntry,
-    Path(path): Path<PerformancePath>,
+    Path(path): Path<super::booking::PerformancePath>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let room = &entry.0.room;
@@ -232,7 +217,7 @@ async fn layout(
     get,
     path = "/api/{room}/performances/{performance}/state",
     tag = "booking",
-    params(PerformancePath),
+    params(super::booking::PerformancePath),
     security(("entry_token" = [])),
     responses(
         (status = 200, description = "The seats' states", body = SeatStates,
@@ -245,7 +230,7 @@ async fn layout(
 async fn state(
     State(state): State<AppState>,
     entry: ActiveEntry,
-    Path(path): Path<PerformancePath>,
+    Path(path): Path<super::booking::PerformancePath>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let room = &entry.0.room;
