@@ -150,19 +150,7 @@ async fn seats(
     Path(path): Path<super::booking::PerformancePath>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let room = &entry.0.room;
-    let store = store(&state)?;
-    state.seat_map_loads.check(room, entry.0.claims.seq)?;
-    let at = store
-        .seat_map_tag(room.as_str(), &path.performance, state.clock.now_ms())
-        .await?;
-    if let Some(unchanged) = not_modified(&headers, at.tag(), STATE_CACHE) {
-        return Ok(unchanged);
-    }
-    let map = store.seat_map_state(&at).await?;
-    let gzip = accepts_gzip(&headers);
-    let body = map.map_body(gzip).await?;
-    Ok(answer(body, gzip, map.tag(), STATE_CACHE))
+    map_answer(&state, &entry, &path.performance, &headers, MapPart::Seats).await
 }
 
 /// The performance's layout: sections in map order, with their rows,
@@ -233,18 +221,43 @@ async fn state(
     Path(path): Path<super::booking::PerformancePath>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    map_answer(&state, &entry, &path.performance, &headers, MapPart::States).await
+}
+
+/// What `seats` and `state` read from the seat map's state.
+#[derive(Clone, Copy)]
+enum MapPart {
+    /// Every seat with its price and state.
+    Seats,
+    /// One letter a seat.
+    States,
+}
+
+/// The body of `seats` and `state`: counts the load, answers 304 from the
+/// map's tag alone when the client has it, else reads the map's state and
+/// answers the part asked for.
+async fn map_answer(
+    state: &AppState,
+    entry: &ActiveEntry,
+    performance: &str,
+    headers: &HeaderMap,
+    part: MapPart,
+) -> Result<Response, ApiError> {
     let room = &entry.0.room;
-    let store = store(&state)?;
+    let store = store(state)?;
     state.seat_map_loads.check(room, entry.0.claims.seq)?;
     let at = store
-        .seat_map_tag(room.as_str(), &path.performance, state.clock.now_ms())
+        .seat_map_tag(room.as_str(), performance, state.clock.now_ms())
         .await?;
-    if let Some(unchanged) = not_modified(&headers, at.tag(), STATE_CACHE) {
+    if let Some(unchanged) = not_modified(headers, at.tag(), STATE_CACHE) {
         return Ok(unchanged);
     }
     let map = store.seat_map_state(&at).await?;
-    let gzip = accepts_gzip(&headers);
-    let body = map.state_body(gzip).await?;
+    let gzip = accepts_gzip(headers);
+    let body = match part {
+        MapPart::Seats => map.map_body(gzip).await?,
+        MapPart::States => map.state_body(gzip).await?,
+    };
     Ok(answer(body, gzip, map.tag(), STATE_CACHE))
 }
 
