@@ -333,6 +333,9 @@ pub(super) fn integral_floats_as_integers(value: &mut Value) {
     }
 }
 
+/// The body of `pause`, `resume` and `close`, which differ only in the
+/// state they set (and in their documentation): sets it, lets the snapshots
+/// know, and answers the room as it now is.
 async fn set_state(
     state: &AppState,
     room: &RoomId,

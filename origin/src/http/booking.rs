@@ -115,17 +115,17 @@ fn store(state: &AppState) -> Result<&BookingStore, ApiError> {
     state.booking.as_deref().ok_or(ApiError::NotFound)
 }
 
-/// `{room}` and `{performance}` in the path.
+/// `{room}` and `{performance}` in the path (also of the seat map's routes).
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Path)]
-struct PerformancePath {
+pub(super) struct PerformancePath {
     /// The room's id.
     #[param(pattern = "^[a-z0-9][a-z0-9-]{0,63}$", example = "concert")]
     #[allow(dead_code)] // read by the `Entry` extractors
     room: String,
     /// The performance's id.
     #[param(pattern = "^[a-z0-9][a-z0-9-]{0,63}$", example = "evening")]
-    performance: String,
+    pub(super) performance: String,
 }
 
 /// `{room}` and `{hold_id}` in the path.

@@ -161,23 +161,20 @@ async fn waiting_room(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
-    let lang = lang(query.as_deref(), &headers);
-    let room = match known_room(&state, &raw).await {
-        Ok(room) => room,
-        Err(e) => return refuse(e, &headers, lang),
-    };
-    let room = room.as_str();
-    let body = WAITING.render(&pages::waiting::Visit {
-        room,
-        target: &format!("/book/{room}/"),
-        lang,
-        // The origin is the queue: when it cannot answer there is nothing
-        // to fail open to.
-        fail_open: false,
-        join: &format!("/queue/{room}/join"),
-        status: &format!("/queue/{room}/status"),
-    });
-    page(WAITING.csp(), body)
+    room_page(&state, &raw, query.as_deref(), &headers, |room, lang| {
+        let body = WAITING.render(&pages::waiting::Visit {
+            room,
+            target: &format!("/book/{room}/"),
+            lang,
+            // The origin is the queue: when it cannot answer there is nothing
+            // to fail open to.
+            fail_open: false,
+            join: &format!("/queue/{room}/join"),
+            status: &format!("/queue/{room}/status"),
+        });
+        page(WAITING.csp(), body)
+    })
+    .await
 }
 
 /// The room's seat page (HTML): performances, seats, hold, payment, the
@@ -203,20 +200,17 @@ async fn seat_page(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
-    let lang = lang(query.as_deref(), &headers);
-    let room = match known_room(&state, &raw).await {
-        Ok(room) => room,
-        Err(e) => return refuse(e, &headers, lang),
-    };
-    let room = room.as_str();
-    let body = SEATS.render(&pages::seats::Visit {
-        room,
-        lang,
-        api: &format!("/api/{room}"),
-        waiting: &waiting_url(room),
-        currency: CURRENCY,
-    });
-    page(SEATS.csp(), body)
+    room_page(&state, &raw, query.as_deref(), &headers, |room, lang| {
+        let body = SEATS.render(&pages::seats::Visit {
+            room,
+            lang,
+            api: &format!("/api/{room}"),
+            waiting: &waiting_url(room),
+            currency: CURRENCY,
+        });
+        page(SEATS.csp(), body)
+    })
+    .await
 }
 
 /// The operator's console (HTML): asks for the admin key, then shows every
@@ -241,6 +235,23 @@ async fn console(RawQuery(query): RawQuery, headers: HeaderMap) -> Response {
         path: "/admin/",
     });
     page(CONSOLE.csp(), body)
+}
+
+/// The body of the room's pages: the language chosen, the room looked up,
+/// then `render` with the room's id and the language; a room that is not
+/// there (or a store that does not answer) gets `refuse`'s answer.
+async fn room_page(
+    state: &AppState,
+    raw: &str,
+    query: Option<&str>,
+    headers: &HeaderMap,
+    render: impl FnOnce(&str, Lang) -> Response,
+) -> Response {
+    let lang = lang(query, headers);
+    match known_room(state, raw).await {
+        Ok(room) => render(room.as_str(), lang),
+        Err(e) => refuse(e, headers, lang),
+    }
 }
 
 /// The room the path names, if it is well formed and exists.

@@ -21,9 +21,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use governor::clock::Clock;
 use governor::{DefaultKeyedRateLimiter, Quota};
-use serde::Deserialize;
 use tracing::instrument;
-use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -121,19 +119,6 @@ impl MapLoads {
     }
 }
 
-/// `{room}` and `{performance}` in the path.
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Path)]
-struct PerformancePath {
-    /// The room's id.
-    #[param(pattern = "^[a-z0-9][a-z0-9-]{0,63}$", example = "concert")]
-    #[allow(dead_code)] // read by the `Entry` extractors
-    room: String,
-    /// The performance's id.
-    #[param(pattern = "^[a-z0-9][a-z0-9-]{0,63}$", example = "evening")]
-    performance: String,
-}
-
 /// The booking store, or 404 when this origin sells nothing.
 fn store(state: &AppState) -> Result<&BookingStore, ApiError> {
     state.booking.as_deref().ok_or(ApiError::NotFound)
@@ -149,7 +134,7 @@ fn store(state: &AppState) -> Result<&BookingStore, ApiError> {
     get,
     path = "/api/{room}/performances/{performance}/seats",
     tag = "booking",
-    params(PerformancePath),
+    params(super::booking::PerformancePath),
     security(("entry_token" = [])),
     responses(
         (status = 200, description = "The seat map", body = SeatMap,
@@ -162,22 +147,10 @@ fn store(state: &AppState) -> Result<&BookingStore, ApiError> {
 async fn seats(
     State(state): State<AppState>,
     entry: ActiveEntry,
-    Path(path): Path<PerformancePath>,
+    Path(path): Path<super::booking::PerformancePath>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let room = &entry.0.room;
-    let store = store(&state)?;
-    state.seat_map_loads.check(room, entry.0.claims.seq)?;
-    let at = store
-        .seat_map_tag(room.as_str(), &path.performance, state.clock.now_ms())
-        .await?;
-    if let Some(unchanged) = not_modified(&headers, at.tag(), STATE_CACHE) {
-        return Ok(unchanged);
-    }
-    let map = store.seat_map_state(&at).await?;
-    let gzip = accepts_gzip(&headers);
-    let body = map.map_body(gzip).await?;
-    Ok(answer(body, gzip, map.tag(), STATE_CACHE))
+    map_answer(&state, &entry, &path.performance, &headers, MapPart::Seats).await
 }
 
 /// The performance's layout: sections in map order, with their rows,
@@ -192,7 +165,7 @@ async fn seats(
     get,
     path = "/api/{room}/performances/{performance}/layout",
     tag = "booking",
-    params(PerformancePath),
+    params(super::booking::PerformancePath),
     security(("entry_token" = [])),
     responses(
         (status = 200, description = "The layout", body = SeatLayout,
@@ -205,7 +178,7 @@ async fn seats(
 async fn layout(
     State(state): State<AppState>,
     entry: ActiveEntry,
-    Path(path): Path<PerformancePath>,
+    Path(path): Path<super::booking::PerformancePath>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let room = &entry.0.room;
@@ -232,7 +205,7 @@ async fn layout(
     get,
     path = "/api/{room}/performances/{performance}/state",
     tag = "booking",
-    params(PerformancePath),
+    params(super::booking::PerformancePath),
     security(("entry_token" = [])),
     responses(
         (status = 200, description = "The seats' states", body = SeatStates,
@@ -245,21 +218,46 @@ async fn layout(
 async fn state(
     State(state): State<AppState>,
     entry: ActiveEntry,
-    Path(path): Path<PerformancePath>,
+    Path(path): Path<super::booking::PerformancePath>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    map_answer(&state, &entry, &path.performance, &headers, MapPart::States).await
+}
+
+/// What `seats` and `state` read from the seat map's state.
+#[derive(Clone, Copy)]
+enum MapPart {
+    /// Every seat with its price and state.
+    Seats,
+    /// One letter a seat.
+    States,
+}
+
+/// The body of `seats` and `state`: counts the load, answers 304 from the
+/// map's tag alone when the client has it, else reads the map's state and
+/// answers the part asked for.
+async fn map_answer(
+    state: &AppState,
+    entry: &ActiveEntry,
+    performance: &str,
+    headers: &HeaderMap,
+    part: MapPart,
+) -> Result<Response, ApiError> {
     let room = &entry.0.room;
-    let store = store(&state)?;
+    let store = store(state)?;
     state.seat_map_loads.check(room, entry.0.claims.seq)?;
     let at = store
-        .seat_map_tag(room.as_str(), &path.performance, state.clock.now_ms())
+        .seat_map_tag(room.as_str(), performance, state.clock.now_ms())
         .await?;
-    if let Some(unchanged) = not_modified(&headers, at.tag(), STATE_CACHE) {
+    if let Some(unchanged) = not_modified(headers, at.tag(), STATE_CACHE) {
         return Ok(unchanged);
     }
     let map = store.seat_map_state(&at).await?;
-    let gzip = accepts_gzip(&headers);
-    let body = map.state_body(gzip).await?;
+    let gzip = accepts_gzip(headers);
+    let body = match part {
+        MapPart::Seats => map.map_body(gzip).await?,
+        MapPart::States => map.state_body(gzip).await?,
+    };
     Ok(answer(body, gzip, map.tag(), STATE_CACHE))
 }
 
