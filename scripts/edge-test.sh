@@ -17,35 +17,11 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+. scripts/lib.sh
 log() { printf '\nedge-test: %s\n' "$*" >&2; }
 started=$SECONDS
 
-apt_install() {
-  local missing=()
-  command -v chromium >/dev/null 2>&1 || missing+=(chromium)
-  command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
-  dpkg -s fonts-noto-cjk >/dev/null 2>&1 || missing+=(fonts-noto-cjk)
-  command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
-  ((${#missing[@]})) || return 0
-  log "apt-get install ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  # The package lists may be stale on a fresh machine: update only if needed.
-  apt-get install -y --no-install-recommends "${missing[@]}" \
-    || { apt-get update && apt-get install -y --no-install-recommends "${missing[@]}"; }
-}
-
-# The node test process kills what it started (its own process groups) on
-# exit and on signals; this makes sure it is gone if this script is stopped.
-test_pid=""
-cleanup() {
-  if [[ -n "$test_pid" ]] && kill -0 "$test_pid" 2>/dev/null; then
-    kill -TERM "$test_pid" 2>/dev/null || true
-    wait "$test_pid" 2>/dev/null || true
-  fi
-}
-trap cleanup EXIT INT TERM
-
-apt_install
+ensure_browser chromedriver=chromium-driver redis-server=redis-server
 
 log "native unit tests (cargo test -p edge)"
 cargo test -p edge --quiet
@@ -60,10 +36,7 @@ log "end to end in workerd and chromium (node --test tests/edge/)"
 mkdir -p target/e2e-artifacts
 # One file at a time: each starts its own Redis, origin and workerd, and the
 # machine has two cores. timeout bounds the whole run.
-timeout --signal=TERM 600 node --test --test-concurrency=1 --test-reporter=spec \
-  tests/edge/gate.test.mjs tests/edge/browser.test.mjs &
-test_pid=$!
-wait "$test_pid"
-test_pid=""
+run_guarded timeout --signal=TERM 600 node --test --test-concurrency=1 --test-reporter=spec \
+  tests/edge/gate.test.mjs tests/edge/browser.test.mjs
 
 log "passed in $((SECONDS - started)) s; screenshots in target/e2e-artifacts/"

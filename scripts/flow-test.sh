@@ -23,10 +23,7 @@ cd "$(dirname "$0")/.."
 log() { printf '\nflow-test: %s\n' "$*" >&2; }
 started=$SECONDS
 
-missing=()
-command -v chromium >/dev/null 2>&1 || missing+=(chromium)
-dpkg -s fonts-noto-cjk >/dev/null 2>&1 || missing+=(fonts-noto-cjk)
-((${#missing[@]} == 0)) || apt_install "${missing[@]}"
+ensure_browser
 [[ -d node_modules/playwright-core ]] || scripts/edge-tools.sh
 
 if [[ -z "${ORIGIN_BIN:-}" ]]; then
@@ -35,23 +32,9 @@ if [[ -z "${ORIGIN_BIN:-}" ]]; then
   export ORIGIN_BIN="$PWD/target/debug/origin"
 fi
 
-# The node test process stops what it started (its own process groups) on
-# exit and on signals; this makes sure it is gone if this script is stopped.
-test_pid=""
-cleanup() {
-  if [[ -n "$test_pid" ]] && kill -0 "$test_pid" 2>/dev/null; then
-    kill -TERM "$test_pid" 2>/dev/null || true
-    wait "$test_pid" 2>/dev/null || true
-  fi
-}
-trap cleanup EXIT INT TERM
-
 log "chromium against the origin alone (node --test tests/origin/)"
 mkdir -p target/e2e-artifacts
-timeout --signal=TERM 300 node --test --test-concurrency=1 --test-reporter=spec \
-  tests/origin/flow.test.mjs tests/origin/seats.test.mjs tests/origin/console.test.mjs &
-test_pid=$!
-wait "$test_pid"
-test_pid=""
+run_guarded timeout --signal=TERM 300 node --test --test-concurrency=1 --test-reporter=spec \
+  tests/origin/flow.test.mjs tests/origin/seats.test.mjs tests/origin/console.test.mjs
 
 log "passed in $((SECONDS - started)) s; screenshots in target/e2e-artifacts/"

@@ -83,3 +83,35 @@ ensure_rust() {
   rustup target list --installed 2>/dev/null | grep -q wasm32-unknown-unknown ||
     rustup target add wasm32-unknown-unknown
 }
+
+# What the browser tests need from Debian and is missing, in one install:
+# chromium and fonts-noto-cjk (Korean glyphs), and for each `command=package`
+# given, the package when the command is not on PATH.
+ensure_browser() {
+  local missing=() pair
+  command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+  dpkg -s fonts-noto-cjk >/dev/null 2>&1 || missing+=(fonts-noto-cjk)
+  for pair in "$@"; do
+    command -v "${pair%%=*}" >/dev/null 2>&1 || missing+=("${pair#*=}")
+  done
+  ((${#missing[@]} == 0)) || apt_install "${missing[@]}"
+}
+
+# Runs a command in the background and waits for it, failing as it fails.
+# If this script exits or is stopped first, the command is sent TERM and
+# waited for: a node test process stops what it started (its own process
+# groups) on signals, so nothing it started outlives the script.
+guarded_pid=""
+stop_guarded() {
+  if [[ -n "$guarded_pid" ]] && kill -0 "$guarded_pid" 2>/dev/null; then
+    kill -TERM "$guarded_pid" 2>/dev/null || true
+    wait "$guarded_pid" 2>/dev/null || true
+  fi
+}
+run_guarded() {
+  trap stop_guarded EXIT INT TERM
+  "$@" &
+  guarded_pid=$!
+  wait "$guarded_pid"
+  guarded_pid=""
+}

@@ -58,6 +58,14 @@ impl Lang {
         best.map_or(Lang::En, |(l, _)| l)
     }
 
+    /// `en` or `ko`, whichever is this language's: a page's words.
+    pub(crate) fn pick<T: ?Sized>(self, en: &'static T, ko: &'static T) -> &'static T {
+        match self {
+            Lang::En => en,
+            Lang::Ko => ko,
+        }
+    }
+
     /// The visitor's explicit choice (`?lang=`) when it names a language,
     /// else [`Lang::from_accept_language`].
     #[must_use]

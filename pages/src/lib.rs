@@ -13,6 +13,8 @@
 //! - [`lobby`]: the origin's front door (the room list) and short notices
 //!   (unknown room, unavailable) for browsers.
 //! - [`Lang`]: the pages' languages and how a request picks one.
+//! - `skeleton`: the document, base stylesheet and CSP every page shares;
+//!   a page brings only its body, its own style, script and words.
 //!
 //! This crate only renders: it does no I/O, knows no server or store, and
 //! decides nothing about who may see a page. The caller passes the room, the
@@ -38,6 +40,7 @@ mod html;
 mod lang;
 pub mod lobby;
 pub mod seats;
+mod skeleton;
 pub mod waiting;
 
 pub use console::ConsolePage;

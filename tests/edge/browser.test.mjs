@@ -9,30 +9,16 @@
 // Run by scripts/edge-test.sh.
 
 import assert from "node:assert/strict";
-import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { after, before, test } from "node:test";
 
-import { chromium } from "playwright-core";
-
+import { closeBrowser, launchBrowser } from "../browser.mjs";
 import {
   ARTIFACTS, Visitor, cleanup, scratch, sleep, startEdge, startOrigin, startRedis, stop, stopAll,
 } from "./harness.mjs";
 
 const ROOM = "concert";
 const AHEAD = 3; // visitors waiting before the browser arrives
-const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
-// From shared notes: keep Chromium from reaching for anything off this machine.
-const CHROMIUM_ARGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
-];
 
 let dir, edge, openEdge, browser, origin, originArgs, redis;
 let keepPolling = true;
@@ -50,7 +36,6 @@ const EVENING = {
 };
 
 before(async () => {
-  mkdirSync(ARTIFACTS, { recursive: true });
   dir = scratch("browser");
   redis = await startRedis(dir);
   // One visitor inside at a time: the line moves as each one leaves (the
@@ -89,12 +74,12 @@ before(async () => {
     startEdge({ dir, originUrl: origin.url, rooms, vars }),
     startEdge({ dir, name: "edge-open", originUrl: origin.url, rooms, vars, failMode: "open" }),
   ]);
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+  browser = await launchBrowser();
 });
 
 after(async () => {
   keepPolling = false;
-  if (browser) await browser.close().catch(() => {});
+  await closeBrowser(browser);
   await stopAll();
   if (dir) cleanup(dir);
 });

@@ -9,27 +9,14 @@
 // Run by scripts/flow-test.sh.
 
 import assert from "node:assert/strict";
-import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { after, before, test } from "node:test";
 
-import { chromium } from "playwright-core";
-
+import { closeBrowser, launchBrowser } from "../browser.mjs";
 import { ARTIFACTS, Visitor, cleanup, scratch, sleep, startOrigin, stopAll } from "../edge/harness.mjs";
 
 const ROOM = "onsale";
 const ADMIN_KEY = "e2e-console-key-0123456789abcdef";
-const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
-const CHROMIUM_ARGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
-];
 
 const SHOW = {
   title: "Opening night",
@@ -42,7 +29,6 @@ const SHOW = {
 let dir, origin, browser;
 
 before(async () => {
-  mkdirSync(ARTIFACTS, { recursive: true });
   dir = scratch("console");
   origin = await startOrigin({
     dir,
@@ -55,11 +41,11 @@ before(async () => {
       { id: "matinee", capacity: 50, admit_per_second: 2.0 },
     ],
   });
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+  browser = await launchBrowser();
 });
 
 after(async () => {
-  if (browser) await browser.close().catch(() => {});
+  await closeBrowser(browser);
   await stopAll();
   if (dir) cleanup(dir);
 });

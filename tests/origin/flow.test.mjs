@@ -10,28 +10,14 @@
 // Screenshots go to target/e2e-artifacts/. Run by scripts/flow-test.sh.
 
 import assert from "node:assert/strict";
-import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { after, before, test } from "node:test";
 
-import { chromium } from "playwright-core";
-
+import { closeBrowser, launchBrowser } from "../browser.mjs";
 import { ARTIFACTS, Visitor, cleanup, scratch, sleep, startOrigin, stopAll } from "../edge/harness.mjs";
 
 const ROOM = "concert";
 const ADMIN_KEY = "e2e-admin-key-0123456789abcdef";
-const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
-// From shared notes: keep Chromium from reaching for anything off this machine.
-const CHROMIUM_ARGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
-];
 
 let dir, origin, browser;
 
@@ -48,7 +34,6 @@ const EVENING = {
 };
 
 before(async () => {
-  mkdirSync(ARTIFACTS, { recursive: true });
   dir = scratch("flow");
   // One visitor inside at a time, so the browser waits behind whoever is in.
   // Sessions (10 min) outlast a hold (7 min), so a hold runs its full time;
@@ -68,11 +53,11 @@ before(async () => {
     // The room list at `/` is the operator's choice.
     args: ["--lobby"],
   });
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+  browser = await launchBrowser();
 });
 
 after(async () => {
-  if (browser) await browser.close().catch(() => {});
+  await closeBrowser(browser);
   await stopAll();
   if (dir) cleanup(dir);
 });

@@ -9,38 +9,24 @@
 // Screenshots go to target/e2e-artifacts/. Run by scripts/flow-test.sh.
 
 import assert from "node:assert/strict";
-import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { after, before, test } from "node:test";
 
-import { chromium } from "playwright-core";
-
+import { closeBrowser, launchBrowser } from "../browser.mjs";
 import { ARTIFACTS, cleanup, scratch, startOrigin, stopAll } from "../edge/harness.mjs";
 
 const ROOM = "concert";
-const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
-const CHROMIUM_ARGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
-];
 
 let dir, origin, browser;
 
 before(async () => {
-  mkdirSync(ARTIFACTS, { recursive: true });
   dir = scratch("seats");
   origin = await startOrigin({ dir, rooms: [{ id: ROOM }] });
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+  browser = await launchBrowser();
 });
 
 after(async () => {
-  if (browser) await browser.close().catch(() => {});
+  await closeBrowser(browser);
   await stopAll();
   if (dir) cleanup(dir);
 });

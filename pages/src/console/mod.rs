@@ -9,8 +9,8 @@
 //! caller passes (same origin), with the key in the `Authorization` header;
 //! the key stays in the tab's `sessionStorage`, never in a URL or a cookie.
 //! The page itself holds no secret and no figure: everything it shows comes
-//! from the API, which checks the key on every call. Served under a CSP that
-//! names the inline style and script by hash, like the other pages.
+//! from the API, which checks the key on every call. Rendered in the pages'
+//! skeleton, like the other pages.
 
 mod strings;
 
@@ -18,20 +18,31 @@ use serde::Serialize;
 
 pub use strings::{Strings, strings};
 
-use crate::html::{accent_css, csp, escape, fill, script_json};
+use crate::html::{escape, script_json};
 use crate::lang::Lang;
+use crate::skeleton::{Parts, Script, Skeleton};
 
-const TEMPLATE: &str = include_str!("console.html");
-const CSS: &str = include_str!("console.css");
 const JS: &str = include_str!("console.js");
 
-/// The console's parts that depend only on the settings, built once: the
-/// stylesheet with the accent colour and the CSP naming the inline hashes.
+/// The console's key must not leak through a `Referer`.
+const HEAD: &str = concat!(
+    "<meta name=\"robots\" content=\"noindex\">\n",
+    "<meta name=\"referrer\" content=\"no-referrer\">\n",
+);
+
+const PARTS: Parts = Parts {
+    head: HEAD,
+    body: include_str!("console.html"),
+    css: include_str!("console.css"),
+    script: Some(Script {
+        js: JS,
+        config_id: "co-config",
+    }),
+};
+
+/// The console's parts that depend only on the settings, built once.
 #[derive(Debug, Clone)]
-pub struct ConsolePage {
-    css: String,
-    csp: String,
-}
+pub struct ConsolePage(Skeleton);
 
 /// One rendering of the page.
 #[derive(Debug, Clone, Copy)]
@@ -57,17 +68,13 @@ impl ConsolePage {
     /// or anything else: [`crate::DEFAULT_COLOR`]).
     #[must_use]
     pub fn new(color: Option<&str>) -> ConsolePage {
-        let css = accent_css(color, CSS);
-        ConsolePage {
-            csp: csp(&css, Some(JS)),
-            css,
-        }
+        ConsolePage(Skeleton::new(&PARTS, None, color))
     }
 
     /// The `Content-Security-Policy` to serve the page with.
     #[must_use]
     pub fn csp(&self) -> &str {
-        &self.csp
+        self.0.csp()
     }
 
     /// The page for one visit.
@@ -99,24 +106,8 @@ impl ConsolePage {
                 )
             })
             .collect();
-        fill(TEMPLATE, self.css.len() + JS.len() + 8192, |key, out| {
-            out.push_str(match key {
-                "lang" => lang.tag(),
-                "title" => t.title,
-                "css" => &self.css,
-                "js" => JS,
-                "config" => &config,
-                "languages" => &languages,
-                "label_language" => t.label_language,
-                "label_logout" => t.label_logout,
-                "msg_noscript" => t.msg_noscript,
-                "label_key" => t.label_key,
-                "hint_key" => t.hint_key,
-                "label_login" => t.label_login,
-                "msg_no_rooms" => t.msg_no_rooms,
-                _ => return false,
-            });
-            true
+        self.0.render(lang, t.title, &config, &t.labels(), |key| {
+            (key == "languages").then_some(languages.as_str())
         })
     }
 }
@@ -198,12 +189,10 @@ mod tests {
 
     #[test]
     fn both_languages_say_everything() {
-        assert_strings_complete(
-            strings(Lang::En),
-            strings(Lang::Ko),
-            &strings::labels(strings(Lang::En)),
-            &strings::labels(strings(Lang::Ko)),
-        );
+        let texts =
+            |t: &Strings| [vec![t.title], t.labels().map(|(_, text)| text).to_vec()].concat();
+        let (en, ko) = (strings(Lang::En), strings(Lang::Ko));
+        assert_strings_complete(en, ko, &texts(en), &texts(ko));
         for lang in Lang::ALL {
             script_strings_exist(JS, strings(lang));
         }

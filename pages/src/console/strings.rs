@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use crate::Lang;
+use crate::skeleton::labels;
 
 /// Every string the console shows.
 #[derive(Serialize, Debug)]
@@ -261,26 +262,24 @@ static KO: Strings = Strings {
     label_apply: "적용",
 };
 
-/// The console's strings in `lang`.
-#[must_use]
-pub fn strings(lang: Lang) -> &'static Strings {
-    match lang {
-        Lang::En => &EN,
-        Lang::Ko => &KO,
+impl Strings {
+    /// The texts the page's HTML shows, by their template keys.
+    pub(crate) fn labels(&self) -> [(&'static str, &'static str); 7] {
+        labels!(
+            self;
+            label_language,
+            label_logout,
+            msg_noscript,
+            label_key,
+            hint_key,
+            label_login,
+            msg_no_rooms,
+        )
     }
 }
 
-/// The HTML labels (not sent to the script), for the completeness test.
-#[cfg(test)]
-pub(crate) fn labels(t: &Strings) -> Vec<&'static str> {
-    vec![
-        t.title,
-        t.label_language,
-        t.label_logout,
-        t.msg_noscript,
-        t.label_key,
-        t.hint_key,
-        t.label_login,
-        t.msg_no_rooms,
-    ]
+/// The console's strings in `lang`.
+#[must_use]
+pub fn strings(lang: Lang) -> &'static Strings {
+    lang.pick(&EN, &KO)
 }

@@ -1,15 +1,28 @@
 //! The origin's own small pages: the front door at `/` (every room, linked
 //! to its waiting page) and short notices for browsers (a room that does
-//! not exist, a store that does not answer), in English and Korean. No
-//! script: the CSP names the inline style and forbids scripts.
+//! not exist, a store that does not answer), in English and Korean, in the
+//! pages' skeleton. No script: the CSP names the inline style and forbids
+//! scripts.
 //!
 //! The edge never serves these; they live here so every page a visitor
 //! sees is rendered the same way, from one crate.
 
-use crate::html::{csp, escape};
-use crate::lang::Lang;
+use std::sync::LazyLock;
 
-const CSS: &str = include_str!("lobby.css");
+use crate::html::escape;
+use crate::lang::Lang;
+use crate::skeleton::{Parts, Skeleton};
+
+/// Every page here: its title as the heading, then its text.
+static SKELETON: LazyLock<Skeleton> = LazyLock::new(|| {
+    let parts = Parts {
+        head: "",
+        body: "<main>\n<h1>{{title}}</h1>\n{{text}}</main>\n",
+        css: include_str!("lobby.css"),
+        script: None,
+    };
+    Skeleton::new(&parts, None, None)
+});
 
 /// Whether a listed room lets people in, as the room list shows it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -87,26 +100,17 @@ const KO: Words = Words {
 };
 
 fn words(lang: Lang) -> &'static Words {
-    match lang {
-        Lang::En => &EN,
-        Lang::Ko => &KO,
-    }
+    lang.pick(&EN, &KO)
 }
 
 /// The `Content-Security-Policy` of every page in this module.
 #[must_use]
 pub fn csp_header() -> String {
-    csp(CSS, None)
+    SKELETON.csp().to_owned()
 }
 
 fn document(lang: Lang, title: &str, body: &str) -> String {
-    format!(
-        "<!doctype html>\n<html lang=\"{lang}\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>{title}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n\
-         <h1>{title}</h1>\n{body}</main>\n</body>\n</html>\n",
-        lang = lang.tag(),
-    )
+    SKELETON.render(lang, title, "", &[], |key| (key == "text").then_some(body))
 }
 
 /// The room list: each room linked to its page, with its state.

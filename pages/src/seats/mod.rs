@@ -6,9 +6,9 @@
 //! The script talks to the booking API of the contract under the URL the
 //! caller passes (same origin, so the entry-token cookie goes along), and
 //! sends the visitor back to the waiting page when the session is over.
-//! Served under a CSP that names the inline style and script by hash, like
-//! the waiting page. Nothing here checks who may see the page: the API
-//! behind it checks the entry token on every call.
+//! Rendered in the pages' skeleton, like the waiting page. Nothing here
+//! checks who may see the page: the API behind it checks the entry token
+//! on every call.
 
 mod strings;
 
@@ -16,25 +16,29 @@ use serde::Serialize;
 
 pub use strings::{Strings, strings};
 
-use crate::html::{accent_css, csp, escape, fill, script_json};
+use crate::html::{escape, script_json};
 use crate::lang::Lang;
+use crate::skeleton::{NOINDEX, Parts, Script, Skeleton};
 
-const TEMPLATE: &str = include_str!("seats.html");
-const CSS: &str = include_str!("seats.css");
 const JS: &str = include_str!("seats.js");
+
+const PARTS: Parts = Parts {
+    head: NOINDEX,
+    body: include_str!("seats.html"),
+    css: include_str!("seats.css"),
+    script: Some(Script {
+        js: JS,
+        config_id: "bk-config",
+    }),
+};
 
 /// Seats one hold may take when the API does not say: the contract's
 /// default `max_seats_per_hold`. The API has the last word (422).
 pub const DEFAULT_MAX_SEATS: u32 = 4;
 
-/// The seat page's parts that depend only on the settings, built once: the
-/// stylesheet with the accent colour and the CSP naming the inline hashes.
+/// The seat page's parts that depend only on the settings, built once.
 #[derive(Debug, Clone)]
-pub struct SeatPage {
-    css: String,
-    csp: String,
-    title: Option<String>,
-}
+pub struct SeatPage(Skeleton);
 
 /// One rendering of the page.
 #[derive(Debug, Clone, Copy)]
@@ -71,18 +75,13 @@ impl SeatPage {
     /// or anything else: [`crate::DEFAULT_COLOR`]).
     #[must_use]
     pub fn new(title: Option<&str>, color: Option<&str>) -> SeatPage {
-        let css = accent_css(color, CSS);
-        SeatPage {
-            csp: csp(&css, Some(JS)),
-            css,
-            title: title.map(str::to_owned),
-        }
+        SeatPage(Skeleton::new(&PARTS, title, color))
     }
 
     /// The `Content-Security-Policy` to serve the page with.
     #[must_use]
     pub fn csp(&self) -> &str {
-        &self.csp
+        self.0.csp()
     }
 
     /// The page for one visit.
@@ -90,7 +89,6 @@ impl SeatPage {
     pub fn render(&self, visit: &Visit<'_>) -> String {
         let lang = visit.lang;
         let t = strings(lang);
-        let title = escape(self.title.as_deref().unwrap_or(t.default_title));
         let room = escape(visit.room);
         let waiting = escape(visit.waiting);
         // The currency goes to `Intl.NumberFormat`, which throws on
@@ -111,43 +109,17 @@ impl SeatPage {
             waiting: visit.waiting,
             t,
         });
-        fill(TEMPLATE, self.css.len() + JS.len() + 4096, |key, out| {
-            out.push_str(match key {
-                "lang" => lang.tag(),
-                "title" => &title,
-                "room" => &room,
-                "waiting_url" => &waiting,
-                "css" => &self.css,
-                "js" => JS,
-                "config" => &config,
-                "label_room" => t.label_room,
-                "msg_loading" => t.msg_loading,
-                "msg_noscript" => t.msg_noscript,
-                "label_back" => t.label_back,
-                "label_performance" => t.label_performance,
-                "label_seats" => t.label_seats,
-                "label_available" => t.label_available,
-                "label_selected" => t.label_selected,
-                "label_held" => t.label_held,
-                "label_booked" => t.label_booked,
-                "label_selection" => t.label_selection,
-                "label_total" => t.label_total,
-                "label_hold" => t.label_hold,
-                "label_clear" => t.label_clear,
-                "label_your_hold" => t.label_your_hold,
-                "label_time_left" => t.label_time_left,
-                "label_card" => t.label_card,
-                "hint_card" => t.hint_card,
-                "label_confirm" => t.label_confirm,
-                "label_release" => t.label_release,
-                "label_booking" => t.label_booking,
-                "label_booking_id" => t.label_booking_id,
-                "label_status" => t.label_status,
-                "label_created" => t.label_created,
-                _ => return false,
-            });
-            true
-        })
+        self.0.render(
+            lang,
+            t.default_title,
+            &config,
+            &t.labels(),
+            |key| match key {
+                "room" => Some(room.as_str()),
+                "waiting_url" => Some(waiting.as_str()),
+                _ => None,
+            },
+        )
     }
 }
 

@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use crate::Lang;
+use crate::skeleton::labels;
 
 /// Every string the seat page shows.
 #[derive(Serialize, Debug)]
@@ -282,13 +283,43 @@ const KO: Strings = Strings {
     status_confirmed: "확정",
 };
 
+impl Strings {
+    /// The texts the page's HTML shows, by their template keys.
+    pub(crate) fn labels(&self) -> [(&'static str, &'static str); 24] {
+        labels!(
+            self;
+            label_room,
+            msg_loading,
+            msg_noscript,
+            label_back,
+            label_performance,
+            label_seats,
+            label_available,
+            label_selected,
+            label_held,
+            label_booked,
+            label_selection,
+            label_total,
+            label_hold,
+            label_clear,
+            label_your_hold,
+            label_time_left,
+            label_card,
+            hint_card,
+            label_confirm,
+            label_release,
+            label_booking,
+            label_booking_id,
+            label_status,
+            label_created,
+        )
+    }
+}
+
 /// The strings for `lang`.
 #[must_use]
 pub fn strings(lang: Lang) -> &'static Strings {
-    match lang {
-        Lang::En => &EN,
-        Lang::Ko => &KO,
-    }
+    lang.pick(&EN, &KO)
 }
 
 #[cfg(test)]
@@ -298,35 +329,13 @@ mod tests {
 
     #[test]
     fn both_languages_say_everything() {
-        let labels = |t: &Strings| {
+        let texts = |t: &Strings| {
             [
-                t.default_title,
-                t.label_room,
-                t.msg_loading,
-                t.msg_noscript,
-                t.label_back,
-                t.label_performance,
-                t.label_seats,
-                t.label_available,
-                t.label_selected,
-                t.label_held,
-                t.label_booked,
-                t.label_selection,
-                t.label_total,
-                t.label_hold,
-                t.label_clear,
-                t.label_your_hold,
-                t.label_time_left,
-                t.label_card,
-                t.hint_card,
-                t.label_confirm,
-                t.label_release,
-                t.label_booking,
-                t.label_booking_id,
-                t.label_status,
-                t.label_created,
+                vec![t.default_title],
+                t.labels().map(|(_, text)| text).to_vec(),
             ]
+            .concat()
         };
-        assert_strings_complete(&EN, &KO, &labels(&EN), &labels(&KO));
+        assert_strings_complete(&EN, &KO, &texts(&EN), &texts(&KO));
     }
 }

@@ -1,11 +1,8 @@
 //! The waiting page: one self-contained HTML document (CSS and script
-//! inline, no external assets, no framework), rendered per request from
-//! `page.html`, `page.css` and `page.js` with the room, the target, the
-//! visitor's language, the queue URLs and the operator's title and colour.
-//!
-//! The page is served under a Content-Security-Policy that allows exactly
-//! its own inline style and script (by hash) and requests to its own site,
-//! so nothing injected could run or send data elsewhere.
+//! inline, no external assets, no framework), rendered per request in the
+//! pages' skeleton from `page.html`, `page.css` and `page.js` with the
+//! room, the target, the visitor's language, the queue URLs and the
+//! operator's title and colour.
 //!
 //! The edge serves it to held visitors and the origin at
 //! `/waiting-room/{room}`; what differs between them (the target, the
@@ -17,23 +14,26 @@ use serde::Serialize;
 
 pub use strings::{Strings, strings};
 
-use crate::html::{accent_css, csp, escape, fill, script_json};
+use crate::html::{escape, script_json};
 use crate::lang::Lang;
+use crate::skeleton::{NOINDEX, Parts, Script, Skeleton};
 
-const TEMPLATE: &str = include_str!("page.html");
-const CSS: &str = include_str!("page.css");
 const JS: &str = include_str!("page.js");
 
-/// The parts of the page that depend only on the settings, built once (per
-/// isolate at the edge, per process at the origin): the stylesheet with the
-/// operator's colour, and the CSP header that names the hashes of the
-/// inline style and script.
+const PARTS: Parts = Parts {
+    head: NOINDEX,
+    body: include_str!("page.html"),
+    css: include_str!("page.css"),
+    script: Some(Script {
+        js: JS,
+        config_id: "wr-config",
+    }),
+};
+
+/// The page's parts that depend only on the settings, built once (per
+/// isolate at the edge, per process at the origin).
 #[derive(Debug, Clone)]
-pub struct WaitingPage {
-    css: String,
-    csp: String,
-    title: Option<String>,
-}
+pub struct WaitingPage(Skeleton);
 
 /// One rendering of the page: who waits where, and where the page sends
 /// them.
@@ -77,18 +77,13 @@ impl WaitingPage {
     /// `#rrggbb`; `None` or anything else: [`crate::DEFAULT_COLOR`]).
     #[must_use]
     pub fn new(title: Option<&str>, color: Option<&str>) -> WaitingPage {
-        let css = accent_css(color, CSS);
-        WaitingPage {
-            csp: csp(&css, Some(JS)),
-            css,
-            title: title.map(str::to_owned),
-        }
+        WaitingPage(Skeleton::new(&PARTS, title, color))
     }
 
     /// The `Content-Security-Policy` to serve the page with.
     #[must_use]
     pub fn csp(&self) -> &str {
-        &self.csp
+        self.0.csp()
     }
 
     /// The page for one visit.
@@ -96,7 +91,6 @@ impl WaitingPage {
     pub fn render(&self, visit: &Visit<'_>) -> String {
         let lang = visit.lang;
         let t = strings(lang);
-        let title = escape(self.title.as_deref().unwrap_or(t.default_title));
         let room = escape(visit.room);
         let config = script_json(&ScriptConfig {
             room: visit.room,
@@ -109,28 +103,10 @@ impl WaitingPage {
             },
             t,
         });
-        fill(TEMPLATE, self.css.len() + JS.len() + 2048, |key, out| {
-            out.push_str(match key {
-                "lang" => lang.tag(),
-                "title" => &title,
-                "room" => &room,
-                "css" => &self.css,
-                "js" => JS,
-                "config" => &config,
-                "label_room" => t.label_room,
-                "label_progress" => t.label_progress,
-                "label_opens_in" => t.label_opens_in,
-                "label_position" => t.label_position,
-                "label_waiting" => t.label_waiting,
-                "label_eta" => t.label_eta,
-                "label_rejoin" => t.label_rejoin,
-                "msg_keep_open" => t.msg_keep_open,
-                "msg_noscript" => t.msg_noscript,
-                "msg_connecting" => t.msg_connecting,
-                _ => return false,
-            });
-            true
-        })
+        self.0
+            .render(lang, t.default_title, &config, &t.labels(), |key| {
+                (key == "room").then_some(room.as_str())
+            })
     }
 }
 

@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use crate::Lang;
+use crate::skeleton::labels;
 
 /// Every string the page shows.
 #[derive(Serialize, Debug)]
@@ -131,13 +132,29 @@ const KO: Strings = Strings {
     eta_hours: "약 {h}시간 {m}분",
 };
 
+impl Strings {
+    /// The texts the page's HTML shows, by their template keys.
+    pub(crate) fn labels(&self) -> [(&'static str, &'static str); 10] {
+        labels!(
+            self;
+            label_room,
+            label_progress,
+            label_opens_in,
+            label_position,
+            label_waiting,
+            label_eta,
+            label_rejoin,
+            msg_keep_open,
+            msg_noscript,
+            msg_connecting,
+        )
+    }
+}
+
 /// The strings for `lang`.
 #[must_use]
 pub fn strings(lang: Lang) -> &'static Strings {
-    match lang {
-        Lang::En => &EN,
-        Lang::Ko => &KO,
-    }
+    lang.pick(&EN, &KO)
 }
 
 #[cfg(test)]
@@ -147,20 +164,13 @@ mod tests {
 
     #[test]
     fn both_languages_say_everything() {
-        let labels = |t: &Strings| {
+        let texts = |t: &Strings| {
             [
-                t.default_title,
-                t.label_room,
-                t.label_progress,
-                t.label_opens_in,
-                t.label_position,
-                t.label_waiting,
-                t.label_eta,
-                t.label_rejoin,
-                t.msg_keep_open,
-                t.msg_noscript,
+                vec![t.default_title],
+                t.labels().map(|(_, text)| text).to_vec(),
             ]
+            .concat()
         };
-        assert_strings_complete(&EN, &KO, &labels(&EN), &labels(&KO));
+        assert_strings_complete(&EN, &KO, &texts(&EN), &texts(&KO));
     }
 }
