@@ -32,10 +32,9 @@ step "the same origin suite on the embedded store"
 # (cluster, faults, persistence and parity are about Redis itself and ran above)
 # --workspace, as above: the same packages give the same features, so the
 # build above serves (`-p origin` alone built every dependency again).
-WR_TEST_STORE=memory cargo test --workspace --lib --test admin --test bad_input --test fifo \
-  --test limits --test line --test methods --test openapi --test tokens \
-  --test sale --test pages --test booking_api --test booking_seatmap --test sessions --test eta --test console \
-  --test joins --test abandon --test snapshots --test held_polls --test promoter
+WR_TEST_STORE=memory cargo test --workspace --lib --test it -- admin:: bad_input:: fifo:: \
+  limits:: line:: methods:: openapi:: tokens:: sale:: pages:: booking_api:: booking_seatmap:: \
+  sessions:: eta:: console:: joins:: abandon:: snapshots:: held_polls:: promoter::
 step "schemathesis: the API against its own OpenAPI document (a running origin)"
 ./scripts/schemathesis.sh
 step "benchmark smoke run (tiny counts, debug build: it runs, it measures nothing)"
