@@ -4,6 +4,7 @@
 //! plus a tick (and not much before it: the marks' generations are a sixth
 //! of the abandon time). On a pinned clock, stepped tick by tick.
 
+use super::STORE;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -27,7 +28,7 @@ struct Pinned {
 async fn pinned_room(name: &str, abandon_seconds: u32) -> Pinned {
     let start = unix_now() * 1000;
     let clock = Arc::new(AtomicU64::new(start));
-    let t = pinned_store(clock.clone());
+    let t = pinned_store(STORE, clock.clone());
     let settings = RoomSettings {
         abandon_seconds,
         ..settings(1)

@@ -2,6 +2,7 @@
 //! effect on the next tick, pause stops admissions, close answers `closed`,
 //! and a missing or wrong key, or bad settings, change nothing.
 
+use super::STORE;
 use std::time::Duration;
 
 use crate::common::*;
@@ -25,7 +26,7 @@ async fn next_tick(store: &dyn QueueStore, room: &RoomId) -> Vec<u64> {
 
 #[tokio::test]
 async fn a_capacity_change_takes_effect_on_the_next_tick() {
-    let t = test_store();
+    let t = test_store(STORE);
     let store = t.store.as_ref();
     let room = make_room(store, "grow", settings(1)).await;
     let api = Api::new(admin_state(t.store.clone()));
@@ -58,7 +59,7 @@ async fn a_capacity_change_takes_effect_on_the_next_tick() {
 
 #[tokio::test]
 async fn pause_stops_admissions_and_resume_restarts_them() {
-    let t = test_store();
+    let t = test_store(STORE);
     let store = t.store.as_ref();
     let room = make_room(store, "hold", settings(10)).await;
     let api = Api::new(admin_state(t.store.clone()));
@@ -80,7 +81,7 @@ async fn pause_stops_admissions_and_resume_restarts_them() {
 
 #[tokio::test]
 async fn close_answers_joins_and_waiters_closed() {
-    let t = test_store();
+    let t = test_store(STORE);
     let store = t.store.as_ref();
     let room = make_paused_room(store, "shut", settings(10)).await;
     let api = Api::new(admin_state(t.store.clone()));
@@ -102,7 +103,7 @@ async fn close_answers_joins_and_waiters_closed() {
 
 #[tokio::test]
 async fn put_creates_with_defaults_and_get_and_list_show_it() {
-    let t = test_store();
+    let t = test_store(STORE);
     let api = Api::new(admin_state(t.store.clone()));
 
     let r = api
@@ -162,7 +163,7 @@ async fn put_creates_with_defaults_and_get_and_list_show_it() {
 
 #[tokio::test]
 async fn patch_merges_and_null_clears() {
-    let t = test_store();
+    let t = test_store(STORE);
     let store = t.store.as_ref();
     make_room(
         store,
@@ -240,7 +241,7 @@ fn admin_operations() -> Vec<(String, String)> {
 
 #[tokio::test]
 async fn a_missing_or_wrong_admin_key_is_401_and_changes_nothing() {
-    let t = test_store();
+    let t = test_store(STORE);
     let store = t.store.as_ref();
     let room = make_paused_room(store, "guarded", settings(4)).await;
     let api = Api::new(admin_state(t.store.clone()));
@@ -314,7 +315,7 @@ fn room_id(id: &str) -> RoomId {
 
 #[tokio::test]
 async fn bad_settings_are_refused_and_change_nothing() {
-    let t = test_store();
+    let t = test_store(STORE);
     let store = t.store.as_ref();
     let room = make_room(store, "strict", settings(4)).await;
     let api = Api::new(admin_state(t.store.clone()));
@@ -395,7 +396,7 @@ async fn bad_settings_are_refused_and_change_nothing() {
 
 #[tokio::test]
 async fn unknown_rooms_are_404_on_every_admin_route() {
-    let t = test_store();
+    let t = test_store(STORE);
     let api = Api::new(admin_state(t.store.clone()));
     for (method, uri) in [
         ("GET", "/admin/rooms/ghost"),

@@ -2,6 +2,7 @@
 //! contract's JSON error with the right status, nothing panics, and the
 //! room's state is untouched.
 
+use super::STORE;
 use crate::common::*;
 use axum::body::Body;
 use axum::http::Request;
@@ -9,7 +10,7 @@ use origin::room::RoomSettings;
 
 #[tokio::test]
 async fn malformed_requests_get_json_errors_and_change_nothing() {
-    let t = test_store();
+    let t = test_store(STORE);
     let room = make_paused_room(t.store.as_ref(), "strict", RoomSettings::default()).await;
     let api = Api::new(state(t.store.clone()));
     let ticket = api.join(&room, None).await.ticket();
@@ -175,7 +176,7 @@ async fn malformed_requests_get_json_errors_and_change_nothing() {
 
 #[tokio::test]
 async fn an_empty_object_or_empty_body_joins() {
-    let t = test_store();
+    let t = test_store(STORE);
     let room = make_paused_room(t.store.as_ref(), "lenient", RoomSettings::default()).await;
     let api = Api::new(state(t.store.clone()));
     for body in ["", "{}", " { } \n"] {
@@ -194,7 +195,7 @@ async fn an_empty_object_or_empty_body_joins() {
 #[tokio::test]
 async fn an_unreachable_store_is_503_not_a_hang_or_a_500() {
     // A Redis fault; the embedded store cannot be unreachable.
-    if on_memory() {
+    if STORE == Store::Memory {
         return;
     }
     let store = std::sync::Arc::new(
@@ -222,7 +223,7 @@ async fn a_percent_encoded_room_is_the_room_it_spells() {
     // The room is read from the path in place unless it is encoded; an
     // encoded one is the decoded room (as axum decodes it), on every
     // route that takes one.
-    let t = test_store();
+    let t = test_store(STORE);
     let room = make_paused_room(t.store.as_ref(), "spelled", RoomSettings::default()).await;
     let api = Api::new(state(t.store.clone()));
     let joined = api.call("POST", "/queue/%73pelled/join", None).await;

@@ -3,6 +3,7 @@
 //! contract lists (with nothing changed), the room following its seats, and
 //! adaptive admission slowing the room while payment is slow.
 
+use super::STORE;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -69,7 +70,7 @@ struct Sale {
 }
 
 async fn sale(db: &TestDb) -> Sale {
-    let t = test_store();
+    let t = test_store(STORE);
     let payment = Arc::new(Slowable::default());
     let booking = Arc::new(db.store(payment.clone(), unix_now() * 1000).await);
     let state = admin_state(t.store.clone()).with_booking(booking);
@@ -1020,7 +1021,7 @@ both!(
 /// the session as the confirm would have: the slot goes to the next waiter
 /// and the admission cannot hold again.
 async fn a_purchase_recovery_finishes_ends_its_session(db: &TestDb) {
-    let t = test_store();
+    let t = test_store(STORE);
     let payment = Arc::new(Slowable::default());
     let booking = db
         .store(payment.clone(), unix_now() * 1000)
@@ -1060,7 +1061,7 @@ async fn a_purchase_recovery_finishes_ends_its_session(db: &TestDb) {
 /// is written: the hold that commits is ended at once (401), not left to
 /// block its seats until the session's scheduled end.
 async fn a_hold_written_as_its_session_ends_does_not_outlive_it(db: &TestDb) {
-    let t = test_store();
+    let t = test_store(STORE);
     let recording = Arc::new(crate::common::recording::Recording::new(t.store.clone()));
     let payment = Arc::new(Slowable::default());
     let booking = Arc::new(db.store(payment.clone(), unix_now() * 1000).await);

@@ -4,6 +4,7 @@
 //! read and one rendering; map loads past the session's limit are 429; the
 //! map is gzipped for a client that takes it, queue status answers never.
 
+use super::STORE;
 use std::io::Read;
 use std::sync::Arc;
 
@@ -33,7 +34,7 @@ struct Sale {
 }
 
 async fn sale_with(db: &TestDb, state: impl FnOnce(AppState) -> AppState) -> Sale {
-    let t = test_store();
+    let t = test_store(STORE);
     let (booking, _) = db.store_counting().await;
     let booking = Arc::new(booking);
     let state = state(admin_state(t.store.clone()).with_booking(booking.clone()));

@@ -5,6 +5,7 @@
 //! `GET /admin/rooms/{room}/history` behind the admin key. The browser side
 //! is tests/origin/console.test.mjs.
 
+use super::STORE;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -91,7 +92,7 @@ async fn the_history_adds_no_store_reads() {
 /// room not sampled yet, the samples after `since_ms`, 400 for a bad one.
 #[tokio::test]
 async fn the_route_serves_the_samples_behind_the_admin_key() {
-    let t = test_store();
+    let t = test_store(STORE);
     let store = t.store.as_ref();
     let clock = Clock::manual(1_800_000_000_000);
     let state = admin_state(t.store.clone()).with_clock(clock.clone());
@@ -169,7 +170,7 @@ async fn the_route_serves_the_samples_behind_the_admin_key() {
 /// the key), whether or not the origin has an admin key.
 #[tokio::test]
 async fn the_page_holds_nothing_but_the_console() {
-    let t = test_store();
+    let t = test_store(STORE);
     make_room(t.store.as_ref(), "secret-room", settings(7)).await;
     for state in [admin_state(t.store.clone()), state(t.store.clone())] {
         let api = Api::new(state);

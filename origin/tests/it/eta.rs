@@ -4,6 +4,7 @@
 //!
 //! Time is a pinned clock stepped by the test, so every figure is exact.
 
+use super::STORE;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -20,7 +21,7 @@ async fn eta(store: &dyn QueueStore, room: &RoomId, seq: u64) -> Option<u64> {
 #[tokio::test]
 async fn capacity_bound_turns_follow_the_sessions_inside_and_early_leaves() {
     let clock = Arc::new(AtomicU64::new(unix_now() * 1000));
-    let t = pinned_store(clock.clone());
+    let t = pinned_store(STORE, clock.clone());
     let store = t.store.as_ref();
     let s = RoomSettings {
         capacity: 4,

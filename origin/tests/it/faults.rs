@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::recording::Recording;
 use crate::common::servers::{MariaDbServer, RedisServer, TempDir};
-use crate::common::{make_paused_room, make_room, spawn, state, test_store, unique_prefix};
+use crate::common::{Store, make_paused_room, make_room, spawn, state, test_store, unique_prefix};
 use async_trait::async_trait;
 use origin::booking::{
     BookingConfig, BookingStore, Faults, Payment, PaymentError, PerformanceSpec, SectionSpec,
@@ -481,7 +481,7 @@ async fn the_booking_database_stopped_and_frozen_mid_sale() {
     let deadline = booking.deadline(false);
     assert_eq!(deadline, DB_TIMEOUT * 2);
 
-    let t = test_store();
+    let t = test_store(Store::Redis);
     let settings = RoomSettings {
         capacity: 50,
         admit_per_second: 100.0,

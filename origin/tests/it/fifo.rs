@@ -2,6 +2,7 @@
 //! admission is the order of join, and neither concurrent joins nor several
 //! promoters ever let in more than capacity and rate allow.
 
+use super::STORE;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,7 +18,7 @@ const CLIENTS: usize = 64;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn five_thousand_joins_from_64_clients_are_admitted_in_sequence_order() {
-    let t = test_store();
+    let t = test_store(STORE);
     let capacity = 1_000;
     let settings = RoomSettings {
         capacity,
@@ -70,7 +71,7 @@ async fn five_thousand_joins_from_64_clients_are_admitted_in_sequence_order() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_joins_to_an_empty_room_never_admit_past_capacity() {
-    let t = test_store();
+    let t = test_store(STORE);
     let settings = RoomSettings {
         capacity: 10,
         admit_per_second: 1_000.0,
@@ -152,7 +153,7 @@ async fn watch_bounds(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_origins_promoting_one_room_never_over_admit() {
-    let t = test_store();
+    let t = test_store(STORE);
     // One room bound by capacity, one by rate; both promoted by two origin
     // instances, each with its own connection and a 5 ms tick.
     let by_capacity = RoomSettings {
@@ -175,8 +176,8 @@ async fn two_origins_promoting_one_room_never_over_admit() {
             t.store.join(room, None, 0, None).await.unwrap();
         }
     }
-    let one = spawn(state(connect(&t.prefix)), Some(Duration::from_millis(5))).await;
-    let two = spawn(state(connect(&t.prefix)), Some(Duration::from_millis(5))).await;
+    let one = spawn(state(t.connect()), Some(Duration::from_millis(5))).await;
+    let two = spawn(state(t.connect()), Some(Duration::from_millis(5))).await;
     tokio::time::sleep(Duration::from_millis(200)).await; // both promoters have read the rooms
 
     for room in [&a, &b] {
@@ -213,7 +214,7 @@ async fn two_origins_promoting_one_room_never_over_admit() {
 
 #[tokio::test]
 async fn the_promoters_tick_skips_rooms_that_vanished() {
-    let t = test_store();
+    let t = test_store(STORE);
     let room = make_room(t.store.as_ref(), "here", RoomSettings::default()).await;
     let gone = crate::common::room("gone");
     let ticked = promoter::tick_rooms(t.store.as_ref(), &[gone, room.clone()])

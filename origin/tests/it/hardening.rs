@@ -21,7 +21,7 @@ fn join_from(room: &str, host: &str) -> Request<Body> {
 
 #[tokio::test]
 async fn secure_comes_from_configuration_not_from_the_host_header() {
-    let t = test_store();
+    let t = test_store(Store::Redis);
     let room = make_room(t.store.as_ref(), "secure", settings(5)).await;
     // A local proxy in front of an https site sends `Host: localhost:8080`.
     let secure = Api::new(state(t.store.clone()).with_secure_cookies(true));
@@ -52,7 +52,7 @@ async fn secure_comes_from_configuration_not_from_the_host_header() {
 
 #[tokio::test]
 async fn failed_admin_calls_from_one_address_are_throttled() {
-    let t = test_store();
+    let t = test_store(Store::Redis);
     // Through the edge, for a client out on the internet.
     let edge = "edge-secret-for-tests-0123456789";
     let state = admin_state(t.store.clone()).with_clients(origin::http::client::ClientPolicy::new(
@@ -103,7 +103,7 @@ async fn failed_admin_calls_from_one_address_are_throttled() {
 /// proxy appended to `X-Forwarded-For`.
 #[tokio::test]
 async fn admin_calls_through_a_local_proxy_are_throttled_per_client() {
-    let t = test_store();
+    let t = test_store(Store::Redis);
     let proxied = admin_state(t.store.clone()).with_clients(
         origin::http::client::ClientPolicy::default()
             .with_trusted_proxies(vec!["127.0.0.1".parse().unwrap()]),
@@ -156,7 +156,7 @@ async fn admin_calls_through_a_local_proxy_are_throttled_per_client() {
 /// visitor's place or entry to another.
 #[tokio::test]
 async fn answers_that_set_cookies_are_never_stored_by_shared_caches() {
-    let t = test_store();
+    let t = test_store(Store::Redis);
     let room = make_room(t.store.as_ref(), "private", settings(5)).await;
     let api = Api::new(state(t.store.clone()));
     let r = api.join(&room, None).await;
@@ -180,7 +180,7 @@ async fn answers_that_set_cookies_are_never_stored_by_shared_caches() {
 
 #[tokio::test]
 async fn metrics_take_an_optional_bearer_key() {
-    let t = test_store();
+    let t = test_store(Store::Redis);
     let open = Api::new(state(t.store.clone()));
     assert_eq!(open.call("GET", "/metrics", None).await.status, 200);
 
@@ -203,7 +203,7 @@ async fn metrics_take_an_optional_bearer_key() {
 /// renamed `Host`.
 #[tokio::test]
 async fn a_sibling_subdomain_cannot_join_or_leave_for_the_visitor() {
-    let t = test_store();
+    let t = test_store(Store::Redis);
     let room = make_room(t.store.as_ref(), "sibling", settings(0)).await;
     let api = Api::new(state(t.store.clone()));
     let ticket = api.join(&room, None).await.json["ticket"]

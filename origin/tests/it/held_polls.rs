@@ -10,6 +10,7 @@
 //! does not wait for holds. The sale signal is set on the store by the test
 //! (as the sale loop would).
 
+use super::STORE;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -185,7 +186,7 @@ async fn ticks(n: u32) {
 
 #[tokio::test]
 async fn a_held_poll_hears_sold_out_within_a_few_ticks() {
-    let t = test_store();
+    let t = test_store(STORE);
     let room = endgame_room(t.store.as_ref(), "held-sold", RoomSettings::default()).await;
     let o = origin(t.store.clone(), 100).await;
     let tickets = o.join(&room, 3).await;
@@ -250,7 +251,7 @@ async fn closing_answers_from_the_signal(
     far: std::ops::Range<usize>,
     held_for: Duration,
 ) {
-    let t = test_store();
+    let t = test_store(STORE);
     let store = Arc::new(recording::Recording::new(t.store.clone()));
     let room = endgame_room(store.as_ref(), id, RoomSettings::default()).await;
     let o = origin(store.clone(), 100).await;
@@ -290,7 +291,7 @@ async fn closing_answers_from_the_signal(
 /// `admitted`, as the store says, not `closed`.
 #[tokio::test]
 async fn a_closing_heard_late_does_not_tell_a_waiter_let_in_meanwhile_it_is_closed() {
-    let t = test_store();
+    let t = test_store(STORE);
     let store = Arc::new(recording::Recording::new(t.store.clone()));
     let settings = RoomSettings {
         capacity: 1_000,
@@ -331,7 +332,7 @@ async fn a_closing_heard_late_does_not_tell_a_waiter_let_in_meanwhile_it_is_clos
 
 #[tokio::test]
 async fn polls_are_answered_at_once_outside_the_endgame_or_without_the_header() {
-    let t = test_store();
+    let t = test_store(STORE);
     let room = endgame_room(t.store.as_ref(), "held-not", settings(1)).await;
     let o = origin(t.store.clone(), 100).await;
     let store = o.store.as_ref();
@@ -387,7 +388,7 @@ async fn polls_are_answered_at_once_outside_the_endgame_or_without_the_header() 
 
 #[tokio::test]
 async fn back_to_back_holds_time_out_waiting_and_keep_the_place() {
-    let t = test_store();
+    let t = test_store(STORE);
     // Abandon time 3 s: the poll interval, and so every hold, is 1 s.
     let s = RoomSettings {
         abandon_seconds: 3,
@@ -427,7 +428,7 @@ async fn back_to_back_holds_time_out_waiting_and_keep_the_place() {
 
 #[tokio::test]
 async fn an_unreadable_prefer_is_ignored_and_a_large_wait_clamped() {
-    let t = test_store();
+    let t = test_store(STORE);
     let s = RoomSettings {
         abandon_seconds: 3,
         ..RoomSettings::default()
@@ -459,7 +460,7 @@ async fn an_unreadable_prefer_is_ignored_and_a_large_wait_clamped() {
 
 #[tokio::test]
 async fn past_the_cap_polls_are_answered_at_once() {
-    let t = test_store();
+    let t = test_store(STORE);
     let room = endgame_room(t.store.as_ref(), "held-cap", RoomSettings::default()).await;
     let o = origin(t.store.clone(), 2).await;
     let tickets = o.join(&room, 3).await;
@@ -491,7 +492,7 @@ async fn past_the_cap_polls_are_answered_at_once() {
 /// waiter's poll is still held.
 #[tokio::test]
 async fn one_ticket_holds_one_poll() {
-    let t = test_store();
+    let t = test_store(STORE);
     let room = endgame_room(t.store.as_ref(), "held-one", RoomSettings::default()).await;
     let o = origin(t.store.clone(), 8).await;
     let tickets = o.join(&room, 2).await;
@@ -517,7 +518,7 @@ async fn one_ticket_holds_one_poll() {
 
 #[tokio::test]
 async fn a_client_gone_mid_hold_leaves_nothing_behind() {
-    let t = test_store();
+    let t = test_store(STORE);
     let room = endgame_room(t.store.as_ref(), "held-gone", RoomSettings::default()).await;
     let o = origin(t.store.clone(), 100).await;
     let tickets = o.join(&room, 1).await;
@@ -556,7 +557,7 @@ async fn a_client_gone_mid_hold_leaves_nothing_behind() {
 
 #[tokio::test]
 async fn shutdown_answers_held_polls_at_once() {
-    let t = test_store();
+    let t = test_store(STORE);
     let room = endgame_room(t.store.as_ref(), "held-stop", RoomSettings::default()).await;
     let o = origin(t.store.clone(), 100).await;
     let tickets = o.join(&room, 1).await;
@@ -576,7 +577,7 @@ async fn shutdown_answers_held_polls_at_once() {
 
 #[tokio::test]
 async fn seats_back_wake_the_front_of_the_line_only() {
-    let t = test_store();
+    let t = test_store(STORE);
     let s = one_a_second();
     let room = endgame_room(t.store.as_ref(), "held-back", s).await;
     let o = origin(t.store.clone(), 100).await;
@@ -603,7 +604,7 @@ async fn seats_back_wake_the_front_of_the_line_only() {
 
 #[tokio::test]
 async fn before_the_seats_first_run_out_the_far_back_is_answered_at_once() {
-    let t = test_store();
+    let t = test_store(STORE);
     let s = one_a_second();
     // Joined while paused (nobody let in), then opened with seats to sell.
     let room = make_room(t.store.as_ref(), "held-early", s).await;
@@ -624,7 +625,7 @@ async fn before_the_seats_first_run_out_the_far_back_is_answered_at_once() {
 
 #[tokio::test]
 async fn with_seats_back_the_far_back_is_held_and_the_front_a_second_at_most() {
-    let t = test_store();
+    let t = test_store(STORE);
     let s = one_a_second();
     // Everyone joins while every seat is taken (a join could be let in at
     // once otherwise), then a few come back.
@@ -664,7 +665,7 @@ async fn with_seats_back_the_far_back_is_held_and_the_front_a_second_at_most() {
 
 #[tokio::test]
 async fn a_held_poll_near_the_front_hears_it_was_let_in_within_a_few_ticks() {
-    let t = test_store();
+    let t = test_store(STORE);
     // Three a second: a burst of three (the budget banks a second), then
     // one every third of a second.
     let s = RoomSettings {

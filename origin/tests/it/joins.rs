@@ -3,6 +3,7 @@
 //! two instances get one contiguous run of places, and a batch Redis stops
 //! half-way never gives a place twice.
 
+use super::STORE;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -48,7 +49,7 @@ async fn base_of(store: &dyn QueueStore, room: &RoomId) -> u64 {
 /// the same answers, cap, tickets, admit-at-once and refusals included.
 #[tokio::test]
 async fn a_batch_answers_each_join_as_a_lone_join_would() {
-    let t = test_store();
+    let t = test_store(STORE);
     let store = t.store.as_ref();
     let cap = |holder: &str| {
         Some(PlaceLimit {
@@ -181,7 +182,7 @@ fn spawn_joins(
 /// A batch to a room that does not exist fails each caller alike.
 #[tokio::test]
 async fn a_failing_batch_fails_each_caller_with_the_same_error() {
-    let t = test_store();
+    let t = test_store(STORE);
     let joins = Joins::new(t.store.clone(), Duration::from_millis(5));
     let room = room("nowhere");
     let calls = spawn_joins(&joins, &room, 32);
@@ -201,7 +202,7 @@ async fn poll_once<F: Future + Unpin>(future: &mut F) -> Poll<F::Output> {
 /// place all the same, as a lone join cancelled mid-call would.
 #[tokio::test]
 async fn a_cancelled_leader_still_sends_its_batch() {
-    let t = test_store();
+    let t = test_store(STORE);
     if !t.store.round_trips() {
         return; // the embedded store takes every join alone
     }
@@ -228,7 +229,7 @@ async fn a_cancelled_leader_still_sends_its_batch() {
 /// store call, not a lone call and then the rest.
 #[tokio::test]
 async fn a_burst_of_joins_makes_one_store_call() {
-    let t = test_store();
+    let t = test_store(STORE);
     if !t.store.round_trips() {
         return;
     }
@@ -251,8 +252,8 @@ async fn a_burst_of_joins_makes_one_store_call() {
 async fn batched_joins_keep_exact_contiguous_order_across_two_instances() {
     const CLIENTS: usize = 64;
     const EACH: usize = 8;
-    let t = test_store();
-    let other = connect(&t.prefix);
+    let t = test_store(STORE);
+    let other = t.connect();
     let room = make_paused_room(t.store.as_ref(), "crowd", settings(10)).await;
     let states = [state(t.store.clone()), state(other)];
     let apis: Arc<Vec<Api>> = Arc::new(states.iter().cloned().map(Api::new).collect());
@@ -295,7 +296,7 @@ async fn batched_joins_keep_exact_contiguous_order_across_two_instances() {
     // On Redis the joins did go in groups; the embedded store, with no
     // round trip to share, takes each alone (a batch there only added the
     // wait and the hand-over).
-    if on_memory() {
+    if STORE == Store::Memory {
         assert_eq!(a.batches + b.batches, a.joins + b.joins, "{a:?} {b:?}");
     } else {
         assert!(
@@ -311,11 +312,11 @@ async fn batched_joins_keep_exact_contiguous_order_across_two_instances() {
 /// by making the place cap's hash another type.
 #[tokio::test]
 async fn a_batch_stopped_half_way_never_gives_a_place_twice() {
-    if on_memory() {
+    if STORE == Store::Memory {
         // The embedded store's batch is one step under one lock.
         return;
     }
-    let t = test_store();
+    let t = test_store(STORE);
     let room = make_room(t.store.as_ref(), "half-way", settings(100)).await;
     let key = |kind: &str| format!("{}wr:{{{room}}}:{kind}", t.prefix);
     let mut redis = redis::Client::open(redis_url())

@@ -5,6 +5,7 @@
 //! (freed by leaving, abandonment and the session's end) and forgets an
 //! address that holds nothing.
 
+use super::STORE;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -35,7 +36,7 @@ async fn join(
 
 #[tokio::test]
 async fn joins_over_the_rate_are_429_and_take_no_place() {
-    let t = test_store();
+    let t = test_store(STORE);
     let store = t.store.as_ref();
     let room = make_paused_room(store, "busy", RoomSettings::default()).await;
     let server = spawn(
@@ -100,7 +101,7 @@ async fn joins_over_the_rate_are_429_and_take_no_place() {
 
 #[tokio::test]
 async fn no_rate_limit_when_off() {
-    let t = test_store();
+    let t = test_store(STORE);
     let room = make_paused_room(t.store.as_ref(), "open", RoomSettings::default()).await;
     let server = spawn(state(t.store.clone()), None).await;
     let http = reqwest::Client::new();
@@ -114,7 +115,7 @@ async fn no_rate_limit_when_off() {
 
 #[tokio::test]
 async fn the_place_cap_goes_to_the_store_with_the_client_address() {
-    let t = test_store();
+    let t = test_store(STORE);
     make_paused_room(t.store.as_ref(), "capped", RoomSettings::default()).await;
     // The store itself refuses a holder at its cap; the recording shows what
     // the origin handed it.
@@ -166,7 +167,7 @@ async fn the_place_cap_goes_to_the_store_with_the_client_address() {
 
 #[tokio::test]
 async fn addresses_of_one_ipv6_network_share_one_cap() {
-    let t = test_store();
+    let t = test_store(STORE);
     let room = make_paused_room(t.store.as_ref(), "v6", RoomSettings::default()).await;
     let policy = |bits| ClientPolicy::new(Some(EDGE_SECRET), 0, 2).with_ipv6_prefix(bits);
     // 60 addresses, each in a /64 of its own, all in 2001:db8:7::/48.
@@ -207,7 +208,7 @@ async fn addresses_of_one_ipv6_network_share_one_cap() {
 
 #[tokio::test]
 async fn no_place_cap_when_off() {
-    let t = test_store();
+    let t = test_store(STORE);
     make_paused_room(t.store.as_ref(), "uncapped", RoomSettings::default()).await;
     let capped = Arc::new(Recording::new(t.store.clone()));
     let api = Api::new(state(capped.clone()));
@@ -236,7 +237,7 @@ async fn place(store: &dyn QueueStore, room: &RoomId, limit: &PlaceLimit) -> Opt
 
 #[tokio::test]
 async fn joining_and_leaving_never_locks_an_address_out() {
-    let t = test_store();
+    let t = test_store(STORE);
     let store = t.store.as_ref();
     let room = make_paused_room(store, "revolving", RoomSettings::default()).await;
     let nat = cap("198.51.100.1");
@@ -256,7 +257,7 @@ async fn joining_and_leaving_never_locks_an_address_out() {
 async fn a_cap_of_two_holds_two_places_and_frees_one_when_a_place_ends() {
     const T0: u64 = 1_800_000_000_000;
     let clock = Arc::new(AtomicU64::new(T0));
-    let t = pinned_store(clock.clone());
+    let t = pinned_store(STORE, clock.clone());
     let store = t.store.as_ref();
     let step = |ms: u64| clock.fetch_add(ms, Ordering::SeqCst);
     let room = make_paused_room(
@@ -338,7 +339,7 @@ async fn a_cap_of_two_holds_two_places_and_frees_one_when_a_place_ends() {
 async fn the_cap_forgets_every_address_once_the_line_empties() {
     const T0: u64 = 1_800_000_000_000;
     let clock = Arc::new(AtomicU64::new(T0));
-    let t = pinned_store(clock.clone());
+    let t = pinned_store(STORE, clock.clone());
     let store = t.store.as_ref();
     let step = |ms: u64| clock.fetch_add(ms, Ordering::SeqCst);
     let room = make_paused_room(
@@ -389,7 +390,7 @@ async fn the_cap_forgets_every_address_once_the_line_empties() {
 
     let f = store.figures(&room).await.unwrap();
     assert_eq!((f.capped_clients, f.capped_places), (0, 0));
-    if !on_memory() {
+    if STORE != Store::Memory {
         let keys = RoomKeys::new(&t.prefix, &room);
         let mut redis = redis::Client::open(redis_url())
             .unwrap()
@@ -415,7 +416,7 @@ async fn the_cap_forgets_every_address_once_the_line_empties() {
 async fn what_the_cap_costs_in_redis_per_waiter() {
     use origin::http::client::ClientKey;
     const N: u32 = 20_000;
-    let t = test_store();
+    let t = test_store(Store::Redis);
     let mut redis = redis::Client::open(redis_url())
         .unwrap()
         .get_multiplexed_async_connection()

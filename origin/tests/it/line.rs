@@ -3,6 +3,7 @@
 //! close. The scenarios themselves live in `common/scenarios.rs`, shared
 //! with the Redis Cluster test; this file runs each as a test of its own.
 
+use super::STORE;
 use crate::common::{scenarios, test_store};
 
 /// One test per scenario in the list, each on a fresh store.
@@ -11,7 +12,7 @@ macro_rules! a_test_each {
         $(
             #[tokio::test]
             async fn $name() {
-                let t = test_store();
+                let t = test_store(STORE);
                 scenarios::$name(t.store.clone(), $room).await;
             }
         )*

@@ -1,6 +1,7 @@
 //! Queueing methods, scheduled windows, the line cap and the per-client
 //! place cap, on the real Redis.
 
+use super::STORE;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -22,7 +23,7 @@ fn with_method(capacity: u32, method: QueueingMethod) -> RoomSettings {
 
 #[tokio::test]
 async fn random_admits_a_lottery_draw_within_capacity() {
-    let t = test_store();
+    let t = test_store(STORE);
     let room = make_paused_room(
         t.store.as_ref(),
         "lottery",
@@ -66,7 +67,7 @@ async fn random_admits_a_lottery_draw_within_capacity() {
 
 #[tokio::test]
 async fn passthrough_admits_everyone_and_empties_the_line() {
-    let t = test_store();
+    let t = test_store(STORE);
     let room = make_room(
         t.store.as_ref(),
         "open-door",
@@ -100,7 +101,7 @@ async fn passthrough_admits_everyone_and_empties_the_line() {
 
 #[tokio::test]
 async fn reject_takes_no_places_and_tells_waiters_but_keeps_those_inside() {
-    let t = test_store();
+    let t = test_store(STORE);
     let room = make_room(
         t.store.as_ref(),
         "no-entry",
@@ -141,7 +142,7 @@ async fn reject_takes_no_places_and_tells_waiters_but_keeps_those_inside() {
 
 #[tokio::test]
 async fn scheduled_windows_replace_the_settings_while_they_run() {
-    let t = test_store();
+    let t = test_store(STORE);
     let now = OffsetDateTime::now_utc();
     let phase_two = now + Duration::from_millis(1_500);
     let settings = RoomSettings {
@@ -219,7 +220,7 @@ fn windows_are_validated() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_line_cap_gives_exactly_max_line_places_to_the_first_comers() {
-    let t = test_store();
+    let t = test_store(STORE);
     let settings = RoomSettings {
         max_line: Some(100),
         ..with_method(10, QueueingMethod::Fifo)
@@ -272,7 +273,7 @@ async fn the_line_cap_gives_exactly_max_line_places_to_the_first_comers() {
 
 #[tokio::test]
 async fn one_client_holds_at_most_its_cap_of_places() {
-    let t = test_store();
+    let t = test_store(STORE);
     let room = make_paused_room(
         t.store.as_ref(),
         "capped",
@@ -304,7 +305,7 @@ async fn one_client_holds_at_most_its_cap_of_places() {
 
 #[tokio::test]
 async fn the_front_of_the_line_reports_how_long_it_has_waited() {
-    let t = test_store();
+    let t = test_store(STORE);
     let room = make_paused_room(t.store.as_ref(), "patient", RoomSettings::default()).await;
     assert_eq!(
         t.store.figures(&room).await.unwrap().oldest_wait_seconds,
@@ -326,7 +327,7 @@ async fn numbers_from_an_earlier_life_of_a_room_never_name_a_new_place() {
     // The room is lost (a restart without persistence, or the embedded
     // store's process restarting) and created again: its new line must not
     // honour the old line's tickets.
-    let before = test_store();
+    let before = test_store(STORE);
     let room = make_paused_room(before.store.as_ref(), "reborn", RoomSettings::default()).await;
     let old = before
         .store
@@ -336,7 +337,7 @@ async fn numbers_from_an_earlier_life_of_a_room_never_name_a_new_place() {
         .answer()
         .unwrap();
     tokio::time::sleep(Duration::from_millis(5)).await;
-    let after = test_store();
+    let after = test_store(STORE);
     make_paused_room(after.store.as_ref(), "reborn", RoomSettings::default()).await;
     for _ in 0..3 {
         after.store.join(&room, None, 0, None).await.unwrap();

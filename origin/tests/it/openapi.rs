@@ -2,6 +2,7 @@
 //! in the document and every operation in the document is served; the
 //! document describes errors honestly; `/metrics` speaks Prometheus.
 
+use super::STORE;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -94,7 +95,7 @@ fn every_route_is_registered_with_its_description() {
 
 #[tokio::test]
 async fn every_documented_operation_is_served_and_nothing_else_on_its_path() {
-    let t = test_store();
+    let t = test_store(STORE);
     make_room(t.store.as_ref(), "concert", RoomSettings::default()).await;
     // With every optional route on (`/` lists rooms only with --lobby).
     let api = Api::new(admin_state(t.store.clone()).with_lobby(true));
@@ -149,7 +150,7 @@ fn the_document_is_the_committed_copy() {
 
 #[tokio::test]
 async fn the_served_document_is_the_generated_one() {
-    let t = test_store();
+    let t = test_store(STORE);
     let api = Api::new(state(t.store.clone()));
     let r = api.call("GET", "/openapi.json", None).await;
     assert_eq!(r.status, 200);
@@ -232,7 +233,7 @@ fn the_document_describes_errors_honestly() {
 
 #[tokio::test]
 async fn metrics_show_rooms_and_request_latency_and_stop_with_the_server() {
-    let t = test_store();
+    let t = test_store(STORE);
     let room = make_paused_room(t.store.as_ref(), "gauged", RoomSettings::default()).await;
     let server = spawn(state(t.store.clone()), Some(Duration::from_millis(50))).await;
     let http = reqwest::Client::new();

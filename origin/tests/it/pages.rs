@@ -5,6 +5,7 @@
 //! contract's JSON, or a short HTML page for a browser. Each test's store
 //! has a key prefix of its own, so room names may repeat across tests.
 
+use super::STORE;
 use crate::common::*;
 use axum::body::Body;
 use axum::http::Request;
@@ -42,7 +43,7 @@ fn html(r: &Reply) -> &str {
 
 #[tokio::test]
 async fn the_room_list_links_every_room_to_its_waiting_page() {
-    let t = test_store();
+    let t = test_store(STORE);
     let a = "list-a";
     let b = "list-b";
     make_room(t.store.as_ref(), a, RoomSettings::default()).await;
@@ -82,7 +83,7 @@ async fn the_room_list_links_every_room_to_its_waiting_page() {
 
 #[tokio::test]
 async fn the_waiting_page_polls_this_origin_and_goes_on_to_the_seat_page() {
-    let t = test_store();
+    let t = test_store(STORE);
     let room = "wait";
     make_room(t.store.as_ref(), room, RoomSettings::default()).await;
     let api = Api::new(state(t.store.clone()));
@@ -114,7 +115,7 @@ async fn the_waiting_page_polls_this_origin_and_goes_on_to_the_seat_page() {
 
 #[tokio::test]
 async fn the_seat_page_talks_to_the_rooms_booking_api() {
-    let t = test_store();
+    let t = test_store(STORE);
     let room = "seats";
     make_room(t.store.as_ref(), room, RoomSettings::default()).await;
     let api = Api::new(state(t.store.clone()));
@@ -129,7 +130,7 @@ async fn the_seat_page_talks_to_the_rooms_booking_api() {
 
 #[tokio::test]
 async fn unknown_rooms_are_404_json_or_html_for_browsers() {
-    let t = test_store();
+    let t = test_store(STORE);
     let api = Api::new(state(t.store.clone()));
     for path in [
         "/waiting-room/no-such-room-x",
@@ -153,7 +154,7 @@ async fn unknown_rooms_are_404_json_or_html_for_browsers() {
 
 #[tokio::test]
 async fn pages_answer_get_only() {
-    let t = test_store();
+    let t = test_store(STORE);
     let room = "methods";
     make_room(t.store.as_ref(), room, RoomSettings::default()).await;
     let api = Api::new(state(t.store.clone()));

@@ -184,6 +184,7 @@ async fn same_answers(initial: RoomSettings, ops: Vec<Op>) -> Result<(), TestCas
     let _cleanup = crate::common::TestStore {
         store: redis.clone(),
         prefix,
+        kind: crate::common::Store::Redis,
     };
     let room = RoomId::parse("parity").unwrap();
     let stores = [&redis, &memory];

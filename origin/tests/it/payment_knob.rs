@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::booking::*;
-use crate::common::{Api, Reply, admin_state, make_room, settings, test_store, unix_now};
+use crate::common::{Api, Reply, Store, admin_state, make_room, settings, test_store, unix_now};
 use axum::body::Body;
 use axum::http::Request;
 use origin::booking::SimulatedPayment;
@@ -16,7 +16,7 @@ use origin::booking::SimulatedPayment;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_knob_is_off_unless_asked_for() {
     let db = TestDb::new(Kind::Sqlite).await;
-    let t = test_store();
+    let t = test_store(Store::Redis);
     let sim = Arc::new(SimulatedPayment::new(Duration::ZERO, 0.0));
     let store = db.store(sim.clone(), unix_now() * 1000).await;
     let api = Api::new(admin_state(t.store.clone()).with_booking(Arc::new(store)));
@@ -33,7 +33,7 @@ async fn the_knob_is_off_unless_asked_for() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_the_operator_turns_the_knob() {
     let db = TestDb::new(Kind::Sqlite).await;
-    let t = test_store();
+    let t = test_store(Store::Redis);
     let sim = Arc::new(SimulatedPayment::new(Duration::from_millis(7), 0.0).adjustable());
     let store = db.store(sim.clone(), unix_now() * 1000).await;
     let api = Api::new(admin_state(t.store.clone()).with_booking(Arc::new(store)));
@@ -88,7 +88,7 @@ async fn only_the_operator_turns_the_knob() {
 async fn a_good_card_books_after_a_decline_with_payment_slowed() {
     for kind in [Kind::MySql, Kind::Sqlite] {
         let db = TestDb::new(kind).await;
-        let t = test_store();
+        let t = test_store(Store::Redis);
         let sim = Arc::new(SimulatedPayment::new(Duration::ZERO, 0.0).adjustable());
         let store = Arc::new(db.store(sim.clone(), unix_now() * 1000).await);
         let api = Api::new(admin_state(t.store.clone()).with_booking(store.clone()));

@@ -5,6 +5,7 @@
 //! room's admission and, past half an abandon time between ticks, read as
 //! an outage in which nobody is dropped.
 
+use super::STORE;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,7 +31,7 @@ enum Failing {
 #[tokio::test]
 async fn one_failing_room_does_not_slow_the_others() {
     for failing in [Failing::Tick, Failing::Observation] {
-        let t = test_store();
+        let t = test_store(STORE);
         let store = Arc::new(Recording::new(t.store.clone()));
         let bad = make_room(store.as_ref(), "bad", RoomSettings::default()).await;
         let good = make_room(store.as_ref(), "good", RoomSettings::default()).await;

@@ -5,6 +5,7 @@
 //!
 //! Time is a pinned clock stepped by the test, so tick counts are exact.
 
+use super::STORE;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -32,7 +33,7 @@ fn step(clock: &AtomicU64, ms: u64) {
 #[tokio::test]
 async fn no_seat_available_admits_nobody_until_seats_come_back() {
     let clock = clock();
-    let t = pinned_store(clock.clone());
+    let t = pinned_store(STORE, clock.clone());
     let store = t.store.as_ref();
     let room = make_room(store, "all-held", settings(100)).await;
     let api = Api::new(state(t.store.clone()));
@@ -81,7 +82,7 @@ async fn no_seat_available_admits_nobody_until_seats_come_back() {
 #[tokio::test]
 async fn sold_out_takes_no_place_and_tells_waiters_who_keep_their_places() {
     let clock = clock();
-    let t = pinned_store(clock.clone());
+    let t = pinned_store(STORE, clock.clone());
     let store = t.store.as_ref();
     let room = make_room(store, "booked-up", settings(2)).await;
     let api = Api::new(state(t.store.clone()));
@@ -143,7 +144,7 @@ async fn sold_out_takes_no_place_and_tells_waiters_who_keep_their_places() {
 #[tokio::test]
 async fn sold_out_waiters_who_stop_polling_are_still_dropped() {
     let clock = clock();
-    let t = pinned_store(clock.clone());
+    let t = pinned_store(STORE, clock.clone());
     let store = t.store.as_ref();
     let room = make_paused_room(store, "gone-quiet", RoomSettings::default()).await;
     let a = store
@@ -208,7 +209,7 @@ async fn admitted_in_three_seconds(
 #[tokio::test]
 async fn a_rate_factor_of_one_half_halves_admissions() {
     let clock = clock();
-    let t = pinned_store(clock.clone());
+    let t = pinned_store(STORE, clock.clone());
     let store = t.store.as_ref();
     // The first tick spends the one second banked at the start; then each
     // 100 ms brings 1 (or 0.5) more.
@@ -219,7 +220,7 @@ async fn a_rate_factor_of_one_half_halves_admissions() {
 
 #[tokio::test]
 async fn the_signal_is_kept_by_put_room_and_checked() {
-    let t = test_store();
+    let t = test_store(STORE);
     let store = t.store.as_ref();
     let room = make_room(store, "kept", settings(10)).await;
     assert_eq!(

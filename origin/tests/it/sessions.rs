@@ -3,6 +3,7 @@
 //! answers), so a copied token dies within its lifetime once the session
 //! ends; a session used from more addresses than the room allows is ended.
 
+use super::STORE;
 use std::sync::Arc;
 
 use crate::common::booking::{Kind, TestDb};
@@ -17,7 +18,7 @@ use serde_json::json;
 const EDGE: &str = "edge-secret-for-tests-0123456789";
 
 async fn setup(db: &TestDb) -> (Api, AppState, RoomId, crate::common::TestStore) {
-    let t = test_store();
+    let t = test_store(STORE);
     let booking = Arc::new(
         db.store(
             Arc::new(crate::common::booking::CountingPayment::new(

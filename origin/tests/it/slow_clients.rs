@@ -24,7 +24,7 @@ async fn slow_and_idle_clients_are_cut_off_and_others_keep_answering() {
         files.is_none_or(|f| f >= 6_000),
         "open-file limit {files:?}"
     );
-    let t = test_store();
+    let t = test_store(Store::Redis);
     let room = make_room(t.store.as_ref(), "slowloris", settings(1_000_000)).await;
     let listener = origin::http::conn::bind("127.0.0.1:0".parse().unwrap()).unwrap();
     let addr = listener.local_addr().unwrap();

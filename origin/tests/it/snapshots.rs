@@ -12,14 +12,13 @@
 //! the test: `store.tick` then each instance's observation), so the runs
 //! are exact and fast on both stores.
 
+use super::STORE;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::common::{
-    Api, TestStore, keys, on_memory, pinned_store, redis_url, test_store, unix_now,
-};
+use crate::common::{Api, Store, TestStore, keys, pinned_store, redis_url, test_store, unix_now};
 use origin::queue::redis::{RedisConfig, RedisStore};
 use origin::queue::snapshot::Snapshots;
 use origin::queue::{QueueStore, SaleSignal, SeatsLeft, Standing, Watch};
@@ -52,7 +51,7 @@ fn instance(store: Arc<dyn QueueStore>) -> Instance {
 /// A second handle on the pinned store `t` (another instance), on the same
 /// clock.
 fn second_handle(t: &TestStore, clock: &Arc<AtomicU64>) -> Arc<dyn QueueStore> {
-    if on_memory() {
+    if STORE == Store::Memory {
         return t.store.clone();
     }
     Arc::new(
@@ -120,7 +119,7 @@ async fn join_many(store: &dyn QueueStore, room: &RoomId, n: usize) -> Vec<u64> 
 #[tokio::test]
 async fn far_back_positions_hold_under_joins_leaves_abandonment_and_admissions() {
     let clock = Arc::new(AtomicU64::new(unix_now() * 1000));
-    let t = pinned_store(clock.clone());
+    let t = pinned_store(STORE, clock.clone());
     let instances = [
         instance(t.store.clone()),
         instance(second_handle(&t, &clock)),
@@ -278,7 +277,7 @@ async fn far_back_positions_hold_under_joins_leaves_abandonment_and_admissions()
 #[tokio::test]
 async fn random_rooms_and_the_front_of_the_line_always_ask_the_store() {
     let clock = Arc::new(AtomicU64::new(unix_now() * 1000));
-    let t = pinned_store(clock.clone());
+    let t = pinned_store(STORE, clock.clone());
     let instances = [instance(t.store.clone())];
     for (id, method) in [
         ("lottery", QueueingMethod::Random),
@@ -326,7 +325,7 @@ async fn random_rooms_and_the_front_of_the_line_always_ask_the_store() {
 #[tokio::test]
 async fn a_visitor_let_in_by_a_lottery_is_not_answered_from_a_view_once_the_room_is_fifo() {
     let clock = Arc::new(AtomicU64::new(unix_now() * 1000));
-    let t = pinned_store(clock.clone());
+    let t = pinned_store(STORE, clock.clone());
     let views = Snapshots::new(TICK);
     let lottery = RoomSettings {
         capacity: 10_000,
@@ -361,7 +360,7 @@ async fn a_visitor_let_in_by_a_lottery_is_not_answered_from_a_view_once_the_room
 #[tokio::test]
 async fn a_lottery_between_two_observations_is_not_missed() {
     let clock = Arc::new(AtomicU64::new(unix_now() * 1000));
-    let t = pinned_store(clock.clone());
+    let t = pinned_store(STORE, clock.clone());
     let views = Snapshots::new(TICK);
     let fifo = RoomSettings {
         capacity: 10_000,
@@ -459,7 +458,7 @@ async fn fifo_again_the_drawn_asks_the_store(
 #[tokio::test]
 async fn the_front_of_a_sold_out_line_asks_the_store() {
     let clock = Arc::new(AtomicU64::new(unix_now() * 1000));
-    let t = pinned_store(clock.clone());
+    let t = pinned_store(STORE, clock.clone());
     let views = Snapshots::new(TICK);
     let settings = RoomSettings {
         capacity: 100,
@@ -509,7 +508,7 @@ async fn the_front_of_a_sold_out_line_asks_the_store() {
 #[tokio::test]
 async fn an_operator_change_here_sends_every_status_to_the_store_until_the_next_view() {
     let clock = Arc::new(AtomicU64::new(unix_now() * 1000));
-    let t = pinned_store(clock.clone());
+    let t = pinned_store(STORE, clock.clone());
     let state = crate::common::admin_state(t.store.clone()).with_status_snapshots(TICK);
     let api = Api::new(state.clone());
     let views = &state.snapshots;
@@ -560,7 +559,7 @@ async fn an_operator_change_here_sends_every_status_to_the_store_until_the_next_
 /// costs no store call each.
 #[tokio::test]
 async fn refused_tickets_for_an_observed_room_cost_no_store_call() {
-    let t = test_store();
+    let t = test_store(STORE);
     let store = Arc::new(crate::common::recording::Recording::new(t.store.clone()));
     let state = AppState::new(store.clone(), keys()).with_status_snapshots(TICK);
     let api = Api::new(state.clone());
@@ -596,7 +595,7 @@ async fn refused_tickets_for_an_observed_room_cost_no_store_call() {
 /// tick at most, tells. A listed room not yet observed is still 401.
 #[tokio::test]
 async fn refused_tickets_for_unknown_rooms_cost_no_store_call_once_the_rooms_are_listed() {
-    let t = test_store();
+    let t = test_store(STORE);
     let store = Arc::new(crate::common::recording::Recording::new(t.store.clone()));
     let state = AppState::new(store.clone(), keys()).with_status_snapshots(TICK);
     let api = Api::new(state.clone());
@@ -648,7 +647,7 @@ async fn refused_tickets_for_unknown_rooms_cost_no_store_call_once_the_rooms_are
 #[tokio::test]
 async fn an_observation_in_flight_across_an_operator_change_is_not_installed() {
     let clock = Arc::new(AtomicU64::new(unix_now() * 1000));
-    let t = pinned_store(clock.clone());
+    let t = pinned_store(STORE, clock.clone());
     let store = Arc::new(crate::common::recording::Recording::new(t.store.clone()));
     let state = crate::common::admin_state(store.clone()).with_status_snapshots(TICK);
     let api = Api::new(state.clone());
@@ -700,7 +699,7 @@ async fn an_observation_in_flight_across_an_operator_change_is_not_installed() {
 #[tokio::test]
 async fn an_observation_that_came_back_late_answers_nobody() {
     let clock = Arc::new(AtomicU64::new(unix_now() * 1000));
-    let t = pinned_store(clock.clone());
+    let t = pinned_store(STORE, clock.clone());
     let store = Arc::new(crate::common::recording::Recording::new(t.store.clone()));
     // A tick long enough that a loaded machine answers well inside a fresh
     // view's life (two ticks).
@@ -734,7 +733,7 @@ async fn an_observation_that_came_back_late_answers_nobody() {
 #[tokio::test]
 async fn marks_of_a_failed_observation_are_sent_again_once() {
     let clock = Arc::new(AtomicU64::new(unix_now() * 1000));
-    let t = pinned_store(clock.clone());
+    let t = pinned_store(STORE, clock.clone());
     let store = Arc::new(crate::common::recording::Recording::new(t.store.clone()));
     let views = Snapshots::new(TICK);
     let settings = RoomSettings {
@@ -788,7 +787,7 @@ async fn marks_of_a_failed_observation_are_sent_again_once() {
 #[tokio::test]
 async fn a_window_about_to_start_sends_every_status_to_the_store() {
     let clock = Arc::new(AtomicU64::new(unix_now() * 1000));
-    let t = pinned_store(clock.clone());
+    let t = pinned_store(STORE, clock.clone());
     // A view lives two ticks; its horizon is that and a second (3 s here).
     let views = Snapshots::new(Duration::from_secs(1));
     let now_ms = clock.load(Ordering::SeqCst);
@@ -830,9 +829,9 @@ async fn a_window_about_to_start_sends_every_status_to_the_store() {
 /// one reads expired on the other after a few ticks.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_running_instances_stay_exact_under_concurrent_load() {
-    let t = crate::common::test_store();
+    let t = crate::common::test_store(STORE);
     let tick = Duration::from_millis(50);
-    let stores = [t.store.clone(), crate::common::connect(&t.prefix)];
+    let stores = [t.store.clone(), t.connect()];
     let states: Vec<AppState> = stores
         .iter()
         .map(|s| AppState::new(s.clone(), keys()).with_status_snapshots(tick))
@@ -925,7 +924,7 @@ async fn two_running_instances_stay_exact_under_concurrent_load() {
 async fn one_observation_marks_thousands_and_samples_the_line_behind_the_draws() {
     const T0: u64 = 1_800_000_000_000;
     let clock = Arc::new(AtomicU64::new(T0));
-    let t = pinned_store(clock.clone());
+    let t = pinned_store(STORE, clock.clone());
     let store = t.store.as_ref();
     let settings = RoomSettings {
         capacity: 1,

@@ -2,6 +2,7 @@
 //! refused with 401, and a key rotation keeps old tokens valid until their
 //! key is removed.
 
+use super::STORE;
 use crate::common::*;
 use axum::body::Body;
 use axum::http::{HeaderMap, Request};
@@ -24,7 +25,7 @@ fn claims(kind: Kind, room: &str, seq: u64, expires_at: u64) -> Claims {
 
 #[tokio::test]
 async fn bad_tickets_are_refused_with_401_and_change_nothing() {
-    let t = test_store();
+    let t = test_store(STORE);
     let room = make_room(t.store.as_ref(), "alpha", RoomSettings::default()).await;
     make_room(t.store.as_ref(), "beta", RoomSettings::default()).await;
     let api = Api::new(state(t.store.clone()));
@@ -84,7 +85,7 @@ async fn bad_tickets_are_refused_with_401_and_change_nothing() {
 
 #[tokio::test]
 async fn a_refused_ticket_cookie_is_deleted_so_the_browser_can_join_afresh() {
-    let t = test_store();
+    let t = test_store(STORE);
     let room = make_room(t.store.as_ref(), "crumb", RoomSettings::default()).await;
     let api = Api::new(state(t.store.clone()));
     let r = api
@@ -127,7 +128,7 @@ async fn a_refused_ticket_cookie_is_deleted_so_the_browser_can_join_afresh() {
 /// case (RFC 9110).
 #[tokio::test]
 async fn the_ticket_cookie_counts_beside_basic_auth_and_bearer_in_any_case() {
-    let t = test_store();
+    let t = test_store(STORE);
     let room = make_paused_room(t.store.as_ref(), "basic", RoomSettings::default()).await;
     let api = Api::new(state(t.store.clone()));
     let ticket = api.join(&room, None).await.ticket();
@@ -162,7 +163,7 @@ async fn the_ticket_cookie_counts_beside_basic_auth_and_bearer_in_any_case() {
 
 #[tokio::test]
 async fn during_a_rotation_old_tokens_stay_valid_until_their_key_is_removed() {
-    let t = test_store();
+    let t = test_store(STORE);
     let room = make_paused_room(t.store.as_ref(), "rotate", RoomSettings::default()).await;
     let old = Api::new(state(t.store.clone()));
     let ticket = old.join(&room, None).await.ticket();
@@ -192,7 +193,7 @@ async fn during_a_rotation_old_tokens_stay_valid_until_their_key_is_removed() {
 
 #[tokio::test]
 async fn entry_tokens_are_checked_for_room_kind_expiry_and_a_running_session() {
-    let t = test_store();
+    let t = test_store(STORE);
     let room = make_room(t.store.as_ref(), "inside", RoomSettings::default()).await;
     make_room(t.store.as_ref(), "elsewhere", RoomSettings::default()).await;
     let st = state(t.store.clone());

@@ -36,16 +36,19 @@ pub fn redis_url() -> String {
     std::env::var("WR_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
 }
 
-/// Which store the suite runs on: Redis (default) or the embedded store
-/// (`WR_TEST_STORE=memory`). Both must pass the same suite.
-pub fn on_memory() -> bool {
-    std::env::var("WR_TEST_STORE").is_ok_and(|v| v == "memory")
+/// The queue store a test runs on. The subjects that hold for both stores
+/// are compiled once per store (`main.rs`), each copy with its own `STORE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Store {
+    Redis,
+    Memory,
 }
 
 /// A store under a prefix of its own; on Redis its keys are deleted on drop.
 pub struct TestStore {
     pub store: Arc<dyn QueueStore>,
     pub prefix: String,
+    pub kind: Store,
 }
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -56,68 +59,59 @@ pub fn unique_prefix() -> String {
     format!("test:{}:{n}:{r:08x}:", std::process::id())
 }
 
-fn redis_store(prefix: &str) -> Arc<dyn QueueStore> {
-    Arc::new(
-        RedisStore::connect(&RedisConfig {
-            url: redis_url(),
-            prefix: prefix.to_owned(),
-            timeout: Duration::from_secs(5),
-            cluster: false,
-        })
-        .unwrap(),
-    )
+fn redis_store(prefix: &str) -> RedisStore {
+    RedisStore::connect(&RedisConfig {
+        url: redis_url(),
+        prefix: prefix.to_owned(),
+        timeout: Duration::from_secs(5),
+        cluster: false,
+    })
+    .unwrap()
 }
 
-/// Another handle on the same store (a second origin instance): a second
-/// Redis connection, or the same embedded store shared in-process.
-pub fn connect(prefix: &str) -> Arc<dyn QueueStore> {
-    static SHARED: std::sync::Mutex<Vec<(String, Arc<dyn QueueStore>)>> =
-        std::sync::Mutex::new(Vec::new());
-    if !on_memory() {
-        return redis_store(prefix);
-    }
-    let mut shared = SHARED.lock().unwrap();
-    if let Some((_, store)) = shared.iter().find(|(p, _)| p == prefix) {
-        return store.clone();
-    }
-    let store: Arc<dyn QueueStore> = Arc::new(MemoryStore::new());
-    shared.push((prefix.to_owned(), store.clone()));
-    store
-}
-
-/// A fresh store for one test.
-pub fn test_store() -> TestStore {
+/// A fresh store of `kind` for one test.
+pub fn test_store(kind: Store) -> TestStore {
     let prefix = unique_prefix();
-    TestStore {
-        store: connect(&prefix),
-        prefix,
-    }
-}
-
-/// A fresh store for one test whose clock is `clock` (unix ms), stepped by
-/// the test rather than slept; not shared with [`connect`].
-pub fn pinned_store(clock: Arc<AtomicU64>) -> TestStore {
-    let prefix = unique_prefix();
-    let store: Arc<dyn QueueStore> = if on_memory() {
-        Arc::new(MemoryStore::with_fixed_clock(clock))
-    } else {
-        Arc::new(
-            RedisStore::connect(&RedisConfig {
-                url: redis_url(),
-                prefix: prefix.clone(),
-                timeout: Duration::from_secs(5),
-                cluster: false,
-            })
-            .unwrap()
-            .with_fixed_clock(clock),
-        )
+    let store: Arc<dyn QueueStore> = match kind {
+        Store::Redis => Arc::new(redis_store(&prefix)),
+        Store::Memory => Arc::new(MemoryStore::new()),
     };
-    TestStore { store, prefix }
+    TestStore {
+        store,
+        prefix,
+        kind,
+    }
+}
+
+/// A fresh store of `kind` for one test whose clock is `clock` (unix ms),
+/// stepped by the test rather than slept.
+pub fn pinned_store(kind: Store, clock: Arc<AtomicU64>) -> TestStore {
+    let prefix = unique_prefix();
+    let store: Arc<dyn QueueStore> = match kind {
+        Store::Redis => Arc::new(redis_store(&prefix).with_fixed_clock(clock)),
+        Store::Memory => Arc::new(MemoryStore::with_fixed_clock(clock)),
+    };
+    TestStore {
+        store,
+        prefix,
+        kind,
+    }
+}
+
+impl TestStore {
+    /// Another handle on the same store (a second origin instance): a second
+    /// Redis connection, or the same embedded store shared in-process.
+    pub fn connect(&self) -> Arc<dyn QueueStore> {
+        match self.kind {
+            Store::Redis => Arc::new(redis_store(&self.prefix)),
+            Store::Memory => self.store.clone(),
+        }
+    }
 }
 
 impl Drop for TestStore {
     fn drop(&mut self) {
-        if on_memory() {
+        if self.kind == Store::Memory {
             return;
         }
         let Ok(client) = redis::Client::open(redis_url()) else {
