@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::common::booking::*;
-use crate::common::{Api, Reply, admin_state, make_room, settings, test_store, unix_now};
+use crate::common::{
+    Api, Reply, admin_state, eventually, make_room, settings, test_store, unix_now,
+};
 use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::Request;
@@ -558,19 +560,6 @@ async fn one_session_cannot_leave_row_after_row(db: &TestDb) {
     let other = s.entered(&room).await;
     let r = s.hold(&room, &other, &["A-1-1"]).await;
     assert_eq!(r.status, 201, "another session holds: {}", r.json);
-}
-
-/// Waits (bounded) until `check` holds.
-async fn eventually<F, Fut>(what: &str, limit: Duration, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let start = std::time::Instant::now();
-    while !check().await {
-        assert!(start.elapsed() < limit, "not within {limit:?}: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 async fn the_whole_sale(db: &TestDb) {

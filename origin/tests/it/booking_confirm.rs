@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::booking::*;
+use crate::common::eventually;
 use async_trait::async_trait;
 use origin::booking::{
     BookingError, BookingStatus, BookingStore, Faults, Hold, IDEMPOTENCY_TTL,
@@ -261,12 +262,16 @@ async fn confirm_rules(db: &TestDb) {
     );
 
     // While one key pays, another key on the same hold is refused.
+    let charged = pay.charges();
     let paying = {
         let store = store.clone();
         let id = hold.hold_id.clone();
         tokio::spawn(async move { store.confirm(room, 1, &id, "k1", "tok_ok", T0 + 10).await })
     };
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    eventually("the charge started", Duration::from_secs(5), || async {
+        pay.charges() > charged
+    })
+    .await;
     assert_eq!(
         store
             .confirm(room, 1, &hold.hold_id, "k2", "tok_ok", T0 + 10)
@@ -412,11 +417,15 @@ async fn sweeper_races_paying_hold(db: &TestDb) {
         .hold(room, "p", 1, &seats(&["A-1-1"]), T0 + HOUR, T0)
         .await
         .unwrap();
+    let charged = pay.charges();
     let confirm = {
         let (store, id) = (store.clone(), hold.hold_id.clone());
         tokio::spawn(async move { store.confirm(room, 1, &id, "k", "tok_ok", T0 + 500).await })
     };
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    eventually("the charge started", Duration::from_secs(5), || async {
+        pay.charges() > charged
+    })
+    .await;
     let after_end = T0 + 5_000;
     let swept = store.sweep(after_end).await.unwrap();
     assert_eq!(swept.expired, 0, "a paying hold is not swept");
@@ -448,11 +457,15 @@ async fn sweeper_races_paying_hold(db: &TestDb) {
         .hold(room, "p", 3, &seats(&["A-1-2"]), T0 + HOUR, T0)
         .await
         .unwrap();
+    let charged = pay.charges();
     let confirm = {
         let (store, id) = (store.clone(), hold.hold_id.clone());
         tokio::spawn(async move { store.confirm(room, 3, &id, "k", "tok_ok", T0 + 500).await })
     };
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    eventually("the charge started", Duration::from_secs(5), || async {
+        pay.charges() > charged
+    })
+    .await;
     let much_later = T0 + 500 + 71_000;
     let swept = store.sweep(much_later).await.unwrap();
     assert_eq!(swept.recovery.refunded, 1);
@@ -690,6 +703,7 @@ async fn good_card_after_a_dropped_decline(db: &TestDb) {
     let store = Arc::new(db.store(pay.clone(), T0).await);
     let room = "dropped";
     let hold = one_seat_held(&store, room).await;
+    let charged = pay.charges();
     let declined = {
         let (store, id) = (store.clone(), hold.hold_id.clone());
         tokio::spawn(async move {
@@ -698,7 +712,10 @@ async fn good_card_after_a_dropped_decline(db: &TestDb) {
                 .await
         })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    eventually("the charge started", Duration::from_secs(5), || async {
+        pay.charges() > charged
+    })
+    .await;
     declined.abort();
     assert!(declined.await.unwrap_err().is_cancelled());
     assert_eq!(
@@ -843,6 +860,7 @@ async fn recovery_under_a_slower_clock(db: &TestDb) {
         )
         .await;
     assert_eq!(declined, Err(BookingError::PaymentDeclined));
+    let charged = pay.charges();
     let good = {
         let (store, id) = (store.clone(), hold.hold_id.clone());
         tokio::spawn(async move {
@@ -851,7 +869,10 @@ async fn recovery_under_a_slower_clock(db: &TestDb) {
                 .await
         })
     };
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    eventually("the charge started", Duration::from_secs(5), || async {
+        pay.charges() > charged
+    })
+    .await;
     let swept = store.sweep(T0 + 2_100).await.unwrap();
     assert_eq!(swept.recovery, Default::default(), "nothing to recover");
     let booked = good.await.unwrap();

@@ -21,7 +21,9 @@ use std::time::{Duration, Instant};
 
 use crate::common::recording::Recording;
 use crate::common::servers::{MariaDbServer, RedisServer, TempDir};
-use crate::common::{Store, make_paused_room, make_room, spawn, state, test_store, unique_prefix};
+use crate::common::{
+    Store, eventually, make_paused_room, make_room, spawn, state, test_store, unique_prefix,
+};
 use async_trait::async_trait;
 use origin::booking::{
     BookingConfig, BookingStore, Faults, Payment, PaymentError, PerformanceSpec, SectionSpec,
@@ -415,19 +417,6 @@ fn assert_booking_down(what: &str, answer: &(u16, Value, Duration), deadline: Du
     assert!(*took < deadline + SLACK, "{what} answered after {took:?}");
 }
 
-/// Polls `check` every 100 ms until it holds, for at most `limit`.
-async fn until<F, Fut>(what: &str, limit: Duration, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + limit;
-    while !check().await {
-        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 /// MariaDB stopped mid-sale (confirms paying, one stopped right after its
 /// payment was recorded), restarted, then frozen and thawed, under a
 /// running origin on the test's own `mariadbd`: booking answers 503
@@ -548,7 +537,7 @@ async fn the_booking_database_stopped_and_frozen_mid_sale() {
     assert_eq!(timed(shop.hold(&d, &["A-1-7"])).await.0, 201);
     let confirm_a = tokio::spawn(timed(shop.confirm(&a, &hold_a, "ka", "tok_wait_a")));
     let confirm_b = tokio::spawn(timed(shop.confirm(&b, &hold_b, "kb", "tok_wait_b")));
-    until("both confirms paying", Duration::from_secs(5), || async {
+    eventually("both confirms paying", Duration::from_secs(5), || async {
         payment.waiting.lock().unwrap().len() == 2
     })
     .await;
@@ -596,7 +585,7 @@ async fn the_booking_database_stopped_and_frozen_mid_sale() {
     .await;
     assert_eq!(status, 204, "{body}");
     assert!(took < deadline + SLACK, "the leave answered after {took:?}");
-    until(
+    eventually(
         "the room stops admitting",
         Duration::from_secs(5),
         || async { seats_left().await == SeatsLeft::NoneAvailable },
@@ -610,11 +599,11 @@ async fn the_booking_database_stopped_and_frozen_mid_sale() {
 
     // Back: the sale goes on where it was.
     server.lock().unwrap().restart();
-    until("booking answers again", Duration::from_secs(10), || async {
+    eventually("booking answers again", Duration::from_secs(10), || async {
         timed(shop.seats(&c)).await.0 == 200
     })
     .await;
-    until("the waiter is let in", Duration::from_secs(5), || async {
+    eventually("the waiter is let in", Duration::from_secs(5), || async {
         shop.status(&waiter).await["state"] == "admitted"
     })
     .await;
@@ -703,7 +692,7 @@ async fn the_booking_database_stopped_and_frozen_mid_sale() {
     ] {
         assert_booking_down(what, &timed(req).await, booking.deadline(what == "confirm"));
     }
-    until(
+    eventually(
         "the room stops admitting",
         Duration::from_secs(5),
         || async { seats_left().await == SeatsLeft::NoneAvailable },
@@ -715,7 +704,7 @@ async fn the_booking_database_stopped_and_frozen_mid_sale() {
     assert_eq!(shop.status(&frozen_waiter).await["state"], "waiting");
     server.lock().unwrap().thaw();
     locker.execute("ROLLBACK").await.unwrap();
-    until(
+    eventually(
         "the frozen waiter is let in",
         Duration::from_secs(10),
         || async { shop.status(&frozen_waiter).await["state"] == "admitted" },

@@ -91,6 +91,7 @@ async fn failed_admin_calls_from_one_address_are_throttled() {
     assert_eq!(r.status(), 401);
     assert!(r.headers().get("retry-after").is_some());
     // The throttle leaks: after a while the right key works again.
+    // (The scenario: a real server refilling on the real clock, which has no hook.)
     tokio::time::sleep(Duration::from_millis(1_100)).await;
     let r = call(ADMIN_KEY).await.unwrap();
     assert_eq!(r.status(), 200);

@@ -93,6 +93,7 @@ async fn joins_over_the_rate_are_429_and_take_no_place() {
     assert_eq!(store.figures(&room).await.unwrap().places_given, 5);
 
     // The allowance comes back with time.
+    // (The scenario: a real server refilling on the real clock, which has no hook.)
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     let (status, _, body) = join(&http, &url, &[]).await;
     assert_eq!(status, 200, "{body}");

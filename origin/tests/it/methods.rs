@@ -305,14 +305,15 @@ async fn one_client_holds_at_most_its_cap_of_places() {
 
 #[tokio::test]
 async fn the_front_of_the_line_reports_how_long_it_has_waited() {
-    let t = test_store(STORE);
+    let clock = Arc::new(std::sync::atomic::AtomicU64::new(unix_now() * 1_000));
+    let t = pinned_store(STORE, clock.clone());
     let room = make_paused_room(t.store.as_ref(), "patient", RoomSettings::default()).await;
     assert_eq!(
         t.store.figures(&room).await.unwrap().oldest_wait_seconds,
         None
     );
     t.store.join(&room, None, 0, None).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    clock.fetch_add(1_100, Ordering::SeqCst);
     t.store.join(&room, None, 0, None).await.unwrap();
     let f = t.store.figures(&room).await.unwrap();
     assert_eq!(f.oldest_wait_seconds, Some(1));
@@ -336,6 +337,7 @@ async fn numbers_from_an_earlier_life_of_a_room_never_name_a_new_place() {
         .unwrap()
         .answer()
         .unwrap();
+    // The scenario: the room comes back a moment later, on a later clock.
     tokio::time::sleep(Duration::from_millis(5)).await;
     let after = test_store(STORE);
     make_paused_room(after.store.as_ref(), "reborn", RoomSettings::default()).await;

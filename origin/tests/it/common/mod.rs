@@ -375,3 +375,20 @@ impl Api {
         self.admin_as(Some(ADMIN_KEY), method, uri, body).await
     }
 }
+
+/// Waits until `check` holds, asking every 15 ms; fails naming `what` once
+/// `limit` has passed. Tests wait for what they assert rather than sleep.
+pub async fn eventually<F, Fut>(what: &str, limit: Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    while !check().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: not within {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(15)).await;
+    }
+}
