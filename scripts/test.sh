@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every check and test of the project: formatting, lints, the token
 # crate and the edge for wasm32, the whole test suite against a real Redis
-# (plus Redis servers and a Redis Cluster the tests start themselves) and on
-# the embedded store, schemathesis against a running origin, a tiny run of the
+# and the embedded store (plus Redis servers and a Redis Cluster the tests
+# start themselves), schemathesis against a running origin, a tiny run of the
 # benchmark, the flow in a browser against the origin alone, and the edge
 # end to end. Installs and starts what it needs;
 # skips what is already there.
@@ -26,16 +26,8 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "the token crate and the edge build for wasm32"
 cargo build -p token --target wasm32-unknown-unknown
 cargo clippy -p token -p edge -p pages --target wasm32-unknown-unknown -- -D warnings
-step "tests (real Redis on 127.0.0.1:6379; the cluster, fault and persistence tests start their own)"
+step "tests (real Redis on 127.0.0.1:6379 and the embedded store; the cluster, fault and persistence tests start their own)"
 cargo test --workspace
-step "the same origin suite on the embedded store"
-# (cluster, faults, persistence and parity are about Redis itself and ran above)
-# --workspace, as above: the same packages give the same features, so the
-# build above serves (`-p origin` alone built every dependency again).
-WR_TEST_STORE=memory cargo test --workspace --lib --test admin --test bad_input --test fifo \
-  --test limits --test line --test methods --test openapi --test tokens \
-  --test sale --test pages --test booking_api --test booking_seatmap --test sessions --test eta --test console \
-  --test joins --test abandon --test snapshots --test held_polls --test promoter
 step "schemathesis: the API against its own OpenAPI document (a running origin)"
 ./scripts/schemathesis.sh
 step "benchmark smoke run (tiny counts, debug build: it runs, it measures nothing)"

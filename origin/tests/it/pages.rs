@@ -1,0 +1,170 @@
+//! The pages the origin serves itself: the room list at `/`, the shared
+//! waiting page at `/waiting-room/{room}` and the seat page at
+//! `/book/{room}/`: HTML with `no-store` and the page's CSP, the language
+//! from `?lang=` or `Accept-Language`, and unknown rooms refused with the
+//! contract's JSON, or a short HTML page for a browser. Each test's store
+//! has a key prefix of its own, so room names may repeat across tests.
+
+use super::STORE;
+use crate::common::*;
+use axum::body::Body;
+use axum::http::Request;
+use origin::room::RoomSettings;
+
+const BROWSER: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+
+async fn get(api: &Api, uri: &str, accept: Option<&str>, lang: Option<&str>) -> Reply {
+    let mut req = Request::builder().uri(uri).header("host", "127.0.0.1:8080");
+    if let Some(a) = accept {
+        req = req.header("accept", a);
+    }
+    if let Some(l) = lang {
+        req = req.header("accept-language", l);
+    }
+    api.send(req.body(Body::empty()).unwrap()).await
+}
+
+/// The body of an HTML answer, with the headers every page carries checked.
+fn html(r: &Reply) -> &str {
+    assert_eq!(r.headers["content-type"], "text/html; charset=utf-8");
+    // An answer that sets a cookie (a renewed entry) is private too.
+    let cache = if r.headers.contains_key("set-cookie") {
+        "private, no-store"
+    } else {
+        "no-store"
+    };
+    assert_eq!(r.headers["cache-control"], cache);
+    let csp = r.headers["content-security-policy"].to_str().unwrap();
+    assert!(csp.starts_with("default-src 'none'"), "{csp}");
+    assert!(!csp.contains("unsafe-inline"), "{csp}");
+    assert_eq!(r.headers["x-content-type-options"], "nosniff");
+    r.json.as_str().expect("an HTML body")
+}
+
+#[tokio::test]
+async fn the_room_list_links_every_room_to_its_waiting_page() {
+    let t = test_store(STORE);
+    let a = "list-a";
+    let b = "list-b";
+    make_room(t.store.as_ref(), a, RoomSettings::default()).await;
+    make_paused_room(t.store.as_ref(), b, RoomSettings::default()).await;
+    // Without --lobby, `/` lists nothing: 404, an HTML page for a browser.
+    let closed = Api::new(state(t.store.clone()));
+    let r = get(&closed, "/", Some(BROWSER), None).await;
+    assert_eq!(r.status, 404);
+    assert!(!r.json.as_str().unwrap_or("").contains(a));
+    let r = get(&closed, "/", None, None).await;
+    assert_eq!(r.status, 404);
+    assert_eq!(r.error_code(), "not_found");
+
+    let api = Api::new(state(t.store.clone()).with_lobby(true));
+    let r = get(&api, "/", Some(BROWSER), None).await;
+    assert_eq!(r.status, 200);
+    let body = html(&r);
+    assert!(body.contains("<html lang=\"en\">"));
+    for room in [a, b] {
+        assert!(
+            body.contains(&format!(
+                "href=\"/waiting-room/{room}\" data-room=\"{room}\""
+            )),
+            "{body}"
+        );
+    }
+    assert!(
+        r.headers["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .contains("script-src 'none'")
+    );
+
+    let ko = get(&api, "/?lang=ko", None, Some("en")).await;
+    assert!(html(&ko).contains("<html lang=\"ko\">"));
+}
+
+#[tokio::test]
+async fn the_waiting_page_polls_this_origin_and_goes_on_to_the_seat_page() {
+    let t = test_store(STORE);
+    let room = "wait";
+    make_room(t.store.as_ref(), room, RoomSettings::default()).await;
+    let api = Api::new(state(t.store.clone()));
+
+    let r = get(
+        &api,
+        &format!("/waiting-room/{room}"),
+        Some(BROWSER),
+        Some("ko-KR,ko;q=0.9"),
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    let body = html(&r);
+    assert!(body.contains("<html lang=\"ko\">"));
+    assert!(body.contains(&format!("\"join\":\"/queue/{room}/join\"")));
+    assert!(body.contains(&format!("\"status\":\"/queue/{room}/status\"")));
+    assert!(body.contains(&format!("\"target\":\"/book/{room}/\"")));
+    assert!(body.contains("\"failOpen\":false"));
+
+    let en = get(
+        &api,
+        &format!("/waiting-room/{room}?lang=en"),
+        None,
+        Some("ko"),
+    )
+    .await;
+    assert!(html(&en).contains("<html lang=\"en\">"));
+}
+
+#[tokio::test]
+async fn the_seat_page_talks_to_the_rooms_booking_api() {
+    let t = test_store(STORE);
+    let room = "seats";
+    make_room(t.store.as_ref(), room, RoomSettings::default()).await;
+    let api = Api::new(state(t.store.clone()));
+
+    let r = get(&api, &format!("/book/{room}/"), Some(BROWSER), None).await;
+    assert_eq!(r.status, 200);
+    let body = html(&r);
+    assert!(body.contains(&format!("\"api\":\"/api/{room}\"")));
+    assert!(body.contains(&format!("href=\"/waiting-room/{room}\"")));
+    assert!(body.contains("id=\"seatmap\""));
+}
+
+#[tokio::test]
+async fn unknown_rooms_are_404_json_or_html_for_browsers() {
+    let t = test_store(STORE);
+    let api = Api::new(state(t.store.clone()));
+    for path in [
+        "/waiting-room/no-such-room-x",
+        "/waiting-room/Not_A_Room",
+        "/book/no-such-room-x/",
+        "/book/%3Cscript%3E/",
+    ] {
+        let r = get(&api, path, Some("application/json"), None).await;
+        assert_eq!(r.status, 404, "{path}");
+        assert_eq!(r.error_code(), "unknown_room", "{path}");
+        let r = get(&api, path, None, None).await;
+        assert_eq!(r.error_code(), "unknown_room", "{path}");
+
+        let r = get(&api, path, Some(BROWSER), Some("ko")).await;
+        assert_eq!(r.status, 404, "{path}");
+        let body = html(&r);
+        assert!(body.contains("<html lang=\"ko\">"), "{path}");
+        assert!(!body.contains("<script"), "{path}");
+    }
+}
+
+#[tokio::test]
+async fn pages_answer_get_only() {
+    let t = test_store(STORE);
+    let room = "methods";
+    make_room(t.store.as_ref(), room, RoomSettings::default()).await;
+    let api = Api::new(state(t.store.clone()));
+    for path in [
+        "/".to_owned(),
+        format!("/waiting-room/{room}"),
+        format!("/book/{room}/"),
+    ] {
+        let r = api.call("POST", &path, None).await;
+        assert_eq!(r.status, 405, "{path}");
+        assert_eq!(r.error_code(), "method_not_allowed");
+    }
+}
