@@ -318,7 +318,7 @@ pub enum CookieSecure {
 pub const MAX_TICK_MS: u64 = 1_000;
 
 const _: () =
-    assert!(MAX_TICK_MS + 500 <= crate::room::RoomSettings::MIN_ABANDON_SECONDS as u64 * 1000 / 2);
+    assert!(MAX_TICK_MS + 500 <= room::RoomSettings::MIN_ABANDON_SECONDS as u64 * 1000 / 2);
 
 impl Config {
     /// Whether cookies carry `Secure`, from `--cookie-secure` and `--listen`.

@@ -11,8 +11,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use token::TokenError;
 
-use crate::booking::BookingError;
-use crate::queue::StoreError;
+use booking::BookingError;
+use queue::StoreError;
 
 /// Everything a request can fail with. Status, code and message of each
 /// variant live in one table, [`ApiError::parts`].

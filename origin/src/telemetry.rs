@@ -13,10 +13,10 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
-use crate::clock::Clock;
 use crate::history::History;
-use crate::queue::{QueueStore, StoreError};
 use crate::sessions::Sessions;
+use queue::{QueueStore, StoreError};
+use room::clock::Clock;
 
 /// The `origin` binary's log filter: `RUST_LOG` when set, else `info` with
 /// the Redis client's own lines off (it logs every reconnection attempt,
@@ -171,9 +171,9 @@ pub async fn refresh(
         gauge!(ROOM_OLDEST_WAIT, "room" => id.clone())
             .set(f.oldest_wait_seconds.unwrap_or(0) as f64);
         for state in [
-            crate::room::RoomState::Open,
-            crate::room::RoomState::Paused,
-            crate::room::RoomState::Closed,
+            room::RoomState::Open,
+            room::RoomState::Paused,
+            room::RoomState::Closed,
         ] {
             let on = if state == f.state { 1.0 } else { 0.0 };
             gauge!(ROOM_STATE, "room" => id.clone(), "state" => state.as_str()).set(on);

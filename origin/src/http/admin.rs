@@ -24,9 +24,9 @@ use super::extract::{Room, optional_json};
 use super::responses::{AdminAuth, BadBody, NoRoom, StoreDown};
 use super::strikes;
 use crate::error::ApiError;
-use crate::queue::{RoomFigures, StoreError};
-use crate::room::{RoomId, RoomSettings, RoomState};
 use crate::state::AppState;
+use queue::{RoomFigures, StoreError};
+use room::{RoomId, RoomSettings, RoomState};
 
 /// Largest admin body: settings with the most windows fit with room to spare.
 pub const MAX_BODY: usize = 64 * 1024;

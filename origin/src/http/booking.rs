@@ -29,10 +29,10 @@ use super::responses::{
 };
 use super::session_limits::SessionAction;
 use super::site::SameSite;
-use crate::booking::{Booking, BookingStore, Hold, PerformanceSummary, Session};
 use crate::error::ApiError;
-use crate::room::RoomId;
 use crate::state::AppState;
+use booking::{Booking, BookingStore, Hold, PerformanceSummary, Session};
+use room::RoomId;
 
 /// Largest visitor body: a hold's seat list or a payment token.
 const MAX_BODY: usize = 4 * 1024;
@@ -368,7 +368,7 @@ fn idempotency_key(headers: &HeaderMap) -> Result<String, ApiError> {
     let key = value
         .to_str()
         .map_err(|_| ApiError::InvalidIdempotencyKey)?;
-    crate::booking::validate_idempotency_key(key).map_err(|_| ApiError::InvalidIdempotencyKey)?;
+    booking::validate_idempotency_key(key).map_err(|_| ApiError::InvalidIdempotencyKey)?;
     Ok(key.to_owned())
 }
 

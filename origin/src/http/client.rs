@@ -24,7 +24,7 @@ use governor::{DefaultKeyedRateLimiter, Quota};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ApiError;
-use crate::queue::PlaceLimit;
+use queue::PlaceLimit;
 use token::{EDGE_HEADER, Secret};
 
 use crate::state::AppState;

@@ -22,10 +22,10 @@ use token::{Claims, Kind};
 use super::extract::{Room, presented_entry, verify};
 use super::queue::issue;
 use crate::error::ApiError;
-use crate::queue::{Snapshot, Standing};
-use crate::room::RoomId;
 use crate::sessions::{Watch, entry_expiry};
 use crate::state::AppState;
+use queue::{Snapshot, Standing};
+use room::RoomId;
 
 /// A genuine, unexpired entry token for the path's room; its session may
 /// have ended.

@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use token::{ENTRY_TOKEN_HEADER, Kind, TokenError, entry_cookie, ticket_cookie};
 
 use crate::error::ApiError;
-use crate::room::RoomId;
+use room::RoomId;
 
 /// The room named in the path's `{room}` segment (other segments may
 /// follow); a malformed id is 404 `unknown_room`.

@@ -75,11 +75,11 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName};
 use tokio_util::sync::CancellationToken;
 
-use crate::queue::LineView;
-use crate::queue::snapshot::{RoomSignal, RoomWatch, front_zone};
-use crate::queue::{SeatsLeft, Standing, pacing};
-use crate::room::RoomId;
 use crate::telemetry;
+use queue::LineView;
+use queue::snapshot::{RoomSignal, RoomWatch, front_zone};
+use queue::{SeatsLeft, Standing, pacing};
+use room::RoomId;
 
 /// Longest hold, whatever the client prefers.
 pub const MAX_WAIT_SECS: u64 = 20;
@@ -384,9 +384,9 @@ mod tests {
 
     fn signal(seats: SeatsLeft) -> RoomSignal {
         RoomSignal {
-            state: crate::room::RoomState::Open,
+            state: room::RoomState::Open,
             seats,
-            method: crate::room::QueueingMethod::Fifo,
+            method: room::QueueingMethod::Fifo,
             opens_at_ms: None,
             abandon_ms: 60_000,
             ran_out: true,
@@ -402,7 +402,7 @@ mod tests {
         assert!(!wakes(start, Some(start), true));
         assert!(wakes(start, None, false), "the view is gone");
         let paused = RoomSignal {
-            state: crate::room::RoomState::Paused,
+            state: room::RoomState::Paused,
             ..start
         };
         assert!(wakes(start, Some(paused), false));
@@ -428,17 +428,17 @@ mod tests {
             start: Some(open),
         };
         let closed = RoomSignal {
-            state: crate::room::RoomState::Closed,
+            state: room::RoomState::Closed,
             ..open
         };
         signals.send_replace(Some(closed));
         let line = LineView {
-            state: crate::room::RoomState::Open,
+            state: room::RoomState::Open,
             opens_at_ms: None,
             waiting: 100_000,
             admit_rate: 1.0,
             abandon_ms: 60_000,
-            sale: crate::queue::SaleSignal::AVAILABLE,
+            sale: queue::SaleSignal::AVAILABLE,
             now_ms: 0,
             schedule: None,
         };
@@ -463,15 +463,15 @@ mod tests {
             waiting: 1_000,
             admit_rate: 1.0,
             abandon_ms: 60_000,
-            sale: crate::queue::SaleSignal {
+            sale: queue::SaleSignal {
                 seats,
                 rate_factor: 1.0,
             },
             now_ms: 0,
             schedule: None,
         };
-        use crate::room::RoomState::{Closed, Open, Paused};
         use SeatsLeft::{Available, NoneAvailable, SoldOut};
+        use room::RoomState::{Closed, Open, Paused};
         // A 3 s hold at 1 a second: the front zone is 2 x 1 x 5 + 100.
         let zone = front_zone(&line(Open, Available), Duration::from_secs(3));
         assert_eq!(zone, 110);

@@ -27,12 +27,12 @@ use super::hold::{self, Preferred};
 use super::responses::{BadBody, BadTicket, CrossSite, JoinLimits, NoRoom, StoreDown, TicketAuth};
 use super::site::SameSite;
 use crate::error::ApiError;
-use crate::queue::snapshot::RoomWatch;
-use crate::queue::{Joined, PREQUEUE_SPAN, SeatsLeft, Snapshot, Standing, StoreError, pacing};
-use crate::room::{RoomId, RoomState};
 use crate::sessions::{SessionRules, Watch, entry_expiry};
 use crate::state::AppState;
 use crate::telemetry;
+use queue::snapshot::RoomWatch;
+use queue::{Joined, PREQUEUE_SPAN, SeatsLeft, Snapshot, Standing, StoreError, pacing};
+use room::{RoomId, RoomState};
 
 /// Largest body a queue route accepts (they take none, or `{}`).
 const MAX_BODY: usize = 1024;

@@ -29,10 +29,10 @@ use utoipa_axum::routes;
 
 use super::entry::ActiveEntry;
 use super::responses::{BookingDown, EntryAuth, MapLimit, NotFound};
-use crate::booking::{BookingStore, SeatLayout, SeatMap, SeatStates};
 use crate::error::ApiError;
-use crate::room::RoomId;
 use crate::state::AppState;
+use booking::{BookingStore, SeatLayout, SeatMap, SeatStates};
+use room::RoomId;
 
 /// The seat map loads one session may make at once, above its rate.
 pub const SEAT_MAP_BURST: u32 = 20;

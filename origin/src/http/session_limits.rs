@@ -18,7 +18,7 @@ use governor::{DefaultKeyedRateLimiter, Quota};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ApiError;
-use crate::room::RoomId;
+use room::RoomId;
 
 /// Booking writes one session may make at once.
 pub const BOOKING_WRITE_BURST: u32 = 20;

@@ -61,7 +61,7 @@ fn leaked(level: f64, at: Instant, now: Instant) -> f64 {
 pub fn log_refusal(client: Option<&ClientKey>, code: &str, path: &str) {
     static SECOND: AtomicU64 = AtomicU64::new(0);
     static QUIET: AtomicU64 = AtomicU64::new(0);
-    let now = crate::clock::Clock::System.now_ms() / 1000;
+    let now = room::clock::Clock::System.now_ms() / 1000;
     let last = SECOND.load(Ordering::Relaxed);
     if now != last
         && SECOND
