@@ -13,7 +13,7 @@
 //! and prints operations per second and the p50/p99 of one call. MariaDB
 //! gets a fresh `wr_bench_*` database (dropped at the end) on
 //! `--mysql-server`; SQLite a temporary file. Run in release:
-//! `cargo run --release -p origin --example booking_bench`.
+//! `cargo run --release -p bench --bin booking_bench`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -7,8 +7,8 @@
 //! few MB however many arrive (BENCHMARKS.md, "Made-up room ids"):
 //!
 //! ```sh
-//! cargo build --release -p origin --example made_up_rooms
-//! target/release/examples/made_up_rooms --requests 1000000
+//! cargo build --release -p bench --bin made_up_rooms
+//! target/release/made_up_rooms --requests 1000000
 //! ```
 //!
 //! Exits non-zero when the growth passes `--max-growth-mb`.

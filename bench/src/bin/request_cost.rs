@@ -7,7 +7,7 @@
 //!
 //! ```sh
 //! valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.out \
-//!   target/release/examples/request_cost --phase status-back --requests 20000
+//!   target/release/request_cost --phase status-back --requests 20000
 //! ```
 //!
 //! Run it twice with different `--requests` and divide the difference in

@@ -18,7 +18,7 @@
 //! Sessions come from a pool of `--sessions` admitted visitors used in
 //! turn, so no session loads the map often (a new viewer each time, and the
 //! per-session map rate limit never stands in the way). Run in release:
-//! `cargo run --release -p origin --example seatmap_bench`.
+//! `cargo run --release -p bench --bin seatmap_bench`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
