@@ -265,7 +265,7 @@ impl IntoResponse for ApiError {
                 ..
             } => {
                 // The name is `wr_ticket_` plus a validated room id.
-                headers.append(header::SET_COOKIE, crate::http::extract::clear_cookie(name));
+                headers.append(header::SET_COOKIE, crate::cookies::clear_cookie(name));
             }
             _ => {}
         }

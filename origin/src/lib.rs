@@ -26,16 +26,23 @@
 //! - [`error`]: the one error type and its JSON shape.
 //! - [`rooms_file`]: the `--rooms` file (rooms and their performances).
 
+pub mod clients;
 pub mod config;
+pub mod cookies;
 pub mod error;
 pub mod history;
+pub mod holds;
 pub mod http;
 pub mod latency;
+pub mod map_loads;
+pub mod metric_names;
 pub mod rooms_file;
 pub mod sale;
+pub mod session_limits;
 pub mod sessions;
 pub mod start;
 pub mod state;
+pub mod strikes;
 pub mod telemetry;
 
 pub use booking;

@@ -6,14 +6,14 @@ use std::sync::Arc;
 
 use token::{Keyring, Secret};
 
+use crate::clients::ClientPolicy;
 use crate::history::History;
-use crate::http::client::ClientPolicy;
-use crate::http::hold::Holds;
-use crate::http::seatmap::MapLoads;
-use crate::http::session_limits::SessionLimits;
-use crate::http::strikes::Strikes;
+use crate::holds::Holds;
 use crate::latency::Latency;
+use crate::map_loads::MapLoads;
+use crate::session_limits::SessionLimits;
 use crate::sessions::Sessions;
+use crate::strikes::Strikes;
 use booking::BookingStore;
 use queue::QueueStore;
 use queue::joins::{DEFAULT_JOIN_WINDOW, Joins};

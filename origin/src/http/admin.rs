@@ -22,9 +22,9 @@ use utoipa_axum::routes;
 use super::api_doc::RoomPath;
 use super::extract::{Room, optional_json};
 use super::responses::{AdminAuth, BadBody, NoRoom, StoreDown};
-use super::strikes;
 use crate::error::ApiError;
 use crate::state::AppState;
+use crate::strikes;
 use queue::{RoomFigures, StoreError};
 use room::{RoomId, RoomSettings, RoomState};
 

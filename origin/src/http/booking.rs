@@ -21,15 +21,16 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::entry::{ActiveEntry, Entry, end_session, verified_session};
+use super::entry::{ActiveEntry, Entry, verified_session};
 use super::extract::required_json;
 use super::responses::{
     BadBody, BookingConflict, BookingDown, ConfirmBody, CrossSite, EntryAuth, NotFound,
     SeatRefusal, SessionLimit,
 };
-use super::session_limits::SessionAction;
+use super::session_end::end_session;
 use super::site::SameSite;
 use crate::error::ApiError;
+use crate::session_limits::SessionAction;
 use crate::state::AppState;
 use booking::{Booking, BookingStore, Hold, PerformanceSummary, Session};
 use room::RoomId;

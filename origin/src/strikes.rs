@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use super::client::ClientKey;
+use crate::clients::ClientKey;
 
 /// Failures a client may make at once before it must wait.
 const BURST: f64 = 5.0;

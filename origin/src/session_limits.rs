@@ -78,7 +78,7 @@ impl SessionLimits {
             .check_key(&(room.clone(), seq))
             .map_err(|not_until| {
                 let wait = not_until.wait_time_from(limiter.clock().now());
-                metrics::counter!(crate::telemetry::SESSION_RATE_LIMITED).increment(1);
+                metrics::counter!(crate::metric_names::SESSION_RATE_LIMITED).increment(1);
                 ApiError::SessionRateLimited {
                     retry_after_secs: wait.as_secs_f64().ceil().max(1.0) as u64,
                 }

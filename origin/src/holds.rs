@@ -75,7 +75,6 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName};
 use tokio_util::sync::CancellationToken;
 
-use crate::telemetry;
 use queue::LineView;
 use queue::snapshot::{RoomSignal, RoomWatch, front_zone};
 use queue::{SeatsLeft, Standing, pacing};
@@ -174,7 +173,7 @@ impl Holds {
         }
         drop(tickets);
         held.ticket = Some(ticket);
-        metrics::gauge!(telemetry::HELD_POLLS).increment(1.0);
+        metrics::gauge!(crate::metric_names::HELD_POLLS).increment(1.0);
         Some(held)
     }
 
@@ -249,7 +248,7 @@ impl Drop for Held<'_> {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(&ticket);
-            metrics::gauge!(telemetry::HELD_POLLS).decrement(1.0);
+            metrics::gauge!(crate::metric_names::HELD_POLLS).decrement(1.0);
         }
     }
 }
