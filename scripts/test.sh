@@ -23,6 +23,8 @@ step "format"
 cargo fmt --all -- --check
 step "lint"
 cargo clippy --workspace --all-targets -- -D warnings
+step "layers"
+scripts/check-layers.sh
 step "the token crate and the edge build for wasm32"
 cargo build -p token --target wasm32-unknown-unknown
 cargo clippy -p token -p edge -p pages --target wasm32-unknown-unknown -- -D warnings
