@@ -69,8 +69,11 @@ pub use model::{
     SeatCounts, SeatMap, SeatState, SectionSpec, demo_performance, validate_idempotency_key,
 };
 pub use payment::{Payment, PaymentError, SimulatedPayment};
+pub use store::holds::Session;
+pub use store::recovery::RecoveryReport;
+pub use store::retention::{IDEMPOTENCY_TTL, PruneReport};
+pub use store::seatmap::{Layout, MapState, MapTag, SeatLayout, SeatMapWork, SeatStates};
+pub use store::sweeper::SweepReport;
 pub use store::{
-    BookingConfig, BookingStore, Faults, IDEMPOTENCY_TTL, Layout, MAX_DECLINES_PER_HOLD, MapState,
-    MapTag, PAYING, PAYING_MARGIN, PruneReport, RecoveryReport, SeatLayout, SeatMapWork,
-    SeatStates, Session, SweepReport,
+    BookingConfig, BookingStore, Faults, MAX_DECLINES_PER_HOLD, PAYING, PAYING_MARGIN,
 };

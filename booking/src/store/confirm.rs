@@ -15,7 +15,7 @@ use sqlx::AssertSqlSafe;
 
 use super::holds::{HoldRow, free_seats, split_seats, state};
 use super::performances::bump;
-use super::{BookingStore, MAX_DECLINES_PER_HOLD, PAYING};
+use super::{BookingStore, MAX_DECLINES_PER_HOLD, OUTCOME_MARGIN, PAYING};
 use crate::db::{marks, write_tx};
 use crate::error::BookingError;
 use crate::model::{
@@ -107,9 +107,6 @@ fn fingerprint(hold_id: &str, payment_token: &str) -> String {
 /// reads a second each, not a hundred.
 const POLL: Duration = Duration::from_millis(10);
 const POLL_MAX: Duration = Duration::from_millis(250);
-/// How long past the payment timeout a repeat of a running confirm waits
-/// for the first request's answer.
-pub(crate) const OUTCOME_MARGIN: Duration = Duration::from_secs(10);
 
 impl BookingStore {
     /// Confirms the visitor's hold: pays `payment_token` for it and books

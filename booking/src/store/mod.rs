@@ -12,18 +12,12 @@ use crate::error::BookingError;
 use crate::payment::{Payment, SimulatedPayment};
 
 mod confirm;
-mod holds;
+pub(crate) mod holds;
 mod performances;
-mod recovery;
-mod retention;
-mod seatmap;
-mod sweeper;
-
-pub use holds::Session;
-pub use recovery::RecoveryReport;
-pub use retention::{IDEMPOTENCY_TTL, PruneReport};
-pub use seatmap::{Layout, MapState, MapTag, SeatLayout, SeatMapWork, SeatStates};
-pub use sweeper::SweepReport;
+pub(crate) mod recovery;
+pub(crate) mod retention;
+pub(crate) mod seatmap;
+pub(crate) mod sweeper;
 
 /// `held_until` of the seats of a paying hold: later than any clock, so
 /// neither time nor a claim frees them; only the confirm's end or recovery.
@@ -34,6 +28,10 @@ pub const MAX_DECLINES_PER_HOLD: u32 = 5;
 /// How long past the payment timeout a paying hold is left to its confirm
 /// before recovery may settle it (clocks of several instances may differ).
 pub const PAYING_MARGIN: Duration = Duration::from_secs(60);
+
+/// How long past the payment timeout a repeat of a running confirm waits
+/// for the first request's answer.
+pub(crate) const OUTCOME_MARGIN: Duration = Duration::from_secs(10);
 
 /// How to reach the booking database, and the payment step.
 #[derive(Clone)]
@@ -188,7 +186,7 @@ impl BookingStore {
     pub fn deadline(&self, confirm: bool) -> Duration {
         let base = self.timeout * 2;
         if confirm {
-            base + self.payment_timeout + confirm::OUTCOME_MARGIN
+            base + self.payment_timeout + OUTCOME_MARGIN
         } else {
             base
         }
