@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the queue's benchmark (origin/examples/bench.rs) in a release build:
+# Runs the queue's benchmark (bench/src/bin/bench.rs) in a release build:
 # HTTP throughput and p99 of join and status against the origin's own
 # /healthz at 64 connections, status at the front and the back of a line of
 # 1,000,000, store memory per waiting visitor, and the promoter tick that
@@ -17,5 +17,5 @@ cd "$(dirname "$0")/.."
 
 ensure_rust
 ensure_redis_tools
-cargo build --release -p origin --example bench
-exec target/release/examples/bench "$@"
+cargo build --release -p bench --bin bench
+exec target/release/bench "$@"

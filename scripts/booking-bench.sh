@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The booking store's benchmark (origin/examples/booking_bench.rs), release
+# The booking store's benchmark (bench/src/bin/booking_bench.rs), release
 # build, one run per database: MariaDB on 127.0.0.1:3306 (a fresh wr_bench_*
 # database, dropped after), then SQLite (a temporary file). Prints holds and
 # confirms per second (seats spread out, one hot section), their p99, a
@@ -15,4 +15,4 @@ ensure_rust
 ensure_mariadb
 # LTO makes the release build several minutes longer and the figures no better.
 export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
-cargo run --release -q -p origin --example booking_bench -- "$@"
+cargo run --release -q -p bench --bin booking_bench -- "$@"

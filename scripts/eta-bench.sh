@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Scores the ETA (origin/examples/eta_bench.rs) in a release build: three
+# Scores the ETA (bench/src/bin/eta_bench.rs) in a release build: three
 # rooms (rate-bound, capacity-bound, early leavers) filled while paused,
 # then resumed, every visitor polling as told; prints the error of the first
 # ETA shown and of the one seen 20 s after the opening, for waits over 10 s.
@@ -13,5 +13,5 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 ensure_rust
-cargo build --release -p origin --example eta_bench
-exec target/release/examples/eta_bench "$@"
+cargo build --release -p bench --bin eta_bench
+exec target/release/eta_bench "$@"

@@ -23,6 +23,8 @@ step "format"
 cargo fmt --all -- --check
 step "lint"
 cargo clippy --workspace --all-targets -- -D warnings
+step "layers"
+scripts/check-layers.sh
 step "the token crate and the edge build for wasm32"
 cargo build -p token --target wasm32-unknown-unknown
 cargo clippy -p token -p edge -p pages --target wasm32-unknown-unknown -- -D warnings
@@ -31,10 +33,10 @@ cargo test --workspace
 step "schemathesis: the API against its own OpenAPI document (a running origin)"
 ./scripts/schemathesis.sh
 step "benchmark smoke run (tiny counts, debug build: it runs, it measures nothing)"
-cargo run -q -p origin --example bench -- --smoke
-cargo run -q -p origin --example booking_bench -- --holds 100 --concurrency 8
-cargo run -q -p origin --example seatmap_bench -- --seats 2000 --viewers 2 --seconds 0.3 --sessions 200
-cargo run -q -p origin --example eta_bench
+cargo run -q -p bench --bin bench -- --smoke
+cargo run -q -p bench --bin booking_bench -- --holds 100 --concurrency 8
+cargo run -q -p bench --bin seatmap_bench -- --seats 2000 --viewers 2 --seconds 0.3 --sessions 200
+cargo run -q -p bench --bin eta_bench
 # The on-sale rehearsal: 300 visitors, 200 seats, origin on its own Redis and
 # MariaDB; --check fails the step unless FIFO, capacity, seats and errors hold.
 scripts/rehearsal.sh --smoke

@@ -150,7 +150,7 @@ pub struct Config {
     /// IPv6 clients count as one address per network of this many bits, for
     /// --ip-join-rate and --ip-max-places (64: one subscriber's usual block;
     /// 56 or 48 where providers hand out those).
-    #[arg(long, env = "WR_IPV6_PREFIX", default_value_t = crate::http::client::DEFAULT_IPV6_PREFIX,
+    #[arg(long, env = "WR_IPV6_PREFIX", default_value_t = crate::clients::DEFAULT_IPV6_PREFIX,
         value_parser = clap::value_parser!(u8).range(32..=128))]
     pub ipv6_prefix: u8,
 
@@ -172,7 +172,7 @@ pub struct Config {
     /// past it polls are answered at once. Each keeps its connection open:
     /// keep this under --max-connections. 0: never hold (also the case
     /// with --status-snapshot off, whose views wake held polls).
-    #[arg(long, env = "WR_MAX_HELD_POLLS", default_value_t = crate::http::hold::DEFAULT_MAX_HELD as u64,
+    #[arg(long, env = "WR_MAX_HELD_POLLS", default_value_t = crate::holds::DEFAULT_MAX_HELD as u64,
         value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub max_held_polls: u64,
 
@@ -191,7 +191,7 @@ pub struct Config {
     /// Seat map loads one session may make a minute, in bursts of 20;
     /// conditional loads (304) count too (0 = no limit). The seat page
     /// polls every 3 s.
-    #[arg(long, env = "WR_SEAT_MAP_PER_MINUTE", default_value_t = crate::http::seatmap::DEFAULT_SEAT_MAP_PER_MINUTE)]
+    #[arg(long, env = "WR_SEAT_MAP_PER_MINUTE", default_value_t = crate::map_loads::DEFAULT_SEAT_MAP_PER_MINUTE)]
     pub seat_map_per_minute: u32,
 }
 
@@ -318,7 +318,7 @@ pub enum CookieSecure {
 pub const MAX_TICK_MS: u64 = 1_000;
 
 const _: () =
-    assert!(MAX_TICK_MS + 500 <= crate::room::RoomSettings::MIN_ABANDON_SECONDS as u64 * 1000 / 2);
+    assert!(MAX_TICK_MS + 500 <= room::RoomSettings::MIN_ABANDON_SECONDS as u64 * 1000 / 2);
 
 impl Config {
     /// Whether cookies carry `Secure`, from `--cookie-secure` and `--listen`.

@@ -11,8 +11,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use token::TokenError;
 
-use crate::booking::BookingError;
-use crate::queue::StoreError;
+use booking::BookingError;
+use queue::StoreError;
 
 /// Everything a request can fail with. Status, code and message of each
 /// variant live in one table, [`ApiError::parts`].
@@ -265,7 +265,7 @@ impl IntoResponse for ApiError {
                 ..
             } => {
                 // The name is `wr_ticket_` plus a validated room id.
-                headers.append(header::SET_COOKIE, crate::http::extract::clear_cookie(name));
+                headers.append(header::SET_COOKIE, crate::cookies::clear_cookie(name));
             }
             _ => {}
         }

@@ -18,9 +18,9 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Mutex;
 
-use crate::booking::RoomSeats;
-use crate::queue::RoomFigures;
-use crate::room::{RoomId, RoomSettings, RoomState, unix_ms};
+use booking::RoomSeats;
+use queue::RoomFigures;
+use room::{RoomId, RoomSettings, RoomState, unix_ms};
 
 /// One sample per this many milliseconds (the first figures read in each
 /// such slice of time).
@@ -229,7 +229,7 @@ fn ring<'a>(rooms: &'a mut HashMap<RoomId, Ring>, room: &RoomId) -> Option<&'a m
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::queue::SaleSignal;
+    use queue::SaleSignal;
 
     fn figures(waiting: u64) -> RoomFigures {
         RoomFigures {

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use governor::{DefaultKeyedRateLimiter, Quota};
 use hdrhistogram::Histogram;
 
-use crate::room::RoomId;
+use room::RoomId;
 
 /// How far back latency is measured.
 pub const WINDOW: Duration = Duration::from_secs(5);

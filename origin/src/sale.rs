@@ -39,13 +39,13 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::booking::{BookingStore, RoomSeats};
-use crate::clock::Clock;
 use crate::history::History;
 use crate::latency::Latency;
-use crate::queue::snapshot::Snapshots;
-use crate::queue::{QueueStore, SaleSignal, SeatsLeft, StoreError};
-use crate::room::RoomId;
+use booking::{BookingStore, RoomSeats};
+use queue::snapshot::Snapshots;
+use queue::{QueueStore, SaleSignal, SeatsLeft, StoreError};
+use room::RoomId;
+use room::clock::Clock;
 
 /// How often the signal is recomputed and ended holds are swept.
 pub const PASS: Duration = Duration::from_millis(250);
@@ -174,7 +174,7 @@ pub async fn run(
 /// A booking call bounded by `deadline`.
 async fn bounded<T>(
     deadline: Duration,
-    call: impl Future<Output = Result<T, crate::booking::BookingError>>,
+    call: impl Future<Output = Result<T, booking::BookingError>>,
 ) -> Result<T, String> {
     match tokio::time::timeout(deadline, call).await {
         Ok(result) => result.map_err(|e| format!("booking: {e}")),

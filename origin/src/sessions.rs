@@ -16,9 +16,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, RwLock};
 
-use crate::http::client::ClientKey;
-use crate::queue::QueueStore;
-use crate::room::{RoomId, RoomSettings};
+use crate::clients::ClientKey;
+use queue::QueueStore;
+use room::{RoomId, RoomSettings};
 
 /// Sessions whose addresses are remembered at most; past it the oldest
 /// half (by session end) is forgotten.

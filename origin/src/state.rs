@@ -6,19 +6,19 @@ use std::sync::Arc;
 
 use token::{Keyring, Secret};
 
-use crate::booking::BookingStore;
-use crate::clock::Clock;
+use crate::clients::ClientPolicy;
 use crate::history::History;
-use crate::http::client::ClientPolicy;
-use crate::http::hold::Holds;
-use crate::http::seatmap::MapLoads;
-use crate::http::session_limits::SessionLimits;
-use crate::http::strikes::Strikes;
+use crate::holds::Holds;
 use crate::latency::Latency;
-use crate::queue::QueueStore;
-use crate::queue::joins::{DEFAULT_JOIN_WINDOW, Joins};
-use crate::queue::snapshot::Snapshots;
+use crate::map_loads::MapLoads;
+use crate::session_limits::SessionLimits;
 use crate::sessions::Sessions;
+use crate::strikes::Strikes;
+use booking::BookingStore;
+use queue::QueueStore;
+use queue::joins::{DEFAULT_JOIN_WINDOW, Joins};
+use queue::snapshot::Snapshots;
+use room::clock::Clock;
 
 /// The application state handed to every handler: one pointer to
 /// [`Shared`], which it reads through (`state.queue`, ...). The router

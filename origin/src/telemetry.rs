@@ -13,10 +13,15 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
-use crate::clock::Clock;
 use crate::history::History;
-use crate::queue::{QueueStore, StoreError};
+use crate::metric_names::{
+    HELD_POLLS, HTTP_DURATION, JOINS_RATE_LIMITED, ROOM_ABANDONED, ROOM_ACTIVE, ROOM_ADMIT_RATE,
+    ROOM_ADMITTED, ROOM_CAPACITY, ROOM_OLDEST_WAIT, ROOM_STATE, ROOM_WAITING, SESSION_RATE_LIMITED,
+    SESSIONS_SHARED, STORE_UP,
+};
 use crate::sessions::Sessions;
+use queue::{QueueStore, StoreError};
+use room::clock::Clock;
 
 /// The `origin` binary's log filter: `RUST_LOG` when set, else `info` with
 /// the Redis client's own lines off (it logs every reconnection attempt,
@@ -25,36 +30,6 @@ use crate::sessions::Sessions;
 pub fn log_filter() -> EnvFilter {
     EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,redis=off"))
 }
-
-/// Histogram: seconds from request to response, by `route` (the matched
-/// route pattern, or `unmatched`), `method` and `status`.
-pub const HTTP_DURATION: &str = "wr_http_request_duration_seconds";
-/// Gauge per `room`: everyone in line.
-pub const ROOM_WAITING: &str = "wr_room_waiting";
-/// Gauge per `room`: visitors inside now.
-pub const ROOM_ACTIVE: &str = "wr_room_active";
-/// Gauge per `room`: most visitors inside at once (the setting).
-pub const ROOM_CAPACITY: &str = "wr_room_capacity";
-/// Counter per `room`: admitted since the room was created.
-pub const ROOM_ADMITTED: &str = "wr_room_admitted_total";
-/// Counter per `room`: waiters dropped for not polling since the room was created.
-pub const ROOM_ABANDONED: &str = "wr_room_abandoned_total";
-/// Gauge per `room`: admissions per second actually achieved recently.
-pub const ROOM_ADMIT_RATE: &str = "wr_room_admit_rate";
-/// Gauge per `room`: how long the visitor at the front has waited (0 when nobody waits).
-pub const ROOM_OLDEST_WAIT: &str = "wr_room_oldest_wait_seconds";
-/// Gauge per `room` and `state` (open, paused, closed): 1 for the room's state, else 0.
-pub const ROOM_STATE: &str = "wr_room_state";
-/// Gauge: 1 when the last refresh of the room figures reached the store, else 0.
-pub const STORE_UP: &str = "wr_store_up";
-/// Counter: joins refused by `--ip-join-rate`.
-pub const JOINS_RATE_LIMITED: &str = "wr_joins_rate_limited_total";
-/// Counter: booking writes refused by a session's allowance (`http::session_limits`).
-pub const SESSION_RATE_LIMITED: &str = "wr_session_rate_limited_total";
-/// Sessions ended for being used from too many client addresses.
-pub const SESSIONS_SHARED: &str = "wr_sessions_shared_total";
-/// Gauge: status polls held now (`Prefer: wait`, see `http::hold`).
-pub const HELD_POLLS: &str = "wr_held_polls";
 
 /// Latency buckets in seconds: a join is about a millisecond on loopback
 /// Redis; the slow end is the store timeout.
@@ -171,9 +146,9 @@ pub async fn refresh(
         gauge!(ROOM_OLDEST_WAIT, "room" => id.clone())
             .set(f.oldest_wait_seconds.unwrap_or(0) as f64);
         for state in [
-            crate::room::RoomState::Open,
-            crate::room::RoomState::Paused,
-            crate::room::RoomState::Closed,
+            room::RoomState::Open,
+            room::RoomState::Paused,
+            room::RoomState::Closed,
         ] {
             let on = if state == f.state { 1.0 } else { 0.0 };
             gauge!(ROOM_STATE, "room" => id.clone(), "state" => state.as_str()).set(on);

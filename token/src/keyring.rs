@@ -15,10 +15,7 @@ use subtle::ConstantTimeEq;
 use crate::claims::{Claims, Kind};
 use crate::error::{KeyringError, TokenError};
 use crate::secret::MIN_SECRET_LEN;
-use crate::wire;
-
-/// Longest kid, in bytes.
-pub const MAX_KID_LEN: usize = 16;
+use crate::wire::{self, MAX_KID_LEN};
 
 /// Longest token string [`Keyring::verify`] accepts: anything longer is
 /// [`TokenError::Malformed`] before any decoding, so callers need no length

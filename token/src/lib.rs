@@ -94,9 +94,10 @@ mod tests;
 
 pub use claims::{Claims, Kind, MAX_ROOM_LEN, is_valid_room};
 pub use error::{KeyringError, TokenError};
-pub use keyring::{Keyring, MAX_KID_LEN, MAX_TOKEN_LEN};
+pub use keyring::{Keyring, MAX_TOKEN_LEN};
 pub use names::{
     BYPASS_HEADER, EDGE_HEADER, ENTRY_COOKIE_PREFIX, ENTRY_TOKEN_HEADER, TICKET_COOKIE_PREFIX,
     entry_cookie, ticket_cookie,
 };
 pub use secret::{MIN_SECRET_LEN, Secret};
+pub use wire::MAX_KID_LEN;

@@ -12,13 +12,15 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use crate::claims::{Claims, Kind, MAX_ROOM_LEN, is_valid_room, is_valid_room_bytes};
 use crate::error::TokenError;
-use crate::keyring::MAX_KID_LEN;
 
 /// Format version carried in the first payload byte.
 pub(crate) const VERSION: u8 = 1;
 
 /// HMAC-SHA256 output length.
 pub(crate) const MAC_LEN: usize = 32;
+
+/// Longest kid, in bytes: a field of every token, so the keyring's rule.
+pub const MAX_KID_LEN: usize = 16;
 
 /// Payload bytes that do not depend on kid or room: version, kind, kid_len,
 /// room_len, visitor (16), seq, issued_at, expires_at (8 each).

@@ -22,11 +22,11 @@ use utoipa_axum::routes;
 use super::api_doc::RoomPath;
 use super::extract::{Room, optional_json};
 use super::responses::{AdminAuth, BadBody, NoRoom, StoreDown};
-use super::strikes;
 use crate::error::ApiError;
-use crate::queue::{RoomFigures, StoreError};
-use crate::room::{RoomId, RoomSettings, RoomState};
 use crate::state::AppState;
+use crate::strikes;
+use queue::{RoomFigures, StoreError};
+use room::{RoomId, RoomSettings, RoomState};
 
 /// Largest admin body: settings with the most windows fit with room to spare.
 pub const MAX_BODY: usize = 64 * 1024;

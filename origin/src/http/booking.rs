@@ -21,18 +21,19 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::entry::{ActiveEntry, Entry, end_session, verified_session};
+use super::entry::{ActiveEntry, Entry, verified_session};
 use super::extract::required_json;
 use super::responses::{
     BadBody, BookingConflict, BookingDown, ConfirmBody, CrossSite, EntryAuth, NotFound,
     SeatRefusal, SessionLimit,
 };
-use super::session_limits::SessionAction;
+use super::session_end::end_session;
 use super::site::SameSite;
-use crate::booking::{Booking, BookingStore, Hold, PerformanceSummary, Session};
 use crate::error::ApiError;
-use crate::room::RoomId;
+use crate::session_limits::SessionAction;
 use crate::state::AppState;
+use booking::{Booking, BookingStore, Hold, PerformanceSummary, Session};
+use room::RoomId;
 
 /// Largest visitor body: a hold's seat list or a payment token.
 const MAX_BODY: usize = 4 * 1024;
@@ -368,7 +369,7 @@ fn idempotency_key(headers: &HeaderMap) -> Result<String, ApiError> {
     let key = value
         .to_str()
         .map_err(|_| ApiError::InvalidIdempotencyKey)?;
-    crate::booking::validate_idempotency_key(key).map_err(|_| ApiError::InvalidIdempotencyKey)?;
+    booking::validate_idempotency_key(key).map_err(|_| ApiError::InvalidIdempotencyKey)?;
     Ok(key.to_owned())
 }
 

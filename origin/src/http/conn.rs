@@ -198,7 +198,7 @@ async fn accept_failed(e: &io::Error) {
         return;
     }
     static LAST_LOG_MS: AtomicU64 = AtomicU64::new(0);
-    let now_ms = crate::clock::Clock::System.now_ms();
+    let now_ms = room::clock::Clock::System.now_ms();
     let last = LAST_LOG_MS.load(Ordering::Relaxed);
     if now_ms.saturating_sub(last) >= 10_000
         && LAST_LOG_MS

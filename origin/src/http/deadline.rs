@@ -8,15 +8,15 @@
 //! is: every write is one transaction, and a confirm cut after its payment
 //! is finished by recovery (the booking, or a recorded refund).
 //!
-//! [`BookingStore::deadline`]: crate::booking::BookingStore::deadline
+//! [`BookingStore::deadline`]: booking::BookingStore::deadline
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::booking::BookingError;
 use crate::error::ApiError;
 use crate::state::AppState;
+use booking::BookingError;
 
 /// Bounds every `/api/{room}/...` request by the booking store's deadline.
 pub async fn bound(State(state): State<AppState>, request: Request, next: Next) -> Response {

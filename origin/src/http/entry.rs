@@ -20,12 +20,12 @@ use axum::response::{IntoResponse, Response};
 use token::{Claims, Kind};
 
 use super::extract::{Room, presented_entry, verify};
-use super::queue::issue;
+use super::issue::issue;
 use crate::error::ApiError;
-use crate::queue::{Snapshot, Standing};
-use crate::room::RoomId;
 use crate::sessions::{Watch, entry_expiry};
 use crate::state::AppState;
+use queue::{Snapshot, Standing};
+use room::RoomId;
 
 /// A genuine, unexpired entry token for the path's room; its session may
 /// have ended.
@@ -84,42 +84,6 @@ impl FromRequestParts<AppState> for ActiveEntry {
             _ => Err(ApiError::SessionEnded),
         }
     }
-}
-
-/// Ends a visitor's session at once (leave, a booking, a shared session):
-/// the slot goes to the next waiter, the session's holds end and their
-/// seats go back on sale, and no renewal follows.
-pub async fn end_session(
-    state: &AppState,
-    room: &RoomId,
-    seq: u64,
-    visitor: u128,
-) -> Result<(), ApiError> {
-    let ended = state.queue.leave(room, seq).await?;
-    state.sessions.forget(room, seq);
-    // Nothing left to end: the holds ended with the place or session, by
-    // time or by the call that ended it (one whose release failed is then
-    // left to its time). One ticket's leaves in a loop would otherwise
-    // each cost the booking database a query.
-    if !ended {
-        return Ok(());
-    }
-    if let Some(booking) = &state.booking {
-        let now = state.clock.now_ms();
-        // Bounded as a booking request is: a leave is the queue's, and
-        // answers while the booking database is away.
-        let ending = booking.end_session(room.as_str(), visitor, now);
-        let error = match tokio::time::timeout(booking.deadline(false), ending).await {
-            Ok(Ok(_)) => None,
-            Ok(Err(e)) => Some(e.to_string()),
-            Err(_) => Some("no answer in time".to_owned()),
-        };
-        if let Some(error) = error {
-            // The holds still end by time: they never outlive the session.
-            tracing::warn!(%error, "could not end the session's holds at once");
-        }
-    }
-    Ok(())
 }
 
 /// The session [`renew`] verified for this request, if any: its room and
@@ -203,7 +167,9 @@ pub async fn renew(State(state): State<AppState>, mut request: Request, next: Ne
         .watch(&room, claims.seq, until_ms, client, now_ms)
         == Watch::Shared
     {
-        if let Err(e) = super::queue::end_shared(&state, &room, claims.seq, claims.visitor).await {
+        if let Err(e) =
+            super::session_end::end_shared(&state, &room, claims.seq, claims.visitor).await
+        {
             return e.into_response();
         }
         return ApiError::SessionEnded.into_response();

@@ -20,8 +20,8 @@ use super::extract::Room;
 use super::responses::{AdminAuth, BadQuery, NoRoom, StoreDown};
 use crate::error::ApiError;
 use crate::history::{self, Sample};
-use crate::room::RoomState;
 use crate::state::AppState;
+use room::RoomState;
 
 /// The history route.
 pub fn router() -> OpenApiRouter<AppState> {

@@ -103,7 +103,7 @@ pub async fn track(request: Request, next: Next) -> Response {
     let method = method_label(request.method());
     let response = next.run(request).await;
     metrics::histogram!(
-        telemetry::HTTP_DURATION,
+        crate::metric_names::HTTP_DURATION,
         "route" => route,
         "method" => method,
         "status" => response.status().as_str().to_owned(),

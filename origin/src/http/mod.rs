@@ -15,7 +15,7 @@ pub mod entry;
 pub mod extract;
 mod health;
 mod history;
-pub mod hold;
+mod issue;
 mod metrics;
 mod pages;
 mod payment;
@@ -23,9 +23,8 @@ mod performances;
 mod queue;
 mod responses;
 pub mod seatmap;
-pub mod session_limits;
+mod session_end;
 pub mod site;
-pub mod strikes;
 
 use std::future::Future;
 
@@ -45,6 +44,8 @@ use utoipa_axum::router::OpenApiRouter;
 
 pub use self::conn::ConnLimits;
 use crate::error::ApiError;
+/// Re-exported where it was: the per-session allowance of booking writes.
+pub use crate::session_limits;
 use crate::state::AppState;
 
 /// Largest total size of a request's headers, in bytes. Tickets are a few

@@ -31,9 +31,9 @@ use utoipa_axum::routes;
 
 use super::api_doc::{ErrorBody, RoomPath};
 use crate::error::ApiError;
-use crate::queue::StoreError;
-use crate::room::{RoomId, RoomState};
 use crate::state::AppState;
+use queue::StoreError;
+use room::{RoomId, RoomState};
 
 /// The currency of the booking API's prices (integers in its minor unit).
 /// The contract's examples are in won; a per-room currency would come with

@@ -21,9 +21,9 @@ use utoipa_axum::routes;
 use super::admin::{Admin, MAX_BODY};
 use super::extract::required_json;
 use super::responses::{AdminAuth, BadBody, BookingDown, NotFound};
-use crate::booking::SimulatedPayment;
 use crate::error::ApiError;
 use crate::state::AppState;
+use booking::SimulatedPayment;
 
 /// The payment knob's routes.
 pub fn router() -> OpenApiRouter<AppState> {

@@ -15,9 +15,9 @@ use utoipa_axum::routes;
 use super::admin::{Admin, MAX_BODY, integral_floats_as_integers};
 use super::extract::{Room, required_json};
 use super::responses::{AdminAuth, BadBody, BookingDown, NotFound};
-use crate::booking::{Performance, PerformanceSpec, SectionSpec};
 use crate::error::ApiError;
 use crate::state::AppState;
+use booking::{Performance, PerformanceSpec, SectionSpec};
 
 /// The admin performance routes.
 pub fn router() -> OpenApiRouter<AppState> {

@@ -18,21 +18,21 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::api_doc::{PreferWait, RoomPath};
-use super::client::{Client, ClientKey};
-use super::entry::end_session;
-use super::extract::{
-    Presented, RoomTicket, SmallBody, clear_cookie, optional_object, set_cookie, verify,
-};
-use super::hold::{self, Preferred};
+use super::client::Client;
+use super::extract::{Presented, RoomTicket, SmallBody, optional_object, verify};
+use super::issue::{Issued, issue};
 use super::responses::{BadBody, BadTicket, CrossSite, JoinLimits, NoRoom, StoreDown, TicketAuth};
+use super::session_end::{end_session, end_shared};
 use super::site::SameSite;
+use crate::clients::ClientKey;
+use crate::cookies::clear_cookie;
 use crate::error::ApiError;
-use crate::queue::snapshot::RoomWatch;
-use crate::queue::{Joined, PREQUEUE_SPAN, SeatsLeft, Snapshot, Standing, StoreError, pacing};
-use crate::room::{RoomId, RoomState};
+use crate::holds::{self, Preferred};
 use crate::sessions::{SessionRules, Watch, entry_expiry};
 use crate::state::AppState;
-use crate::telemetry;
+use queue::snapshot::RoomWatch;
+use queue::{Joined, PREQUEUE_SPAN, SeatsLeft, Snapshot, Standing, StoreError, pacing};
+use room::{RoomId, RoomState};
 
 /// Largest body a queue route accepts (they take none, or `{}`).
 const MAX_BODY: usize = 1024;
@@ -284,63 +284,11 @@ pub(super) async fn room_exists(state: &AppState, room: &RoomId) -> Result<bool,
     }
 }
 
-/// A signed token and the cookie that carries it.
-pub(super) struct Issued {
-    /// The token.
-    pub(super) token: String,
-    /// Its `Set-Cookie` value.
-    pub(super) cookie: HeaderValue,
-}
-
-/// Ends a session used from more client addresses than the room allows:
-/// one admission shared among many.
-pub(super) async fn end_shared(
-    state: &AppState,
-    room: &RoomId,
-    seq: u64,
-    visitor: u128,
-) -> Result<(), ApiError> {
-    tracing::warn!(%room, seq, "session used from too many addresses: ended");
-    metrics::counter!(telemetry::SESSIONS_SHARED, "room" => room.to_string()).increment(1);
-    end_session(state, room, seq, visitor).await
-}
-
 /// When a ticket issued at `now` (unix seconds) expires: a day from the
 /// later of now and the room's opening, so a pre-queue ticket outlives the
 /// wait for it.
 fn ticket_expiry(now: u64, opens_at_ms: Option<u64>) -> u64 {
     opens_at_ms.map_or(now, |at| now.max(at / 1000)) + TICKET_LIFETIME_SECS
-}
-
-/// Signs a token of `kind` (a ticket, or an entry token: short-lived,
-/// renewed while the session runs) for the place `seq`, issued `now` and
-/// valid until `expires_at` (unix seconds), with the cookie that carries
-/// it. `now` is the caller's: a request reads the clock once.
-#[allow(clippy::too_many_arguments)] // each is one claim of the token
-pub(super) fn issue(
-    state: &AppState,
-    kind: Kind,
-    room: &RoomId,
-    seq: u64,
-    visitor: u128,
-    now: u64,
-    expires_at: u64,
-) -> Issued {
-    let secure = state.secure_cookies;
-    let token = state.keys.sign(&Claims {
-        kind,
-        room: room.as_str().to_owned(), // not Display's formatter
-        visitor,
-        seq,
-        issued_at: now,
-        expires_at,
-    });
-    let name = match kind {
-        Kind::Ticket => ticket_cookie(room.as_str()),
-        Kind::Entry => entry_cookie(room.as_str()),
-    };
-    let cookie = set_cookie(&name, &token, expires_at.saturating_sub(now), secure);
-    Issued { token, cookie }
 }
 
 /// The status body for where the visitor stands (no tokens yet).
@@ -670,8 +618,8 @@ fn settle(
 ) -> Result<Response, Box<Later>> {
     if let (Some((preferred, watch)), Standing::Waiting { position }) = (watch, snap.standing) {
         let ran_out = watch.signal.borrow().is_some_and(|s| s.ran_out);
-        let most = hold::wait_secs(preferred, snap.standing, &snap.line);
-        let secs = hold::hold_secs(&snap.line, ran_out, position, most);
+        let most = holds::wait_secs(preferred, snap.standing, &snap.line);
+        let secs = holds::hold_secs(&snap.line, ran_out, position, most);
         if secs > 0 {
             return Err(Box::new(Later::Hold {
                 claims,
@@ -774,7 +722,7 @@ async fn held(
     if let Some(Ok(value)) = applied.map(|secs| HeaderValue::try_from(format!("wait={secs}"))) {
         response
             .headers_mut()
-            .insert(hold::PREFERENCE_APPLIED, value);
+            .insert(holds::PREFERENCE_APPLIED, value);
     }
     Ok(response)
 }

@@ -1,0 +1,7 @@
+//! The benchmark programs (`src/bin`, one per measurement; BENCHMARKS.md
+//! says what each measures and how to run it) and what they share.
+//!
+//! - [`commandstats`]: Redis's account of the scripts it ran, read by
+//!   `bench` and `request_cost`.
+
+pub mod commandstats;

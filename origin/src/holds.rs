@@ -1,0 +1,535 @@
+//! Held status polls (a long poll for the end of a sale). A status request
+//! that says `Prefer: wait=N` (RFC 7240) and would read `waiting` while the
+//! sale is on ([`LineView::selling`]: open, past its opening, not sold out)
+//! may be held ([`hold_secs`]) until the room's signal changes in a
+//! way that can change its answer, or until min(N, its poll interval,
+//! [`MAX_WAIT_SECS`]) seconds pass; the status route then answers afresh,
+//! with `Preference-Applied: wait=N`. Every waiter so hears `sold_out`
+//! within a tick or two of this instance's view seeing it, at no more
+//! requests than its poll interval already asks for.
+//!
+//! Who is held: every waiter while no seat is available (the endgame:
+//! nothing changes for anyone until holds end or the last seat sells), and,
+//! once the seats have run out since the room opened
+//! ([`RoomSignal::ran_out`]), a waiter beyond the [`front_zone`] while a few
+//! seats are back (nobody that far back can be let in before its hold
+//! ends, so its held answer is the one its next poll would have had); one
+//! near the front then is held [`NEAR_FRONT_SECS`] at most: it wakes when
+//! the line's front moves, but in a lottery, or among pre-queue draws, a
+//! waiter may be let in without the front moving. Before the seats first
+//! run out, a waiter near the front with seats to sell is answered at once.
+//! Holding only while no seat is available was not enough: seats coming
+//! back from ended holds flip a sale near its end in and out of that many
+//! times a minute, and a waiter answered at once in such a moment was told
+//! to come back a whole poll interval later (up to 6 s), so it heard of the
+//! sell-out that late (BENCHMARKS.md, run F and the rehearsal through the
+//! edge). Holding far-back waiters from the opening on was tried and
+//! dropped: every waiter then keeps a connection open for the whole sale,
+//! and 20,000 visitors on a machine that allows 20,000 open files per
+//! process met refused connections (BENCHMARKS.md, run F).
+//!
+//! What wakes a hold (compared with the signal when it began):
+//! - the room's state, queueing method, opening or abandon time changed;
+//! - every seat is booked (`sold_out`);
+//! - seats came back and the waiter is near enough the front to be let in
+//!   before its hold would end ([`front_zone`]); one far back keeps waiting
+//!   (its answer would only gain an ETA), so seats coming and going do not
+//!   send the whole line back at once;
+//! - for a waiter near the front, the line moved (the seq at its front
+//!   changed: someone was let in, left or was dropped), so one let in hears
+//!   it within a view's refresh rather than when its hold ends; it was up
+//!   to a second late before, and a few let in as the last seats came back
+//!   heard it only after the sale was over (the rehearsal's smoke run);
+//! - this instance stopped viewing the room (deleted), or shuts down.
+//!
+//! What bounds it: at most [`Holds::max`] holds per instance, and one per
+//! ticket (beyond either a poll is answered at once, as without the
+//! header: one ticket on thousands of connections would otherwise take
+//! every hold, and every other waiter would fall back to its poll
+//! interval in the sale's last moments); the wait is clamped
+//! and never longer than the poll interval the answer gives, which stays
+//! under a third of the abandon time, so a client that polls again right
+//! after a held answer is never dropped as abandoned (it was marked as
+//! polling when its hold began); a `Prefer` this module cannot read is
+//! ignored, as a preference may be. A hold is only the handler's own future
+//! (no task, no timer of its own beyond its sleep): a client that goes
+//! away drops it, and [`Held`] gives its place back.
+//!
+//! [`Holds::hold`] returns the signal it ended on: a hold the sell-out
+//! ended is answered `sold_out` from it, and one a closing ended `closed`,
+//! with no store or view read (every held waiter of the room wakes in the
+//! same instant).
+//!
+//! Not here: what the answer is (`http::queue`), what the view knows and
+//! when its signal changes (`queue::snapshot`).
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use std::convert::Infallible;
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderName};
+use tokio_util::sync::CancellationToken;
+
+use queue::LineView;
+use queue::snapshot::{RoomSignal, RoomWatch, front_zone};
+use queue::{SeatsLeft, Standing, pacing};
+use room::RoomId;
+
+/// Longest hold, whatever the client prefers.
+pub const MAX_WAIT_SECS: u64 = 20;
+/// Longest hold near the front while a few seats are back: such a waiter
+/// may be let in any tick, and in a lottery (or among pre-queue draws)
+/// that need not move the front of the line, which wakes a hold.
+pub const NEAR_FRONT_SECS: u64 = 1;
+/// Most holds one instance keeps at once unless told otherwise: each keeps
+/// a connection open, and the default `--max-connections` is 10,000.
+pub const DEFAULT_MAX_HELD: usize = 8_000;
+/// The response header that says a poll was held, and for how long at most.
+pub const PREFERENCE_APPLIED: HeaderName = HeaderName::from_static("preference-applied");
+/// `Prefer` (RFC 7240), named once: a name given as text is parsed again
+/// on every lookup, and every status poll looks.
+const PREFER: HeaderName = HeaderName::from_static("prefer");
+/// Most characters of `Prefer` values read: a longer one is not a client
+/// that means it.
+const MAX_PREFER_LEN: usize = 256;
+
+/// The instance's holds: how many there are, the cap, and the release that
+/// ends them all at shutdown.
+pub struct Holds {
+    max: usize,
+    held: AtomicUsize,
+    /// The tickets (room, seq) held now: one hold each.
+    tickets: Mutex<HashSet<(RoomId, u64)>>,
+    released: CancellationToken,
+}
+
+impl Default for Holds {
+    fn default() -> Self {
+        Holds::new(DEFAULT_MAX_HELD)
+    }
+}
+
+impl Holds {
+    /// At most `max` holds at once (0: none).
+    pub fn new(max: usize) -> Holds {
+        Holds {
+            max,
+            held: AtomicUsize::new(0),
+            tickets: Mutex::new(HashSet::new()),
+            released: CancellationToken::new(),
+        }
+    }
+
+    /// The cap.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    /// Polls held now.
+    pub fn held(&self) -> usize {
+        self.held.load(Ordering::Acquire)
+    }
+
+    /// Ends every hold at once, and refuses new ones: graceful shutdown
+    /// must not wait for them.
+    pub fn release_all(&self) {
+        self.released.cancel();
+    }
+
+    /// A place for one hold of the ticket `seq` of `room`, if the cap
+    /// allows, the ticket holds none yet and the instance is not shutting
+    /// down.
+    fn enter(&self, room: &RoomId, seq: u64) -> Option<Held<'_>> {
+        if self.released.is_cancelled() {
+            return None;
+        }
+        let mut n = self.held.load(Ordering::Acquire);
+        loop {
+            if n >= self.max {
+                return None;
+            }
+            match self
+                .held
+                .compare_exchange_weak(n, n + 1, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => break,
+                Err(now) => n = now,
+            }
+        }
+        // Counted first, so the guard gives the count back on every way out.
+        let mut held = Held {
+            holds: self,
+            ticket: None,
+        };
+        let ticket = (room.clone(), seq);
+        let mut tickets = self.tickets.lock().unwrap_or_else(PoisonError::into_inner);
+        if !tickets.insert(ticket.clone()) {
+            return None;
+        }
+        drop(tickets);
+        held.ticket = Some(ticket);
+        metrics::gauge!(crate::metric_names::HELD_POLLS).increment(1.0);
+        Some(held)
+    }
+
+    /// Holds a waiter's poll: waits on `watch` (subscribed before its
+    /// answer was computed, so no change since is missed) for at most
+    /// `secs` seconds, until a change that can change the answer of the
+    /// waiter at `position` (see the module doc). `None` when it was not
+    /// held at all (the cap, shutdown): answer at once, without
+    /// `Preference-Applied`; else the room's signal when the hold ended.
+    pub async fn hold(
+        &self,
+        (room, seq): (&RoomId, u64),
+        watch: RoomWatch,
+        position: Option<u64>,
+        line: &LineView,
+        secs: u64,
+    ) -> Option<Option<RoomSignal>> {
+        let RoomWatch {
+            mut signal,
+            mut front,
+            start,
+        } = watch;
+        let held = self.enter(room, seq)?;
+        let wait = Duration::from_secs(secs);
+        // The signal when subscribed (the answer in hand was computed after
+        // it): a change since then, even before the hold began, is judged
+        // against it. The receiver's current value would already be the
+        // changed one, and a room closed meanwhile would hold the poll to
+        // its end.
+        let start = start?;
+        let near_front = position.is_none_or(|p| p <= front_zone(line, wait));
+        // Far back, the line's moving changes nothing before the hold ends.
+        let mut line_moves = near_front;
+        let timeout = tokio::time::sleep(wait);
+        tokio::pin!(timeout);
+        loop {
+            tokio::select! {
+                () = &mut timeout => break,
+                () = held.holds.released.cancelled() => break,
+                changed = signal.changed() => {
+                    let Ok(()) = changed else { return Some(None) };
+                    if wakes(start, *signal.borrow_and_update(), near_front) {
+                        break;
+                    }
+                }
+                moved = front.changed(), if line_moves => match moved {
+                    Ok(()) => break,
+                    // The view is gone: the signal says so too.
+                    Err(_) => line_moves = false,
+                },
+            }
+        }
+        Some(*signal.borrow())
+    }
+}
+
+/// One poll's place among the holds, and its ticket's; given back when
+/// dropped (also when the client goes away and the handler's future is
+/// dropped mid-hold).
+struct Held<'a> {
+    holds: &'a Holds,
+    /// Set once the ticket's place is taken (and the gauge counts it).
+    ticket: Option<(RoomId, u64)>,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.holds.held.fetch_sub(1, Ordering::AcqRel);
+        if let Some(ticket) = self.ticket.take() {
+            self.holds
+                .tickets
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&ticket);
+            metrics::gauge!(crate::metric_names::HELD_POLLS).decrement(1.0);
+        }
+    }
+}
+
+/// Whether the room's signal moving from `start` to `now` can change a
+/// waiter's answer before its hold ends.
+fn wakes(start: RoomSignal, now: Option<RoomSignal>, near_front: bool) -> bool {
+    let Some(now) = now else {
+        return true;
+    };
+    let same_room = RoomSignal {
+        seats: start.seats,
+        ran_out: start.ran_out,
+        ..now
+    } == start;
+    !same_room
+        || match now.seats {
+            SeatsLeft::SoldOut => true,
+            SeatsLeft::Available => near_front,
+            SeatsLeft::NoneAvailable => false,
+        }
+}
+
+/// How long the poll of a waiter at `position` (`None`: not known) that
+/// may be held `secs` seconds is held, in a room whose seats have run out
+/// since it opened or not (`ran_out`, [`RoomSignal::ran_out`]); 0: answered
+/// at once (see the module doc).
+pub fn hold_secs(line: &LineView, ran_out: bool, position: Option<u64>, secs: u64) -> u64 {
+    if !line.selling() {
+        return 0;
+    }
+    match line.sale.seats {
+        SeatsLeft::NoneAvailable => secs,
+        SeatsLeft::Available if ran_out => {
+            let far = position.is_some_and(|p| p > front_zone(line, Duration::from_secs(secs)));
+            if far { secs } else { secs.min(NEAR_FRONT_SECS) }
+        }
+        SeatsLeft::Available | SeatsLeft::SoldOut => 0,
+    }
+}
+
+/// The seconds a poll that prefers `preferred` may be held: never longer
+/// than its answer's poll interval (rounded down to whole seconds) nor
+/// [`MAX_WAIT_SECS`]; 0 means not at all.
+pub fn wait_secs(preferred: u64, standing: Standing, line: &LineView) -> u64 {
+    let interval = pacing::poll_after_ms(standing, line) / 1000;
+    preferred.min(interval).min(MAX_WAIT_SECS)
+}
+
+/// The request's `wait` preference ([`prefer_wait`]), read from its headers
+/// in place (the status route takes no copy of them).
+pub struct Preferred(pub Option<u64>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Preferred {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(Preferred(prefer_wait(&parts.headers)))
+    }
+}
+
+/// The `wait` preference of a request's `Prefer` headers, in seconds (the
+/// first one given); `None` when there is none or it cannot be read. A
+/// value too large for a number is unreadable; a large number is clamped
+/// later ([`wait_secs`]).
+pub fn prefer_wait(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get_all(PREFER)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .filter(|v| v.len() <= MAX_PREFER_LEN)
+        .flat_map(|v| v.split(','))
+        .find_map(|preference| {
+            // `wait=10; param` or `wait="10"`: the token and its value only.
+            let head = preference.split(';').next()?;
+            let (name, value) = head.split_once('=')?;
+            if !name.trim().eq_ignore_ascii_case("wait") {
+                return None;
+            }
+            let value = value.trim();
+            let value = value
+                .strip_prefix('"')
+                .and_then(|v| v.strip_suffix('"'))
+                .unwrap_or(value);
+            if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            value.parse().ok()
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn prefer(values: &[&str]) -> Option<u64> {
+        let mut headers = HeaderMap::new();
+        for v in values {
+            headers.append("prefer", HeaderValue::from_str(v).unwrap());
+        }
+        prefer_wait(&headers)
+    }
+
+    #[test]
+    fn the_wait_preference_is_read_leniently_and_anything_odd_is_ignored() {
+        let table: &[(&[&str], Option<u64>)] = &[
+            (&[], None),
+            (&["wait=10"], Some(10)),
+            (&["WAIT = 7"], Some(7)),
+            (&["respond-async, wait=5"], Some(5)),
+            (&["wait=\"12\""], Some(12)),
+            (&["wait=3; foo=bar"], Some(3)),
+            (&["handling=lenient", "wait=4"], Some(4)),
+            (&["wait=0"], Some(0)),
+            (&["wait=999999999999"], Some(999_999_999_999)),
+            (&["wait"], None),
+            (&["wait="], None),
+            (&["wait=-1"], None),
+            (&["wait=1.5"], None),
+            (&["wait=abc"], None),
+            (&["waiting=10"], None),
+            (&["wait=99999999999999999999999999"], None),
+            (&["wait=\"5"], None),
+        ];
+        for (values, want) in table {
+            assert_eq!(prefer(values), *want, "{values:?}");
+        }
+        let long = format!("{}wait=5", "x, ".repeat(100));
+        assert_eq!(prefer(&[&long]), None, "a long Prefer is not read");
+    }
+
+    fn signal(seats: SeatsLeft) -> RoomSignal {
+        RoomSignal {
+            state: room::RoomState::Open,
+            seats,
+            method: room::QueueingMethod::Fifo,
+            opens_at_ms: None,
+            abandon_ms: 60_000,
+            ran_out: true,
+        }
+    }
+
+    #[test]
+    fn a_hold_wakes_when_the_answer_can_change() {
+        let start = signal(SeatsLeft::NoneAvailable);
+        assert!(wakes(start, Some(signal(SeatsLeft::SoldOut)), false));
+        assert!(wakes(start, Some(signal(SeatsLeft::Available)), true));
+        assert!(!wakes(start, Some(signal(SeatsLeft::Available)), false));
+        assert!(!wakes(start, Some(start), true));
+        assert!(wakes(start, None, false), "the view is gone");
+        let paused = RoomSignal {
+            state: room::RoomState::Paused,
+            ..start
+        };
+        assert!(wakes(start, Some(paused), false));
+        let shorter = RoomSignal {
+            abandon_ms: 9_000,
+            ..start
+        };
+        assert!(wakes(start, Some(shorter), false));
+    }
+
+    /// A room closed after the poll subscribed but before its hold began
+    /// (during the store's answer, say) ends the hold at once: the change
+    /// is judged against the signal at subscription, not the receiver's
+    /// current value, which is already the closed one.
+    #[tokio::test]
+    async fn a_change_between_subscribing_and_holding_is_not_missed() {
+        let open = signal(SeatsLeft::Available);
+        let (signals, rx) = tokio::sync::watch::channel(Some(open));
+        let (_fronts, front) = tokio::sync::watch::channel(Some(1));
+        let watch = RoomWatch {
+            signal: rx,
+            front,
+            start: Some(open),
+        };
+        let closed = RoomSignal {
+            state: room::RoomState::Closed,
+            ..open
+        };
+        signals.send_replace(Some(closed));
+        let line = LineView {
+            state: room::RoomState::Open,
+            opens_at_ms: None,
+            waiting: 100_000,
+            admit_rate: 1.0,
+            abandon_ms: 60_000,
+            sale: queue::SaleSignal::AVAILABLE,
+            now_ms: 0,
+            schedule: None,
+        };
+        let holds = Holds::new(10);
+        // Far back (no wake for the line moving), for up to 20 s: it must
+        // end well before.
+        let room = RoomId::parse("r").unwrap();
+        let hold = holds.hold((&room, 1), watch, Some(90_000), &line, 20);
+        let ended = tokio::time::timeout(Duration::from_secs(5), hold).await;
+        assert_eq!(
+            ended.ok(),
+            Some(Some(Some(closed))),
+            "held past a closing it should have seen"
+        );
+    }
+
+    #[test]
+    fn how_long_a_poll_is_held_follows_the_seats_and_the_place() {
+        let line = |state, seats| LineView {
+            state,
+            opens_at_ms: None,
+            waiting: 1_000,
+            admit_rate: 1.0,
+            abandon_ms: 60_000,
+            sale: queue::SaleSignal {
+                seats,
+                rate_factor: 1.0,
+            },
+            now_ms: 0,
+            schedule: None,
+        };
+        use SeatsLeft::{Available, NoneAvailable, SoldOut};
+        use room::RoomState::{Closed, Open, Paused};
+        // A 3 s hold at 1 a second: the front zone is 2 x 1 x 5 + 100.
+        let zone = front_zone(&line(Open, Available), Duration::from_secs(3));
+        assert_eq!(zone, 110);
+        let table = [
+            (Open, NoneAvailable, Some(1), 3, 3),
+            (Open, NoneAvailable, None, 3, 3),
+            (Open, Available, Some(zone + 1), 3, 3),
+            (Open, Available, Some(zone), 3, 1),
+            (Open, Available, None, 3, 1),
+            (Open, Available, Some(zone + 1), 0, 0),
+            (Open, Available, Some(1), 0, 0),
+            (Open, SoldOut, Some(zone + 1), 3, 0),
+            (Paused, NoneAvailable, Some(zone + 1), 3, 0),
+            (Closed, Available, Some(zone + 1), 3, 0),
+        ];
+        for (state, seats, position, secs, held) in table {
+            assert_eq!(
+                hold_secs(&line(state, seats), true, position, secs),
+                held,
+                "{state:?} {seats:?} {position:?} {secs}"
+            );
+        }
+        // Before the seats first ran out, only the endgame holds.
+        let (open, full) = (line(Open, Available), line(Open, NoneAvailable));
+        assert_eq!(hold_secs(&open, false, Some(zone + 1), 3), 0);
+        assert_eq!(hold_secs(&open, false, Some(1), 3), 0);
+        assert_eq!(hold_secs(&full, false, Some(zone + 1), 3), 3);
+    }
+
+    #[test]
+    fn the_cap_counts_holds_and_gives_places_back() {
+        let holds = Holds::new(2);
+        let room = RoomId::parse("r").unwrap();
+        let a = holds.enter(&room, 1).expect("first");
+        let b = holds.enter(&room, 2).expect("second");
+        assert!(holds.enter(&room, 3).is_none(), "over the cap");
+        assert_eq!(holds.held(), 2);
+        drop(a);
+        assert_eq!(holds.held(), 1);
+        let c = holds.enter(&room, 3).expect("a place came back");
+        drop((b, c));
+        assert_eq!(holds.held(), 0);
+        holds.release_all();
+        assert!(holds.enter(&room, 4).is_none(), "none while shutting down");
+        assert_eq!(holds.held(), 0);
+    }
+
+    #[test]
+    fn one_hold_per_ticket() {
+        let holds = Holds::new(8);
+        let (r, s) = (RoomId::parse("r").unwrap(), RoomId::parse("s").unwrap());
+        let a = holds.enter(&r, 1).expect("first");
+        assert!(holds.enter(&r, 1).is_none(), "the same ticket again");
+        assert_eq!(holds.held(), 1, "a refused hold takes no place");
+        let b = holds.enter(&s, 1).expect("the same seq in another room");
+        let c = holds.enter(&r, 2).expect("another ticket");
+        drop(a);
+        let d = holds.enter(&r, 1).expect("the ticket's hold ended");
+        drop((b, c, d));
+        assert_eq!(holds.held(), 0);
+    }
+}

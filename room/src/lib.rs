@@ -1,0 +1,18 @@
+//! Rooms: the ground floor both the queue and booking stand on.
+//!
+//! Plain data with its validation rules, and the clock; nothing here knows
+//! the line, the database, HTTP or the store.
+//!
+//! - [`id`]: the room id ([`RoomId`]), checked once where it enters, and
+//!   [`RoomMap`], the map keyed by it.
+//! - [`settings`]: a room's settings ([`RoomSettings`]), its state
+//!   ([`RoomState`]), how it picks whom to admit ([`QueueingMethod`]) and its
+//!   scheduled [`Window`]s.
+//! - [`clock`]: the one clock handlers and the promoter read; tests pin it.
+
+pub mod clock;
+pub mod id;
+pub mod settings;
+
+pub use id::{RoomId, RoomMap};
+pub use settings::{QueueingMethod, RoomSettings, RoomState, SettingsError, Window, unix_ms};

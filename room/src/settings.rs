@@ -1,0 +1,346 @@
+//! A room's settings and state: whether it lets people in, how it picks
+//! whom to admit, its scheduled windows, and their validation.
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+
+/// Whether a room lets people in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RoomState {
+    /// Joins take places and the promoter admits.
+    Open,
+    /// Joins take places, nobody is admitted; abandoned waiters and ended
+    /// sessions are still dropped.
+    Paused,
+    /// Joins are answered `closed` and take no place.
+    Closed,
+}
+
+impl RoomState {
+    /// The name used in the API and in the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RoomState::Open => "open",
+            RoomState::Paused => "paused",
+            RoomState::Closed => "closed",
+        }
+    }
+
+    /// Inverse of [`RoomState::as_str`].
+    pub fn parse(raw: &str) -> Option<RoomState> {
+        match raw {
+            "open" => Some(RoomState::Open),
+            "paused" => Some(RoomState::Paused),
+            "closed" => Some(RoomState::Closed),
+            _ => None,
+        }
+    }
+}
+
+/// How a room picks whom to admit next; an operator can switch it live.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum QueueingMethod {
+    /// In order of join (the default).
+    #[default]
+    Fifo,
+    /// Each tick admits a random draw among those waiting: a lottery.
+    Random,
+    /// The gate is off: everyone who joins is admitted at once.
+    Passthrough,
+    /// Nobody joins; waiters are told the room is closed to new places.
+    Reject,
+}
+
+impl QueueingMethod {
+    /// The name used in the API and in the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueueingMethod::Fifo => "fifo",
+            QueueingMethod::Random => "random",
+            QueueingMethod::Passthrough => "passthrough",
+            QueueingMethod::Reject => "reject",
+        }
+    }
+
+    /// Inverse of [`QueueingMethod::as_str`].
+    pub fn parse(raw: &str) -> Option<QueueingMethod> {
+        match raw {
+            "fifo" => Some(QueueingMethod::Fifo),
+            "random" => Some(QueueingMethod::Random),
+            "passthrough" => Some(QueueingMethod::Passthrough),
+            "reject" => Some(QueueingMethod::Reject),
+            _ => None,
+        }
+    }
+}
+
+/// A scheduled phase of an event: between `starts_at` and `ends_at` the
+/// given settings replace the room's own (fields left out keep the room's).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Window {
+    /// Start of the window (inclusive).
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime, pattern = r"^[2-9]\d{3}-")]
+    pub starts_at: OffsetDateTime,
+    /// End of the window (exclusive).
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime, pattern = r"^[2-9]\d{3}-")]
+    pub ends_at: OffsetDateTime,
+    /// Capacity during the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 1_000_000)]
+    pub capacity: Option<u32>,
+    /// Admit rate during the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(exclusive_minimum = 0, maximum = 1_000_000)]
+    pub admit_per_second: Option<f64>,
+    /// Session length for visitors admitted during the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 86_400)]
+    pub session_seconds: Option<u32>,
+    /// Queueing method during the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<QueueingMethod>,
+}
+
+/// A room's settings, as the admin API and the `--rooms` file spell them.
+/// Missing fields take the defaults below; unknown fields are refused so a
+/// typo never passes silently.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct RoomSettings {
+    /// Most visitors inside at once.
+    #[schema(minimum = 1, maximum = 1_000_000)]
+    pub capacity: u32,
+    /// Visitors let in per second, at most.
+    #[schema(exclusive_minimum = 0, maximum = 1_000_000)]
+    pub admit_per_second: f64,
+    /// How long an entry lasts, from admission.
+    #[schema(minimum = 1, maximum = 86_400)]
+    pub session_seconds: u32,
+    /// How long a waiter who stopped polling keeps the place.
+    #[schema(minimum = 3, maximum = 86_400)]
+    pub abandon_seconds: u32,
+    /// Before this instant the room is a pre-queue: places are drawn at random
+    /// at the opening.
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime, pattern = r"^[2-9]\d{3}-")]
+    pub opens_at: Option<OffsetDateTime>,
+    /// How many places the line ever gives (`None`: no cap).
+    #[schema(minimum = 1, maximum = 9_007_199_254_740_991_u64)]
+    pub max_line: Option<u64>,
+    /// How the next visitors are picked.
+    pub method: QueueingMethod,
+    /// Scheduled phases, in time order, not overlapping.
+    #[schema(max_items = 32)]
+    pub windows: Vec<Window>,
+    /// How long one entry token lasts, in seconds: short, and renewed while
+    /// the session runs (status calls, every protected answer), so a copied
+    /// token dies within this once its session ends.
+    #[schema(minimum = 10, maximum = 3_600)]
+    pub entry_seconds: u32,
+    /// A session seen from more distinct client addresses than this is
+    /// ended: one admission shared among bots.
+    #[schema(minimum = 1, maximum = 1_000)]
+    pub max_session_addresses: u32,
+    /// Adaptive admission: the booking API's p99 latency to hold, in
+    /// milliseconds. While booking is slower the admit rate falls, and it
+    /// recovers when booking is fast again. `null` (the default): off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 10, maximum = 60_000)]
+    pub target_booking_p99_ms: Option<u32>,
+}
+
+impl Default for RoomSettings {
+    fn default() -> Self {
+        RoomSettings {
+            capacity: 100,
+            admit_per_second: 10.0,
+            session_seconds: 420,
+            abandon_seconds: 60,
+            opens_at: None,
+            max_line: None,
+            method: QueueingMethod::Fifo,
+            windows: Vec::new(),
+            entry_seconds: 60,
+            max_session_addresses: 3,
+            target_booking_p99_ms: None,
+        }
+    }
+}
+
+/// A setting out of its range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct SettingsError {
+    /// The offending field.
+    pub field: &'static str,
+    /// What is wrong, in words an operator can act on.
+    pub message: String,
+}
+
+impl RoomSettings {
+    /// Shortest abandon time: clients poll at least every second and the
+    /// poll interval stays under a third of it.
+    pub const MIN_ABANDON_SECONDS: u32 = 3;
+    /// Longest session or abandon time (a day).
+    pub const MAX_SECONDS: u32 = 86_400;
+    /// Highest admit rate and capacity accepted; beyond this a typo is likelier
+    /// than a real event.
+    pub const MAX_RATE: f64 = 1_000_000.0;
+
+    /// Checks every range; the first failure wins.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        let err = |field, message: &str| {
+            Err(SettingsError {
+                field,
+                message: message.to_owned(),
+            })
+        };
+        if self.capacity == 0 || f64::from(self.capacity) > Self::MAX_RATE {
+            return err("capacity", "must be between 1 and 1000000");
+        }
+        if !self.admit_per_second.is_finite()
+            || self.admit_per_second <= 0.0
+            || self.admit_per_second > Self::MAX_RATE
+        {
+            return err("admit_per_second", "must be above 0 and at most 1000000");
+        }
+        if self.session_seconds == 0 || self.session_seconds > Self::MAX_SECONDS {
+            return err("session_seconds", "must be between 1 and 86400");
+        }
+        if self.abandon_seconds < Self::MIN_ABANDON_SECONDS
+            || self.abandon_seconds > Self::MAX_SECONDS
+        {
+            return err("abandon_seconds", "must be between 3 and 86400");
+        }
+        if let Some(at) = self.opens_at
+            && !(2000..=9999).contains(&at.year())
+        {
+            return err("opens_at", "must be a date between the years 2000 and 9999");
+        }
+        if self.max_line.is_some_and(|n| n == 0 || n > Self::MAX_LINE) {
+            return err(
+                "max_line",
+                "must be between 1 and 9007199254740991 (2^53-1), or null for no cap",
+            );
+        }
+        if !(10..=3_600).contains(&self.entry_seconds) {
+            return err("entry_seconds", "must be between 10 and 3600");
+        }
+        if !(1..=1_000).contains(&self.max_session_addresses) {
+            return err("max_session_addresses", "must be between 1 and 1000");
+        }
+        if self
+            .target_booking_p99_ms
+            .is_some_and(|ms| !(10..=60_000).contains(&ms))
+        {
+            return err(
+                "target_booking_p99_ms",
+                "must be between 10 and 60000 milliseconds, or null for off",
+            );
+        }
+        if self.windows.len() > Self::MAX_WINDOWS {
+            return err("windows", "at most 32 windows");
+        }
+        for (i, w) in self.windows.iter().enumerate() {
+            if w.starts_at >= w.ends_at {
+                return err("windows", "each window must start before it ends");
+            }
+            if i > 0 && self.windows[i - 1].ends_at > w.starts_at {
+                return err("windows", "windows must be in time order and not overlap");
+            }
+            // A window's values obey the room's own ranges.
+            let merged = RoomSettings {
+                windows: Vec::new(),
+                ..self.in_window(w)
+            };
+            merged.validate().map_err(|e| SettingsError {
+                field: "windows",
+                message: format!("window {}: {}", i + 1, e),
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Largest line cap: the stores keep numbers a Lua script can hold exactly.
+    pub const MAX_LINE: u64 = (1 << 53) - 1;
+
+    /// Most scheduled windows per room.
+    pub const MAX_WINDOWS: usize = 32;
+
+    /// These settings with a window's values in place.
+    pub fn in_window(&self, w: &Window) -> RoomSettings {
+        RoomSettings {
+            capacity: w.capacity.unwrap_or(self.capacity),
+            admit_per_second: w.admit_per_second.unwrap_or(self.admit_per_second),
+            session_seconds: w.session_seconds.unwrap_or(self.session_seconds),
+            method: w.method.unwrap_or(self.method),
+            ..self.clone()
+        }
+    }
+
+    /// The opening instant in unix milliseconds.
+    pub fn opens_at_ms(&self) -> Option<u64> {
+        self.opens_at
+            .map(|at| u64::try_from(unix_ms(at)).unwrap_or(0))
+    }
+}
+
+/// An instant in unix milliseconds, the stores' unit of time. Both stores
+/// compute every opening and window bound with this one function, so they
+/// agree to the millisecond.
+pub fn unix_ms(t: OffsetDateTime) -> i64 {
+    i64::try_from(t.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate() {
+        assert_eq!(RoomSettings::default().validate(), Ok(()));
+    }
+
+    #[test]
+    fn out_of_range_settings() {
+        let bad = [
+            RoomSettings {
+                capacity: 0,
+                ..Default::default()
+            },
+            RoomSettings {
+                admit_per_second: 0.0,
+                ..Default::default()
+            },
+            RoomSettings {
+                admit_per_second: f64::NAN,
+                ..Default::default()
+            },
+            RoomSettings {
+                session_seconds: 0,
+                ..Default::default()
+            },
+            RoomSettings {
+                abandon_seconds: 2,
+                ..Default::default()
+            },
+            RoomSettings {
+                max_line: Some(0),
+                ..Default::default()
+            },
+            RoomSettings {
+                max_line: Some(RoomSettings::MAX_LINE + 1),
+                ..Default::default()
+            },
+        ];
+        for s in bad {
+            assert!(s.validate().is_err(), "{s:?}");
+        }
+    }
+}
