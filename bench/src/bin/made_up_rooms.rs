@@ -8,7 +8,7 @@
 //! memory)"):
 //!
 //! ```sh
-//! cargo build --release -p bench --bin made_up_rooms
+//! cargo build --release -p origin -p bench
 //! target/release/made_up_rooms --requests 1000000
 //! ```
 //!
