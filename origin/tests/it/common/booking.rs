@@ -308,7 +308,7 @@ impl TestDb {
             "sqlite"
         };
         let from = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("migrations")
+            .join("../booking/migrations")
             .join(kind);
         let dir = tempfile_dir::TempDir::new("migrations");
         for entry in std::fs::read_dir(&from).expect("migrations dir") {
