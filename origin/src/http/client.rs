@@ -6,10 +6,11 @@ use std::net::SocketAddr;
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
 
-pub use crate::limits::clients::{ClientKey, ClientPolicy};
+use crate::limits::clients::ClientKey;
 use crate::state::AppState;
 
-/// The client behind the request (see [`ClientPolicy::client_of`]).
+/// The client behind the request (see
+/// [`ClientPolicy::client_of`](crate::limits::clients::ClientPolicy::client_of)).
 pub struct Client(pub ClientKey);
 
 impl FromRequestParts<AppState> for Client {

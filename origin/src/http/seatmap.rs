@@ -22,7 +22,6 @@ use utoipa_axum::routes;
 use super::entry::ActiveEntry;
 use super::responses::{BookingDown, EntryAuth, MapLimit, NotFound};
 use crate::error::ApiError;
-pub use crate::limits::map_loads::{DEFAULT_SEAT_MAP_PER_MINUTE, MapLoads, SEAT_MAP_BURST};
 use crate::state::AppState;
 use booking::{BookingStore, SeatLayout, SeatMap, SeatStates};
 
