@@ -44,10 +44,14 @@
 //! - `db`: connecting, migrations (`migrations/`), the two databases'
 //!   differences, retries.
 //! - [`payment`]: the payment step ([`Payment`]) and its simulation.
-//! - [`store`]: [`BookingStore`], its configuration and caches; its
-//!   operations, one module each:
+//! - [`store`]: [`BookingStore`], its configuration and caches. Below it,
+//!   what the caches hold:
+//!   - `perf_row`: a performance's row as read, and the seat id rules.
+//!   - `map_state`: a seat map's layout and state, with their answers.
+//!
+//!   Above it, its operations, one module each:
 //!   - `performances`: performances, the seat map, counts, the map's tag.
-//!   - `seatmap`: the seat map as loaded: layout, state, the full listing.
+//!   - `seatmap`: loading the seat map: sharing one state read per moment.
 //!   - `holds`: claiming seats, releasing them, ending a session's holds.
 //!   - `confirm`: idempotent confirmation, bookings, cancellation.
 //!   - `recovery`: finishing paying holds after a crash.
@@ -70,9 +74,10 @@ pub use model::{
 };
 pub use payment::{Payment, PaymentError, SimulatedPayment};
 pub use store::holds::Session;
+pub use store::map_state::{Layout, MapState, SeatLayout, SeatMapWork, SeatStates};
 pub use store::recovery::RecoveryReport;
 pub use store::retention::{IDEMPOTENCY_TTL, PruneReport};
-pub use store::seatmap::{Layout, MapState, MapTag, SeatLayout, SeatMapWork, SeatStates};
+pub use store::seatmap::MapTag;
 pub use store::sweeper::SweepReport;
 pub use store::{
     BookingConfig, BookingStore, Faults, MAX_DECLINES_PER_HOLD, PAYING, PAYING_MARGIN,

@@ -150,7 +150,7 @@ pub struct Config {
     /// IPv6 clients count as one address per network of this many bits, for
     /// --ip-join-rate and --ip-max-places (64: one subscriber's usual block;
     /// 56 or 48 where providers hand out those).
-    #[arg(long, env = "WR_IPV6_PREFIX", default_value_t = crate::clients::DEFAULT_IPV6_PREFIX,
+    #[arg(long, env = "WR_IPV6_PREFIX", default_value_t = crate::limits::clients::DEFAULT_IPV6_PREFIX,
         value_parser = clap::value_parser!(u8).range(32..=128))]
     pub ipv6_prefix: u8,
 
@@ -191,7 +191,7 @@ pub struct Config {
     /// Seat map loads one session may make a minute, in bursts of 20;
     /// conditional loads (304) count too (0 = no limit). The seat page
     /// polls every 3 s.
-    #[arg(long, env = "WR_SEAT_MAP_PER_MINUTE", default_value_t = crate::map_loads::DEFAULT_SEAT_MAP_PER_MINUTE)]
+    #[arg(long, env = "WR_SEAT_MAP_PER_MINUTE", default_value_t = crate::limits::map_loads::DEFAULT_SEAT_MAP_PER_MINUTE)]
     pub seat_map_per_minute: u32,
 }
 

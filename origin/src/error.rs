@@ -69,7 +69,7 @@ pub enum ApiError {
         retry_after_secs: u64,
     },
     /// The session made more booking writes than its allowance (see
-    /// `http::session_limits`); retry after the given number of seconds.
+    /// `limits::sessions`); retry after the given number of seconds.
     SessionRateLimited {
         /// Seconds until a write would be accepted (at least 1).
         retry_after_secs: u64,

@@ -11,13 +11,12 @@
 //! lock, not a global one.
 
 use std::collections::HashMap;
-use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use governor::{DefaultKeyedRateLimiter, Quota};
 use hdrhistogram::Histogram;
 
+use crate::limits::limiter::SessionLimiter;
 use room::RoomId;
 
 /// How far back latency is measured.
@@ -90,19 +89,15 @@ impl Window {
 pub struct Latency {
     started: Instant,
     rooms: RwLock<HashMap<RoomId, Arc<Mutex<Window>>>>,
-    sessions: DefaultKeyedRateLimiter<(RoomId, u64)>,
+    sessions: SessionLimiter,
 }
 
 impl Default for Latency {
     fn default() -> Latency {
-        let per_second = NonZeroU32::new(SAMPLES_PER_SECOND).unwrap_or(NonZeroU32::MIN);
-        let burst = NonZeroU32::new(SAMPLES_BURST).unwrap_or(NonZeroU32::MIN);
         Latency {
             started: Instant::now(),
             rooms: RwLock::default(),
-            sessions: DefaultKeyedRateLimiter::keyed(
-                Quota::per_second(per_second).allow_burst(burst),
-            ),
+            sessions: SessionLimiter::per_second(SAMPLES_PER_SECOND, SAMPLES_BURST),
         }
     }
 }
@@ -112,7 +107,7 @@ impl Latency {
     /// work took `took`. The caller has verified the session; a session
     /// past its share of samples is not recorded.
     pub fn record(&self, room: &RoomId, seq: u64, took: Duration) {
-        if self.sessions.check_key(&(room.clone(), seq)).is_err() {
+        if self.sessions.check(room, seq).is_err() {
             return;
         }
         let Some(window) = self.window(room) else {
@@ -158,8 +153,7 @@ impl Latency {
         if let Ok(mut followed) = self.rooms.write() {
             followed.retain(|room, _| rooms.contains(room));
         }
-        self.sessions.retain_recent();
-        self.sessions.shrink_to_fit();
+        self.sessions.prune();
     }
 
     /// How many rooms are followed now.

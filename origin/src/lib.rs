@@ -19,14 +19,20 @@
 //! - [`sale`]: the loop that ties a room's line to its sale (seats left,
 //!   sessions ended by a booking).
 //! - [`telemetry`]: the Prometheus recorder and the loop that refreshes the
-//!   per-room gauges, and the metric names.
+//!   per-room gauges.
 //! - [`sessions`]: entry sessions (one per admitted visitor) and their rules.
+//! - [`holds`]: held status polls (`Prefer: wait`): who is held, what wakes
+//!   them, and their cap.
 //! - [`history`]: every room's last 30 minutes of figures, for the console.
 //! - [`latency`]: booking latency per room, for adaptive admission.
+//! - [`limits`]: what one client or session may do how often: clients and
+//!   their join and place limits, failed admin attempts, booking writes
+//!   and seat map loads per session, and the per-session limiter they share.
 //! - [`error`]: the one error type and its JSON shape.
+//! - [`cookies`]: the `Set-Cookie` values the origin writes.
+//! - [`metric_names`]: the names metrics are recorded under.
 //! - [`rooms_file`]: the `--rooms` file (rooms and their performances).
 
-pub mod clients;
 pub mod config;
 pub mod cookies;
 pub mod error;
@@ -34,15 +40,13 @@ pub mod history;
 pub mod holds;
 pub mod http;
 pub mod latency;
-pub mod map_loads;
+pub mod limits;
 pub mod metric_names;
 pub mod rooms_file;
 pub mod sale;
-pub mod session_limits;
 pub mod sessions;
 pub mod start;
 pub mod state;
-pub mod strikes;
 pub mod telemetry;
 
 pub use booking;

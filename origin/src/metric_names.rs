@@ -24,7 +24,7 @@ pub const ROOM_STATE: &str = "wr_room_state";
 pub const STORE_UP: &str = "wr_store_up";
 /// Counter: joins refused by `--ip-join-rate`.
 pub const JOINS_RATE_LIMITED: &str = "wr_joins_rate_limited_total";
-/// Counter: booking writes refused by a session's allowance (`session_limits`).
+/// Counter: booking writes refused by a session's allowance (`limits::sessions`).
 pub const SESSION_RATE_LIMITED: &str = "wr_session_rate_limited_total";
 /// Sessions ended for being used from too many client addresses.
 pub const SESSIONS_SHARED: &str = "wr_sessions_shared_total";

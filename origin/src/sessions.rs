@@ -16,7 +16,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, RwLock};
 
-use crate::clients::ClientKey;
+use crate::limits::clients::ClientKey;
 use queue::QueueStore;
 use room::{RoomId, RoomSettings};
 

@@ -11,8 +11,8 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::clients::ClientPolicy;
 use crate::config::{self, Config};
+use crate::limits::clients::ClientPolicy;
 use crate::state::AppState;
 use crate::{http, sale, telemetry};
 use booking::{BookingConfig, BookingError, BookingStore, SimulatedPayment};

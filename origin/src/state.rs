@@ -6,14 +6,14 @@ use std::sync::Arc;
 
 use token::{Keyring, Secret};
 
-use crate::clients::ClientPolicy;
 use crate::history::History;
 use crate::holds::Holds;
 use crate::latency::Latency;
-use crate::map_loads::MapLoads;
-use crate::session_limits::SessionLimits;
+use crate::limits::clients::ClientPolicy;
+use crate::limits::map_loads::MapLoads;
+use crate::limits::sessions::SessionLimits;
+use crate::limits::strikes::Strikes;
 use crate::sessions::Sessions;
-use crate::strikes::Strikes;
 use booking::BookingStore;
 use queue::QueueStore;
 use queue::joins::{DEFAULT_JOIN_WINDOW, Joins};

@@ -7,7 +7,8 @@
 use sqlx::AnyConnection;
 use sqlx::AssertSqlSafe;
 
-use super::performances::{PerfRow, bump};
+use super::perf_row::PerfRow;
+use super::performances::bump;
 use crate::db::{marks, write_tx};
 
 use super::BookingStore;

@@ -1,18 +1,24 @@
 //! The booking store: its configuration, the database pool, the payment
-//! step and the caches of seat maps and performances. Its operations live
-//! in the modules named after them (`holds`, `confirm`, ...).
+//! step and the caches of seat maps and performances. What the caches hold
+//! lives below it (`perf_row`, `map_state`); its operations live above it,
+//! in the modules named after them (`holds`, `confirm`, ...), each adding
+//! to `impl BookingStore`.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use self::map_state::{Layout, StateSlot, WorkCounters};
+use self::perf_row::CachedPerf;
 use crate::db::{Backend, Db};
 use crate::error::BookingError;
 use crate::payment::{Payment, SimulatedPayment};
 
 mod confirm;
 pub(crate) mod holds;
+pub(crate) mod map_state;
+mod perf_row;
 mod performances;
 pub(crate) mod recovery;
 pub(crate) mod retention;
@@ -84,15 +90,15 @@ pub struct BookingStore {
     payment_timeout: Duration,
     timeout: Duration,
     /// Each performance's layout, by performance key; see `seat_layout`.
-    layouts: std::sync::Mutex<HashMap<i64, Arc<seatmap::Layout>>>,
+    layouts: std::sync::Mutex<HashMap<i64, Arc<Layout>>>,
     /// Each performance's latest seat state, by performance key, behind
     /// the lock its loaders queue on; see `seat_map_state`.
-    map_states: std::sync::Mutex<HashMap<i64, seatmap::StateSlot>>,
+    map_states: std::sync::Mutex<HashMap<i64, StateSlot>>,
     /// Seat map reads and renderings (a test hook), and the loaders' order.
-    work: Arc<seatmap::WorkCounters>,
+    work: Arc<WorkCounters>,
     /// Performance rows as holds read them, by (room, performance), each
-    /// kept at most [`performances::PERF_TTL`]; see `cached_performance_row`.
-    perf_cache: std::sync::Mutex<HashMap<(String, String), performances::CachedPerf>>,
+    /// kept at most [`perf_row::PERF_TTL`]; see `cached_performance_row`.
+    perf_cache: std::sync::Mutex<HashMap<(String, String), CachedPerf>>,
     /// Performance ids by key: a performance keeps its key for good.
     perf_ids: std::sync::Mutex<HashMap<i64, String>>,
     faults: Faults,

@@ -23,8 +23,8 @@ use super::api_doc::RoomPath;
 use super::extract::{Room, optional_json};
 use super::responses::{AdminAuth, BadBody, NoRoom, StoreDown};
 use crate::error::ApiError;
+use crate::limits::strikes;
 use crate::state::AppState;
-use crate::strikes;
 use queue::{RoomFigures, StoreError};
 use room::{RoomId, RoomSettings, RoomState};
 

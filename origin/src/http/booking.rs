@@ -30,7 +30,7 @@ use super::responses::{
 use super::session_end::end_session;
 use super::site::SameSite;
 use crate::error::ApiError;
-use crate::session_limits::SessionAction;
+use crate::limits::sessions::SessionAction;
 use crate::state::AppState;
 use booking::{Booking, BookingStore, Hold, PerformanceSummary, Session};
 use room::RoomId;

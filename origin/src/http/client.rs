@@ -1,15 +1,16 @@
 //! The client behind a request, as an extractor; who a client is and the
-//! per-address limits live in [`crate::clients`], below the state.
+//! per-address limits live in [`crate::limits::clients`], below the state.
 
 use std::net::SocketAddr;
 
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
 
-pub use crate::clients::{ClientKey, ClientPolicy};
+use crate::limits::clients::ClientKey;
 use crate::state::AppState;
 
-/// The client behind the request (see [`ClientPolicy::client_of`]).
+/// The client behind the request (see
+/// [`ClientPolicy::client_of`](crate::limits::clients::ClientPolicy::client_of)).
 pub struct Client(pub ClientKey);
 
 impl FromRequestParts<AppState> for Client {

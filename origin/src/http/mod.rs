@@ -44,8 +44,6 @@ use utoipa_axum::router::OpenApiRouter;
 
 pub use self::conn::ConnLimits;
 use crate::error::ApiError;
-/// Re-exported where it was: the per-session allowance of booking writes.
-pub use crate::session_limits;
 use crate::state::AppState;
 
 /// Largest total size of a request's headers, in bytes. Tickets are a few

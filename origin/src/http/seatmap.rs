@@ -7,9 +7,10 @@
 //! Every answer has an `ETag`; a request naming the current one gets 304
 //! from the tag alone (three small reads). Every load counts, conditional
 //! or not, before anything is read (`--seat-map-per-minute` per session,
-//! bursts of [`SEAT_MAP_BURST`]): over it, 429 `rate_limited`. A
-//! client that accepts gzip gets the store's gzip form of the answer, made
-//! once per state, not once per request.
+//! bursts of [`SEAT_MAP_BURST`](crate::limits::map_loads::SEAT_MAP_BURST)):
+//! over it, 429 `rate_limited`. A client that accepts gzip gets the
+//! store's gzip form of the answer, made once per state, not once per
+//! request.
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -22,7 +23,6 @@ use utoipa_axum::routes;
 use super::entry::ActiveEntry;
 use super::responses::{BookingDown, EntryAuth, MapLimit, NotFound};
 use crate::error::ApiError;
-pub use crate::map_loads::{DEFAULT_SEAT_MAP_PER_MINUTE, MapLoads, SEAT_MAP_BURST};
 use crate::state::AppState;
 use booking::{BookingStore, SeatLayout, SeatMap, SeatStates};
 

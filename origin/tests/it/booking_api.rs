@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::Request;
 use origin::booking::{Payment, PaymentError};
-use origin::http::session_limits::{BOOKING_WRITE_BURST, BOOKING_WRITES_PER_MINUTE};
+use origin::limits::sessions::{BOOKING_WRITE_BURST, BOOKING_WRITES_PER_MINUTE};
 use origin::queue::{QueueStore, SeatsLeft};
 use origin::room::{RoomId, RoomSettings};
 use origin::state::AppState;

@@ -390,7 +390,7 @@ async fn map_loads_past_the_limit_are_refused(db: &TestDb) {
     let (greedy, other) = (s.entered(&room).await, s.entered(&room).await);
     let uri = format!("/api/{room}/performances/night/state");
     let mut etag = String::new();
-    for i in 0..origin::http::seatmap::SEAT_MAP_BURST {
+    for i in 0..origin::limits::map_loads::SEAT_MAP_BURST {
         let what = if i % 2 == 0 { "state" } else { "seats" };
         let r = s.get(&room, what, &greedy).await;
         etag = r.headers["etag"].to_str().unwrap().to_owned();

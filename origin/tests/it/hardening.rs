@@ -55,11 +55,8 @@ async fn failed_admin_calls_from_one_address_are_throttled() {
     let t = test_store(Store::Redis);
     // Through the edge, for a client out on the internet.
     let edge = "edge-secret-for-tests-0123456789";
-    let state = admin_state(t.store.clone()).with_clients(origin::http::client::ClientPolicy::new(
-        Some(edge),
-        0,
-        0,
-    ));
+    let state = admin_state(t.store.clone())
+        .with_clients(origin::limits::clients::ClientPolicy::new(Some(edge), 0, 0));
     let server = spawn(state, None).await;
     let http = reqwest::Client::new();
     let call = |key: &'static str| {
@@ -106,7 +103,7 @@ async fn failed_admin_calls_from_one_address_are_throttled() {
 async fn admin_calls_through_a_local_proxy_are_throttled_per_client() {
     let t = test_store(Store::Redis);
     let proxied = admin_state(t.store.clone()).with_clients(
-        origin::http::client::ClientPolicy::default()
+        origin::limits::clients::ClientPolicy::default()
             .with_trusted_proxies(vec!["127.0.0.1".parse().unwrap()]),
     );
     let server = spawn(proxied, None).await;

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::common::recording::Recording;
 use crate::common::*;
-use origin::http::client::ClientPolicy;
+use origin::limits::clients::ClientPolicy;
 use origin::queue::redis::RoomKeys;
 use origin::queue::{Joined, PlaceLimit, QueueStore, Standing};
 use origin::room::{RoomId, RoomSettings, RoomState};
@@ -415,7 +415,7 @@ async fn the_cap_forgets_every_address_once_the_line_empties() {
 #[tokio::test]
 #[ignore = "a measurement: prints bytes per waiter"]
 async fn what_the_cap_costs_in_redis_per_waiter() {
-    use origin::http::client::ClientKey;
+    use origin::limits::clients::ClientKey;
     const N: u32 = 20_000;
     let t = test_store(Store::Redis);
     let mut redis = redis::Client::open(redis_url())

@@ -10,7 +10,7 @@ use crate::common::booking::{Kind, TestDb};
 use crate::common::{Api, Reply, admin_state, make_room, settings, test_store, unix_now};
 use axum::body::Body;
 use axum::http::Request;
-use origin::http::client::ClientPolicy;
+use origin::limits::clients::ClientPolicy;
 use origin::room::RoomId;
 use origin::state::AppState;
 use serde_json::json;

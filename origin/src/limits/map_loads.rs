@@ -1,14 +1,9 @@
 //! Seat map loads per entry session: the budget that keeps one session
 //! from rendering the map over and over (`--seat-map-per-minute`).
 
-use std::num::NonZeroU32;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
-
-use governor::clock::Clock;
-use governor::{DefaultKeyedRateLimiter, Quota};
 use room::RoomId;
 
+use super::limiter::{FORGET_EVERY, SessionLimiter};
 use crate::error::ApiError;
 
 /// The seat map loads one session may make at once, above its rate.
@@ -16,14 +11,10 @@ pub const SEAT_MAP_BURST: u32 = 20;
 /// The default loads a minute of one session (`--seat-map-per-minute`):
 /// the seat page polls every 3 s (20 a minute, and only changed maps count).
 pub const DEFAULT_SEAT_MAP_PER_MINUTE: u32 = 120;
-/// How often sessions back to a full allowance are forgotten.
-const FORGET_EVERY: Duration = Duration::from_secs(10);
+
 /// Map loads per session (room and sequence number), when limited.
 pub struct MapLoads {
-    limiter: Option<DefaultKeyedRateLimiter<(RoomId, u64)>>,
-    /// When sessions were last forgotten (ms since `born`).
-    pruned_ms: AtomicU64,
-    born: Instant,
+    limiter: Option<SessionLimiter>,
 }
 
 impl Default for MapLoads {
@@ -38,13 +29,9 @@ impl MapLoads {
     /// `per_minute` loads a minute per session, in bursts of
     /// [`SEAT_MAP_BURST`]; 0: no limit.
     pub fn new(per_minute: u32) -> MapLoads {
-        let burst = NonZeroU32::new(SEAT_MAP_BURST).unwrap_or(NonZeroU32::MIN);
         MapLoads {
-            limiter: NonZeroU32::new(per_minute).map(|rate| {
-                DefaultKeyedRateLimiter::keyed(Quota::per_minute(rate).allow_burst(burst))
-            }),
-            pruned_ms: AtomicU64::new(0),
-            born: Instant::now(),
+            limiter: (per_minute > 0)
+                .then(|| SessionLimiter::per_minute(per_minute, SEAT_MAP_BURST)),
         }
     }
 
@@ -55,30 +42,15 @@ impl MapLoads {
         let Some(limiter) = &self.limiter else {
             return Ok(());
         };
-        let now = u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let last = self.pruned_ms.load(Ordering::Relaxed);
-        if now.saturating_sub(last) >= FORGET_EVERY.as_millis() as u64
-            && self
-                .pruned_ms
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        {
-            limiter.retain_recent();
-            limiter.shrink_to_fit();
-        }
+        limiter.prune_every(FORGET_EVERY);
         limiter
-            .check_key(&(room.clone(), seq))
-            .map_err(|not_until| {
-                let wait = not_until.wait_time_from(limiter.clock().now());
-                ApiError::SeatMapRateLimited {
-                    retry_after_secs: wait.as_secs_f64().ceil().max(1.0) as u64,
-                }
-            })
+            .check(room, seq)
+            .map_err(|retry_after_secs| ApiError::SeatMapRateLimited { retry_after_secs })
     }
 
     /// Sessions the limiter remembers now.
     pub fn sessions(&self) -> usize {
-        self.limiter.as_ref().map_or(0, |l| l.len())
+        self.limiter.as_ref().map_or(0, SessionLimiter::len)
     }
 }
 

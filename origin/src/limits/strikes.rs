@@ -1,13 +1,15 @@
 //! Failed attempts per client address, so a client guessing the admin key
 //! is slowed to a few tries a second, and the log of refusals that cannot
 //! be flooded. Knows client keys and time; nothing of HTTP or the store.
+//! A leaky bucket of its own, not `governor`: governor cannot check without
+//! spending a cell, and a correct admin key must not count.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use crate::clients::ClientKey;
+use super::clients::ClientKey;
 
 /// Failures a client may make at once before it must wait.
 const BURST: f64 = 5.0;

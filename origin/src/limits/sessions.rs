@@ -4,19 +4,14 @@
 //! queue thousands of write transactions or leave thousands of rows; the
 //! numbers sit far above what a person buying tickets does.
 //!
-//! Keys come from verified entry tokens only, and those whose allowance is
-//! full again are forgotten every few seconds ([`SessionLimits::housekeeping`]),
-//! so memory follows the sessions active in the last few seconds. Each
-//! instance counts on its own (the edge may spread one session over several).
+//! Sessions whose allowance is full again are forgotten every
+//! [`FORGET_EVERY`] ([`SessionLimits::housekeeping`]).
 
-use std::num::NonZeroU32;
 use std::sync::Arc;
-use std::time::Duration;
 
-use governor::clock::Clock;
-use governor::{DefaultKeyedRateLimiter, Quota};
 use tokio_util::sync::CancellationToken;
 
+use super::limiter::{FORGET_EVERY, SessionLimiter};
 use crate::error::ApiError;
 use room::RoomId;
 
@@ -25,8 +20,6 @@ pub const BOOKING_WRITE_BURST: u32 = 20;
 /// Booking writes one session may make per minute once its burst is spent
 /// (one a second).
 pub const BOOKING_WRITES_PER_MINUTE: u32 = 60;
-/// How often sessions back to a full allowance are forgotten.
-const FORGET_EVERY: Duration = Duration::from_secs(10);
 
 /// What a session does, each kind with its own allowance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,12 +28,9 @@ pub enum SessionAction {
     BookingWrite,
 }
 
-/// A session: its room and its entry's sequence number.
-type SessionKey = (RoomId, u64);
-
 /// The allowance of every session, per kind of action.
 pub struct SessionLimits {
-    booking_writes: DefaultKeyedRateLimiter<SessionKey>,
+    booking_writes: SessionLimiter,
 }
 
 impl Default for SessionLimits {
@@ -60,11 +50,8 @@ impl std::fmt::Debug for SessionLimits {
 impl SessionLimits {
     /// Booking writes: `burst` at once, then `per_minute` (both at least 1).
     pub fn new(burst: u32, per_minute: u32) -> SessionLimits {
-        let one = NonZeroU32::MIN;
-        let quota = Quota::per_minute(NonZeroU32::new(per_minute).unwrap_or(one))
-            .allow_burst(NonZeroU32::new(burst).unwrap_or(one));
         SessionLimits {
-            booking_writes: DefaultKeyedRateLimiter::keyed(quota),
+            booking_writes: SessionLimiter::per_minute(per_minute, burst),
         }
     }
 
@@ -74,21 +61,15 @@ impl SessionLimits {
         let limiter = match action {
             SessionAction::BookingWrite => &self.booking_writes,
         };
-        limiter
-            .check_key(&(room.clone(), seq))
-            .map_err(|not_until| {
-                let wait = not_until.wait_time_from(limiter.clock().now());
-                metrics::counter!(crate::metric_names::SESSION_RATE_LIMITED).increment(1);
-                ApiError::SessionRateLimited {
-                    retry_after_secs: wait.as_secs_f64().ceil().max(1.0) as u64,
-                }
-            })
+        limiter.check(room, seq).map_err(|retry_after_secs| {
+            metrics::counter!(crate::metric_names::SESSION_RATE_LIMITED).increment(1);
+            ApiError::SessionRateLimited { retry_after_secs }
+        })
     }
 
     /// Forgets the sessions whose allowance is full again.
     pub fn prune(&self) {
-        self.booking_writes.retain_recent();
-        self.booking_writes.shrink_to_fit();
+        self.booking_writes.prune();
     }
 
     /// Sessions remembered now.
