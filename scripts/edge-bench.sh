@@ -4,7 +4,7 @@
 # (tests/edge/bench.mjs): protected with a valid token vs unprotected
 # passthrough through the same worker (the gate's own cost) beside a direct
 # request to the origin, plus the wasm bundle size. Bounded: BENCH_ROUNDS
-# (default 1000) rounds, 127.0.0.1 only. Figures: BENCHMARKS-edge.md.
+# (default 1000) rounds, 127.0.0.1 only. Figures: BENCHMARKS.md, "The edge".
 #
 # Usage: scripts/edge-bench.sh [--no-criterion]
 set -euo pipefail

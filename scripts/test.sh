@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Runs every check and test of the project: formatting, lints, the token
-# crate and the edge for wasm32, the whole test suite against a real Redis
-# and the embedded store (plus Redis servers and a Redis Cluster the tests
-# start themselves), schemathesis against a running origin, a tiny run of the
-# benchmark, the flow in a browser against the origin alone, and the edge
-# end to end. Installs and starts what it needs;
-# skips what is already there.
+# Runs every check and test of the project: formatting, lints, the crates'
+# layer rules, the docs, the token crate and the edge for wasm32, the whole
+# test suite against a real Redis and the embedded store (plus Redis servers
+# and a Redis Cluster the tests start themselves), schemathesis against a
+# running origin, a tiny run of each benchmark, the rehearsal, the flow in a
+# browser against the origin alone, and the edge end to end. Installs and
+# starts what it needs; skips what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh

@@ -146,8 +146,8 @@ pub struct SeatMap {
     /// The seats.
     pub seats: Vec<Seat>,
     /// Changes whenever any seat's state may have changed: usable as an
-    /// ETag (it is [`BookingStore::seats_tag`] at the time of the read, or
-    /// later).
+    /// ETag (it is [`seats_tag`](crate::BookingStore::seats_tag) at the
+    /// time of the read, or later).
     #[serde(skip)]
     pub tag: String,
 }

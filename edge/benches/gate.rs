@@ -5,7 +5,7 @@
 //! JSON 429).
 //!
 //! Run: `cargo bench -p edge`. The recorded figures are in BENCHMARKS.md,
-//! under "The edge (gate)".
+//! under "The edge".
 
 // A benchmark's set-up is fixed and its own: a failure stops it loudly.
 #![allow(

@@ -164,7 +164,7 @@ pub struct Config {
     /// Answer status polls from far back in a fifo line from a per-room
     /// snapshot refreshed every tick, with no store round trip, and write
     /// "still polling" marks once a tick per room in one call. `off`: every
-    /// status asks the store (the design before snapshots; for comparison).
+    /// status asks the store (to measure the snapshots against).
     #[arg(long, env = "WR_STATUS_SNAPSHOT", value_enum, default_value_t = OnOff::On)]
     pub status_snapshot: OnOff,
 

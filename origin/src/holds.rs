@@ -18,15 +18,14 @@
 //! the line's front moves, but in a lottery, or among pre-queue draws, a
 //! waiter may be let in without the front moving. Before the seats first
 //! run out, a waiter near the front with seats to sell is answered at once.
-//! Holding only while no seat is available was not enough: seats coming
+//! Holding only while no seat is available is not enough: seats coming
 //! back from ended holds flip a sale near its end in and out of that many
-//! times a minute, and a waiter answered at once in such a moment was told
-//! to come back a whole poll interval later (up to 6 s), so it heard of the
-//! sell-out that late (BENCHMARKS.md, run F and the rehearsal through the
-//! edge). Holding far-back waiters from the opening on was tried and
-//! dropped: every waiter then keeps a connection open for the whole sale,
+//! times a minute, and a waiter answered at once in such a moment would be
+//! told to come back a whole poll interval later (up to 6 s) and hear of
+//! the sell-out that late. Far-back waiters are not held from the opening
+//! on: every waiter would then keep a connection open for the whole sale,
 //! and 20,000 visitors on a machine that allows 20,000 open files per
-//! process met refused connections (BENCHMARKS.md, run F).
+//! process would meet refused connections.
 //!
 //! What wakes a hold (compared with the signal when it began):
 //! - the room's state, queueing method, opening or abandon time changed;
@@ -37,9 +36,9 @@
 //!   send the whole line back at once;
 //! - for a waiter near the front, the line moved (the seq at its front
 //!   changed: someone was let in, left or was dropped), so one let in hears
-//!   it within a view's refresh rather than when its hold ends; it was up
-//!   to a second late before, and a few let in as the last seats came back
-//!   heard it only after the sale was over (the rehearsal's smoke run);
+//!   it within a view's refresh rather than when its hold ends (else up
+//!   to a second late, and one let in as the last seats come back could
+//!   hear it only after the sale is over);
 //! - this instance stopped viewing the room (deleted), or shuts down.
 //!
 //! What bounds it: at most [`Holds::max`] holds per instance, and one per
@@ -53,7 +52,7 @@
 //! polling when its hold began); a `Prefer` this module cannot read is
 //! ignored, as a preference may be. A hold is only the handler's own future
 //! (no task, no timer of its own beyond its sleep): a client that goes
-//! away drops it, and [`Held`] gives its place back.
+//! away drops it, and `Held` gives its place back.
 //!
 //! [`Holds::hold`] returns the signal it ended on: a hold the sell-out
 //! ended is answered `sold_out` from it, and one a closing ended `closed`,

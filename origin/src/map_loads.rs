@@ -49,7 +49,7 @@ impl MapLoads {
     }
 
     /// Counts one load by the session; over the limit, 429 with the wait.
-    /// Every [`FORGET_EVERY`], sessions back to a full allowance are
+    /// Every `FORGET_EVERY`, sessions back to a full allowance are
     /// forgotten, so the map holds only sessions that loaded lately.
     pub fn check(&self, room: &RoomId, seq: u64) -> Result<(), ApiError> {
         let Some(limiter) = &self.limiter else {

@@ -25,9 +25,9 @@
 //! The loop also sweeps ended holds, so counts and the seat map see freed
 //! seats promptly. A signal it writes reaches this instance's status views
 //! at once, so held status polls wake on the last seat booked without
-//! waiting for the next observation. (Running a pass at once after every
-//! hold and booking was tried and dropped: on the loaded two-core machine
-//! the extra passes cost more than the 250 ms they saved; BENCHMARKS.md.)
+//! waiting for the next observation. (Passes keep their own pace rather than
+//! run after every hold and booking: on a loaded two-core machine the extra
+//! passes cost more than the 250 ms they would save.)
 //!
 //! The queue knows nothing of booking and booking nothing of the queue:
 //! this module is where the two meet.
@@ -387,7 +387,7 @@ mod tests {
             steps += 1;
         }
         assert!(steps <= 10, "{steps} steps");
-        // With a target, the p99 against it decides, as before.
+        // With a target, the p99 against it decides.
         let target = Some(Duration::from_millis(100));
         assert_eq!(
             adjusted_factor(1.0, target, Some(Duration::from_millis(300))),

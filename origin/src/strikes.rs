@@ -16,7 +16,7 @@ const PER_SECOND: f64 = 2.0;
 /// Past this many addresses, those back to a clean slate are forgotten.
 const PRUNE_ABOVE: usize = 10_000;
 
-/// Each client's recent failures, leaking away at [`PER_SECOND`].
+/// Each client's recent failures, leaking away at `PER_SECOND`.
 #[derive(Debug, Default)]
 pub struct Strikes {
     clients: Mutex<HashMap<ClientKey, (f64, Instant)>>,

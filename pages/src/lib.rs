@@ -15,6 +15,8 @@
 //! - [`Lang`]: the pages' languages and how a request picks one.
 //! - `skeleton`: the document, base stylesheet and CSP every page shares;
 //!   a page brings only its body, its own style, script and words.
+//! - `html`: escaping, the JSON config block, CSP hashes and the
+//!   `{{key}}` filler the skeleton and the pages render with.
 //!
 //! This crate only renders: it does no I/O, knows no server or store, and
 //! decides nothing about who may see a page. The caller passes the room, the

@@ -5,7 +5,7 @@
 //! the same call.
 //!
 //! What makes an answer from memory safe to give (every check in
-//! [`Snapshots::answer`]; anything else asks the store exactly as before):
+//! [`Snapshots::answer`]; anything else asks the store):
 //! - the view is at most two ticks old;
 //! - the room is `fifo`, open or paused, past its opening, and not sold
 //!   out (no seat available is fine: nobody is admitted then, and when
@@ -209,7 +209,7 @@ impl Snapshots {
         }
     }
 
-    /// No views: every status asks the store (the design before snapshots).
+    /// No views: every status asks the store (to measure the views against).
     pub fn off() -> Snapshots {
         Snapshots {
             enabled: false,

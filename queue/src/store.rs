@@ -114,8 +114,9 @@ pub const END_BUCKETS: usize = 8;
 
 /// What the admission schedule looks like, summed up by each tick so that
 /// every status can tell when a place's turn comes without reading the line
-/// ([`pacing`] turns it into an ETA). A fixed handful of numbers per room,
-/// nothing per visitor; both stores compute it the same way.
+/// ([`pacing`](crate::pacing) turns it into an ETA). A fixed handful of
+/// numbers per room, nothing per visitor; both stores compute it the same
+/// way.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Schedule {
     /// When the tick ran (unix ms, store clock).
@@ -418,9 +419,9 @@ pub enum StoreError {
 #[async_trait]
 pub trait QueueStore: Send + Sync + 'static {
     /// Whether each call is a round trip to another process (Redis), which
-    /// joins share by going in batches ([`joins`]). The embedded store
-    /// answers a join within its lock: a batch would only add the wait and
-    /// the hand-over.
+    /// joins share by going in batches ([`joins`](crate::joins)). The
+    /// embedded store answers a join within its lock: a batch would only
+    /// add the wait and the hand-over.
     fn round_trips(&self) -> bool {
         true
     }
@@ -469,7 +470,7 @@ pub trait QueueStore: Send + Sync + 'static {
             .ok_or_else(|| StoreError::Protocol("a batch of one join gave no answer".into()))
     }
 
-    // -- Joins in groups (issue 13, "lean"): see [`joins`].
+    // -- Joins in groups: see [`joins`].
 
     /// Runs [`QueueStore::join`] for each of `joins` in turn, in one atomic
     /// step: each gets its own member from the one counter, in the order

@@ -87,8 +87,8 @@ const TIMEOUT: Duration = Duration::from_secs(15);
 /// 5 s after which workerd (kj's HTTP server, as in `wrangler dev`) closes
 /// an idle one, so a request is never written on a connection the server
 /// is closing at that moment (node's undici keeps idle connections 4 s for
-/// the same reason). The resets measured through `wrangler dev` were not
-/// all this race: BENCHMARKS.md, "Why wrangler dev reset connections".
+/// the same reason). Resets that remain are sent once more, as a browser
+/// does (docs/rehearsal.md).
 const POOL_IDLE: Duration = Duration::from_secs(4);
 /// Most idle connections kept for reuse: they take files from the
 /// requests' budget, which in an endgame needs nearly all of them.
@@ -104,8 +104,8 @@ impl Http {
     /// with at most `max_in_flight` requests at once. Each needs a
     /// connection, and in a sale's endgame nearly every waiter has a held
     /// poll in flight: 20,000 visitors in one process that may open 20,000
-    /// files ran out of them (EMFILE) and the run fell apart
-    /// (BENCHMARKS.md, run F). A browser has no such shared limit; past it
+    /// files would run out of them (EMFILE) and the run would fall apart.
+    /// A browser has no such shared limit; past it
     /// a request here waits for a permit, and the report counts how many did.
     pub fn new(base: &str, room: &str, max_in_flight: usize) -> Result<Http, reqwest::Error> {
         let client = Client::builder()

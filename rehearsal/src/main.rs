@@ -13,7 +13,9 @@
 //!
 //! Layout: `curve` (arrivals), `visitor` (one visitor's play), `client`
 //! (HTTP with a visitor's cookies), `admin` (the operator's calls),
-//! `stats` (percentiles, Kendall's tau), `report`, `chart`, `progress`.
+//! `stats` (percentiles, Kendall's tau), `report` (the JSON), `chart` (the
+//! SVG), `progress` (the live counts while it plays), `rng` (seeded, so a
+//! `--seed` replays a run), `error` (what stops a run).
 
 mod admin;
 mod chart;

@@ -110,7 +110,7 @@ fn tied_pairs_sorted_y(v: &[(f64, f64)]) -> u64 {
     all_y - both
 }
 
-/// Strict inversions (i < j, y[i] > y[j]) by merge sort; sorts `ys`.
+/// Strict inversions (`i < j`, `y[i] > y[j]`) by merge sort; sorts `ys`.
 pub fn inversions(ys: &mut [f64]) -> u64 {
     if ys.len() < 2 {
         return 0;

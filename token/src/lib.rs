@@ -66,6 +66,14 @@
 //!
 //! Each key's keyed HMAC state is computed once when the [`Keyring`] is
 //! built and cloned per call, so a verification is a few SHA-256 blocks.
+//!
+//! # Layout
+//! - `claims`: what a token says ([`Claims`], [`Kind`]) and the room-id rule.
+//! - `wire`: the byte layout above, encoding and decoding; no keys.
+//! - `keyring`: [`Keyring`], parsing `kid:secret,...`, signing, verifying.
+//! - `error`: [`TokenError`] and [`KeyringError`], never carrying secrets.
+//! - `names`: cookie and header names the origin and the edge share.
+//! - `secret`: [`Secret`], other shared secrets compared in constant time.
 
 #![no_std]
 extern crate alloc;

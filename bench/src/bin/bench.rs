@@ -1,5 +1,5 @@
 //! The queue's benchmark, in one run (`scripts/bench.sh` builds it in
-//! release mode and runs it; BENCHMARKS.md records what it printed):
+//! release mode and runs it; BENCHMARKS.md, "The queue", has its figures):
 //!
 //! 1. HTTP throughput and latency at `--connections` keep-alive connections
 //!    against the origin's own `/healthz` (the ceiling of the HTTP stack on
@@ -17,8 +17,8 @@
 //! 4. On a Redis this program started: Redis commands per second (`INFO
 //!    commandstats`) while `--pollers` waiters (10,000 and 100,000 by
 //!    default) each poll status as often as `poll_after_ms` tells them, on
-//!    an origin with status snapshots off (every status a store call, the
-//!    design before) and then on. Each run has a key prefix of its own, so
+//!    an origin with status snapshots off (every status a store call, for
+//!    comparison) and then on. Each run has a key prefix of its own, so
 //!    the store holds no room that anyone ticks but the run's one: the runs
 //!    differ in waiters only. The counters are reported per command.
 //!

@@ -1,5 +1,5 @@
 //! How honest the ETA is (`scripts/eta-bench.sh` builds it in release mode
-//! and runs it; BENCHMARKS.md records what it printed).
+//! and runs it; BENCHMARKS.md, "ETA honesty", has its figures).
 //!
 //! Three rooms, each filled while paused and then resumed:
 //!
@@ -16,7 +16,7 @@
 //! with the wait that followed (to the tick that let it in); promises with
 //! waits of 10 s or less are left out. The error is |ETA - wait| / wait.
 //! Beside the ETA the status carries, the one from the achieved rate
-//! (`position / admit_rate`, the formula before the schedule) is scored on
+//! (`position / admit_rate`, the simple formula, for comparison) is scored on
 //! the same polls.
 //!
 //! The store runs on a pinned clock that this program steps from event to

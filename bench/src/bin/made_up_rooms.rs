@@ -4,10 +4,11 @@
 //! `GET /api/z<63 random characters>/performances` (no token: all 401) over
 //! `--connections` connections, and reads its memory again. Nothing a
 //! refused request names may stay behind, so the growth must stay within a
-//! few MB however many arrive (BENCHMARKS.md, "Made-up room ids"):
+//! few MB however many arrive (BENCHMARKS.md, "Made-up room ids (origin
+//! memory)"):
 //!
 //! ```sh
-//! cargo build --release -p bench --bin made_up_rooms
+//! cargo build --release -p origin -p bench
 //! target/release/made_up_rooms --requests 1000000
 //! ```
 //!

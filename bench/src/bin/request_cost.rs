@@ -3,7 +3,8 @@
 //! through `tower::ServiceExt::oneshot` on a one-thread runtime, `--requests`
 //! times in a row. It exists for A/B comparisons under `valgrind
 //! --tool=callgrind`, whose instruction counts repeat on a noisy shared
-//! machine where timings do not (BENCHMARKS.md, "Per-request cost"):
+//! machine where timings do not (BENCHMARKS.md, "The queue", tools for a
+//! closer look):
 //!
 //! ```sh
 //! valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.out \
@@ -17,8 +18,8 @@
 //! Redis the client's encoding and decoding is, the server's work is not.
 //!
 //! With `--redis-url`, it also prints the Redis time its scripts took (per
-//! call and per request, from `INFO commandstats`), which is how
-//! BENCHMARKS.md measures a script's own cost; give it a Redis of its own.
+//! call and per request, from `INFO commandstats`): a script's own cost;
+//! give it a Redis of its own.
 //!
 //! The phases match `bench.rs`'s HTTP phases: `/healthz`, a join to a
 //! paused room (every join takes a place), and status at the front and at

@@ -112,7 +112,7 @@ impl BookingStore {
         Ok(report)
     }
 
-    /// Deletes, at `now_ms`, at most [`PRUNE_LIMIT`] rows of each kind that
+    /// Deletes, at `now_ms`, at most `PRUNE_LIMIT` rows of each kind that
     /// has served its time (see the module doc). Declined attempts go
     /// before holds, so a hold whose only attempts were declines goes in
     /// the same pass.

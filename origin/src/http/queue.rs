@@ -467,7 +467,7 @@ async fn join(
     // An admission shown again (its ticket) from one more address counts as
     // a status does (a ticket posted for a crowd would otherwise mint entry
     // tokens here); ended, it reads as a gone place and gets no ticket. One
-    // let in at once is counted by its first status, as before: every join
+    // let in at once is counted by its first status, not here: every join
     // of a passthrough room would otherwise fill the sessions' map.
     let shown_again = claims.as_ref().is_some_and(|c| Some(c.seq) == snap.seq);
     if let (true, Standing::Admitted { until_ms }, Some(seq)) =
@@ -695,8 +695,8 @@ async fn held(
             // Every held waiter of the room wakes at once on the last
             // seat: all read the same terminal answer, from the signal
             // itself, rather than ask the view or the store each (a
-            // view aged by that very rush sent thousands to the store,
-            // which timed out: BENCHMARKS.md, run F).
+            // view aged by that very rush would send thousands to the
+            // store at once, past its timeouts).
             Some(signal) if signal.seats == SeatsLeft::SoldOut => sold_out(snap),
             // A closed room wakes them all alike, and the view does not
             // answer for it: from the signal too, beyond the reach of the

@@ -113,7 +113,7 @@ async fn slow_and_idle_clients_are_cut_off_and_others_keep_answering() {
         assert!(grown < 64 << 20, "RSS grew by {} MB", grown >> 20);
         // On two shared cores (other builds running) the quiet p99 swings
         // from 10 to 60 ms, so the bound is three times it plus 200 ms;
-        // BENCHMARKS.md records the ratios measured.
+        // BENCHMARKS.md, "Slow and idle connections", has the figures.
         assert!(
             loud_p99 < quiet_p99 * 3 + Duration::from_millis(200),
             "p99 {loud_p99:?} under attack vs {quiet_p99:?} quiet"

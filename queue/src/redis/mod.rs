@@ -1,10 +1,10 @@
 //! The Redis store: every multi-key change is one Lua script (`lua/*.lua`),
 //! so each operation is one atomic step whatever the number of origin
 //! instances. This module only assembles keys and arguments and names the
-//! type each reply decodes to ([`reply`]); the queue's rules live in the
+//! type each reply decodes to (`reply`); the queue's rules live in the
 //! scripts.
 //!
-//! The same code runs on one Redis server or on a Redis Cluster ([`conn`]):
+//! The same code runs on one Redis server or on a Redis Cluster (`conn`):
 //! every script touches only its room's keys, which share the hash tag
 //! `{room}` and so one slot, and the room index `wr:rooms` is only ever read
 //! or written by single-key commands.
