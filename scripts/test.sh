@@ -26,7 +26,7 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "layers"
 scripts/check-layers.sh
 step "docs (rustdoc, warnings denied)"
-RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 step "the token crate and the edge build for wasm32"
 cargo build -p token --target wasm32-unknown-unknown
 cargo clippy -p token -p edge -p pages --target wasm32-unknown-unknown -- -D warnings

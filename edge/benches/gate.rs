@@ -7,6 +7,14 @@
 //! Run: `cargo bench -p edge`. The recorded figures are in BENCHMARKS.md,
 //! under "The edge".
 
+// A benchmark's set-up is fixed and its own: a failure stops it loudly.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};

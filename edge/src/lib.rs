@@ -17,18 +17,6 @@
 //! asks [`gate::decide`], and forwards or answers. It holds no rule itself.
 //! See `docs/edge.md` for running, deploying and the settings.
 
-// Everything here handles what clients send: no panicking shortcuts outside
-// tests. (Unsafe code and missing docs are workspace lints.)
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
-
 pub mod config;
 pub mod gate;
 pub mod health;

@@ -229,7 +229,9 @@ impl IntoResponse for ApiError {
             BookingError::SeatUnavailable { seats } | BookingError::SeatsInUse { seats },
         ) = &self
         {
-            body["seats"] = json!(seats);
+            if let Some(fields) = body.as_object_mut() {
+                fields.insert("seats".to_owned(), json!(seats));
+            }
         }
         let mut response = (status, Json(body)).into_response();
         let headers = response.headers_mut();

@@ -130,8 +130,9 @@ impl Sessions {
             if seen.len() >= MAX_WATCHED {
                 let mut ends: Vec<u64> = seen.values().map(|s| s.until_ms).collect();
                 ends.sort_unstable();
-                let cut = ends[ends.len() / 2];
-                seen.retain(|_, s| s.until_ms > cut);
+                if let Some(&cut) = ends.get(ends.len() / 2) {
+                    seen.retain(|_, s| s.until_ms > cut);
+                }
             }
         }
         let entry = seen.entry((room.clone(), seq)).or_insert_with(|| Seen {

@@ -48,6 +48,10 @@ const EPS: f64 = 1e-9;
 /// rate, no capacity). The sums are expectations: fractions of visitors
 /// leave early and are let in, so a place's turn is when the expected count
 /// let in reaches it.
+#[allow(
+    clippy::indexing_slicing,
+    reason = "indices run over the loops' own ranges, within the vectors' fixed lengths"
+)]
 pub fn turn_ms(s: &Schedule, position: u64) -> Option<f64> {
     let rate = s.rate / 1000.0;
     if rate.is_nan() || rate <= 0.0 || s.capacity == 0 {

@@ -281,7 +281,7 @@ impl Observation {
             .samples
             .partition_point(|s| s.seq.is_none_or(|x| x <= seq))
             .checked_sub(1)?;
-        let at = self.samples[i];
+        let at = *self.samples.get(i)?;
         if at.seq == Some(seq) {
             return Some(at.position);
         }

@@ -97,15 +97,16 @@ impl Admin {
         let v = self
             .call(Method::GET, &format!("/admin/rooms/{room}"), None)
             .await?;
-        let l = &v["live"];
-        let n = |k: &str| l[k].as_u64().unwrap_or(0);
+        // A figure missing from the answer reads as its default.
+        let field = |k: &str| v.get("live").and_then(|l| l.get(k));
+        let n = |k: &str| field(k).and_then(Value::as_u64).unwrap_or(0);
         let live = Live {
             waiting: n("waiting"),
             active: n("active"),
             admitted_total: n("admitted_total"),
             abandoned_total: n("abandoned_total"),
-            admit_rate: l["admit_rate"].as_f64().unwrap_or(0.0),
-            rate_factor: l["rate_factor"].as_f64().unwrap_or(1.0),
+            admit_rate: field("admit_rate").and_then(Value::as_f64).unwrap_or(0.0),
+            rate_factor: field("rate_factor").and_then(Value::as_f64).unwrap_or(1.0),
         };
         Ok((v, live))
     }
@@ -168,12 +169,16 @@ async fn send_text(what: &str, req: reqwest::RequestBuilder) -> Result<String, E
 
 fn seats(v: &Value) -> Seats {
     // The counts sit at the top level or under "seats", depending on the answer.
-    let c = if v["available"].is_u64() {
-        v
+    let c = if v.get("available").is_some_and(Value::is_u64) {
+        Some(v)
     } else {
-        &v["seats"]
+        v.get("seats")
     };
-    let n = |k: &str| c[k].as_u64().unwrap_or(0);
+    let n = |k: &str| {
+        c.and_then(|c| c.get(k))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
     Seats {
         available: n("available"),
         held: n("held"),

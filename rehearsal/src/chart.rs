@@ -82,8 +82,9 @@ fn fmt(v: f64) -> String {
 /// The smallest step between a bar series' x values (its bars' width).
 fn bar_gap(s: &Series, fallback: f64) -> f64 {
     s.points
-        .windows(2)
-        .map(|p| p[1].0 - p[0].0)
+        .iter()
+        .zip(s.points.iter().skip(1))
+        .map(|(a, b)| b.0 - a.0)
         .fold(fallback, f64::min)
 }
 
@@ -426,7 +427,11 @@ pub fn svg(r: &Report, title: &str) -> Result<String, Error> {
         .map(|(from, to)| Band {
             from,
             to,
-            label: match r.scenario["slow_payment"]["latency_ms"].as_u64() {
+            label: match r
+                .scenario
+                .pointer("/slow_payment/latency_ms")
+                .and_then(serde_json::Value::as_u64)
+            {
                 Some(ms) => format!("payment slowed to {ms} ms"),
                 None => "payment slowed".into(),
             },

@@ -43,7 +43,10 @@ const DEV_RESTART: &[u8] = b"Your worker restarted mid-request";
 impl Reply {
     /// The contract's error code (`{"error": {"code": ...}}`), or "".
     pub fn code(&self) -> &str {
-        self.body["error"]["code"].as_str().unwrap_or("")
+        self.body
+            .pointer("/error/code")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("")
     }
 
     /// The visitor's session is over: the origin's 401, or, through the

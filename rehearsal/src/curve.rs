@@ -76,10 +76,13 @@ impl Curve {
         let mut out = Vec::new();
         for i in 0..n {
             let s = (self.arrival_ms(i, n) / 1000) as usize;
-            if out.len() <= s {
-                out.resize(s + 1, 0);
+            match out.get_mut(s) {
+                Some(count) => *count += 1,
+                None => {
+                    out.resize(s, 0);
+                    out.push(1);
+                }
             }
-            out[s] += 1;
         }
         out
     }

@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use clap::Parser;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::admin::Admin;
 use crate::curve::{Curve, CurveKind};
@@ -275,6 +275,12 @@ fn rfc3339(at: std::time::SystemTime) -> String {
         .unwrap_or_default()
 }
 
+/// A room answer's `settings`, `Null` when it has none (its fields then
+/// read as the arguments' values).
+fn settings_of(room: &Value) -> Value {
+    room.get("settings").cloned().unwrap_or(Value::Null)
+}
+
 async fn run(args: Args) -> Result<bool, Error> {
     validate(&args)?;
     let admin_url = args.admin_url.clone().unwrap_or_else(|| args.url.clone());
@@ -320,7 +326,7 @@ async fn run(args: Args) -> Result<bool, Error> {
         let (room_v, _) = admin.room(&room).await?;
         let seats = admin.seats(&room, &perf).await?;
         let total = seats.available + seats.held + seats.booked;
-        (room_v["settings"].clone(), total, args.max_seats)
+        (settings_of(&room_v), total, args.max_seats)
     } else {
         let map = admin::seat_map(args.seats)?;
         let room_v = admin.put_room(&room, &room_settings).await?;
@@ -330,13 +336,15 @@ async fn run(args: Args) -> Result<bool, Error> {
             "max_seats_per_hold": args.max_seats, "sections": map,
         });
         admin.put_performance(&room, &perf, &spec).await?;
-        (room_v["settings"].clone(), args.seats, args.max_seats)
+        (settings_of(&room_v), args.seats, args.max_seats)
     };
-    let capacity = settings["capacity"]
-        .as_u64()
+    let capacity = settings
+        .get("capacity")
+        .and_then(Value::as_u64)
         .unwrap_or(args.capacity as u64);
-    let admit_per_second = settings["admit_per_second"]
-        .as_f64()
+    let admit_per_second = settings
+        .get("admit_per_second")
+        .and_then(Value::as_f64)
         .unwrap_or(args.admit_per_second);
     tracing::info!(%room, %perf, seats_total, capacity, admit_per_second, "room ready");
 
@@ -480,7 +488,9 @@ async fn run(args: Args) -> Result<bool, Error> {
         planned: args.visitors,
         prequeue: opens_ms > 0,
         hold_seconds: u64::from(args.hold_seconds),
-        target_booking_p99_ms: settings["target_booking_p99_ms"].as_u64(),
+        target_booking_p99_ms: settings
+            .get("target_booking_p99_ms")
+            .and_then(Value::as_u64),
         slow_payment_s: args.slow_payment_ms.map(|_| {
             (
                 args.slow_payment_at,

@@ -342,11 +342,10 @@ pub fn build(inp: &Inputs, scenario: serde_json::Value, metrics: Vec<String>) ->
     }
     let mut seen_per_second = vec![0u64; secs];
     for l in &admitted {
-        if let Some(a) = l.admitted_ms {
-            let s = (a / 1000) as usize;
-            if s < secs {
-                seen_per_second[s] += 1;
-            }
+        if let Some(a) = l.admitted_ms
+            && let Some(seen) = seen_per_second.get_mut((a / 1000) as usize)
+        {
+            *seen += 1;
         }
     }
     let peak_per_second = per_second.iter().copied().fold(0.0, f64::max);
@@ -364,7 +363,10 @@ pub fn build(inp: &Inputs, scenario: serde_json::Value, metrics: Vec<String>) ->
     };
     let mut wait_histogram = vec![0u64; (max_wait / wait_bucket_s) as usize + 1];
     for w in &waits {
-        wait_histogram[(w / wait_bucket_s) as usize] += 1;
+        // No wait exceeds max_wait, so every bucket exists.
+        if let Some(bucket) = wait_histogram.get_mut((w / wait_bucket_s) as usize) {
+            *bucket += 1;
+        }
     }
 
     // ETA.
@@ -587,16 +589,17 @@ pub fn build(inp: &Inputs, scenario: serde_json::Value, metrics: Vec<String>) ->
 /// into one second).
 pub fn admitted_at(samples: &[Sample], t: f64) -> f64 {
     let i = samples.partition_point(|s| s.t <= t);
-    let v = |k: usize| samples[k].live.admitted_total as f64;
-    match (i.checked_sub(1), samples.get(i)) {
+    let v = |s: &Sample| s.live.admitted_total as f64;
+    let prev = i.checked_sub(1).and_then(|k| samples.get(k));
+    match (prev, samples.get(i)) {
         (None, _) => 0.0,
-        (Some(k), None) => v(k),
-        (Some(k), Some(next)) => {
-            let (t0, t1) = (samples[k].t, next.t);
+        (Some(prev), None) => v(prev),
+        (Some(prev), Some(next)) => {
+            let (t0, t1) = (prev.t, next.t);
             if t1 <= t0 {
-                v(k)
+                v(prev)
             } else {
-                v(k) + (v(k + 1) - v(k)) * (t - t0) / (t1 - t0)
+                v(prev) + (v(next) - v(prev)) * (t - t0) / (t1 - t0)
             }
         }
     }
@@ -687,7 +690,8 @@ fn adaptive(inp: &Inputs, per_second: &[f64]) -> Adaptive {
         in_window(&s) && s.live.rate_factor <= lowest_factor && s.live.rate_factor < ONE
     });
     let recovered_at_s = lowest_at.and_then(|i| {
-        samples[i..]
+        samples
+            .get(i..)?
             .iter()
             .find(|s| s.live.rate_factor >= ONE)
             .map(|s| s.t)
@@ -698,9 +702,10 @@ fn adaptive(inp: &Inputs, per_second: &[f64]) -> Adaptive {
         recovered_at_s.unwrap_or(f64::MAX),
     );
     let other_dips = samples
-        .windows(2)
-        .filter(|w| w[0].live.rate_factor >= ONE && w[1].live.rate_factor < ONE)
-        .filter(|w| w[1].t < span_from || w[1].t > span_to)
+        .iter()
+        .zip(samples.iter().skip(1))
+        .filter(|(a, b)| a.live.rate_factor >= ONE && b.live.rate_factor < ONE)
+        .filter(|(_, b)| b.t < span_from || b.t > span_to)
         .count();
     let mean = |from: f64, to: f64| {
         let secs: Vec<f64> = per_second
@@ -740,7 +745,7 @@ fn adaptive(inp: &Inputs, per_second: &[f64]) -> Adaptive {
         booking_p99_ms_per_second: booking_p99_per_second(inp.logs, per_second.len()),
         lowest_factor,
         fell_at_s,
-        lowest_at_s: lowest_at.map(|i| samples[i].t),
+        lowest_at_s: lowest_at.and_then(|i| samples.get(i)).map(|s| s.t),
         recovered_at_s,
         other_dips,
         admitted_per_second,
@@ -762,11 +767,10 @@ fn fairness(inp: &Inputs, admitted: &[&VisitorLog]) -> Fairness {
             Box::new(move |l: &VisitorLog| {
                 let (t, pos) = l.first_position?;
                 let i = samples.partition_point(|s| s.t * 1000.0 <= t as f64);
-                let before = if i == 0 {
-                    0
-                } else {
-                    samples[i - 1].live.admitted_total
-                };
+                let before = i
+                    .checked_sub(1)
+                    .and_then(|k| samples.get(k))
+                    .map_or(0, |s| s.live.admitted_total);
                 Some(before + pos)
             }),
         )

@@ -20,11 +20,10 @@ pub struct Spread {
 
 /// The nearest-rank percentile `p` (0..=100) of sorted samples; NaN when empty.
 pub fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
     let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
+    // Rank 0 (p = 0) reads the first sample; past the end reads the last.
+    let index = rank.saturating_sub(1).min(sorted.len().saturating_sub(1));
+    sorted.get(index).copied().unwrap_or(f64::NAN)
 }
 
 /// The [`Spread`] of `samples` (sorted here).
@@ -97,16 +96,7 @@ fn tied_pairs_sorted_y(v: &[(f64, f64)]) -> u64 {
     ys.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
     let all_y = tied_pairs(ys.iter().map(|p| p.0));
     // Pairs tied in both were counted with the x ties already.
-    let mut both = 0;
-    let mut i = 0;
-    while i < ys.len() {
-        let mut j = i;
-        while j < ys.len() && ys[j] == ys[i] {
-            j += 1;
-        }
-        both += pairs(j - i);
-        i = j;
-    }
+    let both: u64 = ys.chunk_by(|a, b| a == b).map(|run| pairs(run.len())).sum();
     all_y - both
 }
 
@@ -115,22 +105,24 @@ pub fn inversions(ys: &mut [f64]) -> u64 {
     if ys.len() < 2 {
         return 0;
     }
-    let mid = ys.len() / 2;
-    let mut count = inversions(&mut ys[..mid]) + inversions(&mut ys[mid..]);
     let mut merged = Vec::with_capacity(ys.len());
-    let (mut i, mut j) = (0, mid);
-    while i < mid && j < ys.len() {
-        if ys[j] < ys[i] {
-            count += (mid - i) as u64;
-            merged.push(ys[j]);
-            j += 1;
+    let (left, right) = ys.split_at_mut(ys.len() / 2);
+    let mut count = inversions(left) + inversions(right);
+    let mut left = left.iter().copied().peekable();
+    let mut right = right.iter().copied().peekable();
+    while let (Some(&l), Some(&r)) = (left.peek(), right.peek()) {
+        if r < l {
+            // r jumps every left item not yet merged.
+            count += left.len() as u64;
+            merged.push(r);
+            right.next();
         } else {
-            merged.push(ys[i]);
-            i += 1;
+            merged.push(l);
+            left.next();
         }
     }
-    merged.extend_from_slice(&ys[i..mid]);
-    merged.extend_from_slice(&ys[j..]);
+    merged.extend(left);
+    merged.extend(right);
     ys.copy_from_slice(&merged);
     count
 }
@@ -161,28 +153,23 @@ pub fn proven_inversions(items: &[Admission]) -> u64 {
     his.dedup();
     let mut tree = vec![0u64; his.len() + 1];
     let mut count = 0;
-    let mut i = 0;
-    while i < v.len() {
-        // Items sharing an order (should not happen) never count against each other.
-        let mut j = i;
-        while j < v.len() && v[j].order == v[i].order {
+    // Items sharing an order (should not happen) never count against each other.
+    for group in v.chunk_by(|a, b| a.order == b.order) {
+        for a in group {
             // hi values strictly below lo: the index of the first hi >= lo.
-            let below = his.partition_point(|&h| h < v[j].lo);
-            let mut k = below;
+            let mut k = his.partition_point(|&h| h < a.lo);
             while k > 0 {
-                count += tree[k];
+                count += tree.get(k).copied().unwrap_or(0);
                 k &= k - 1;
             }
-            j += 1;
         }
-        for a in &v[i..j] {
+        for a in group {
             let mut k = his.partition_point(|&h| h < a.hi) + 1;
-            while k < tree.len() {
-                tree[k] += 1;
+            while let Some(slot) = tree.get_mut(k) {
+                *slot += 1;
                 k += k & k.wrapping_neg();
             }
         }
-        i = j;
     }
     count
 }

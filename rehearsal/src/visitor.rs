@@ -286,14 +286,14 @@ impl Visit<'_> {
             };
             let got = self.ctx.now_ms();
             match r {
-                Ok(r) if r.status == 200 && r.body["state"].is_string() => {
+                Ok(r) if r.status == 200 && r.body.get("state").is_some_and(Value::is_string) => {
                     failures = 0;
                     if self.log.joined_ms.is_none() {
                         self.log.joined_ms = Some(got);
                         self.log.last_waiting_sent_ms = Some(sent);
                         self.log.seq = self.seq();
                     }
-                    match r.body["state"].as_str().unwrap_or("") {
+                    match r.body.get("state").and_then(Value::as_str).unwrap_or("") {
                         "admitted" => {
                             self.log.admitted_ms = Some(got);
                             break true;
@@ -301,16 +301,19 @@ impl Visit<'_> {
                         "waiting" => {
                             set_in_line(self, true, &mut in_line);
                             self.log.last_waiting_sent_ms = Some(sent);
-                            if let Some(eta) = r.body["eta_seconds"].as_u64() {
+                            if let Some(eta) = r.body.get("eta_seconds").and_then(Value::as_u64) {
                                 self.log.promises.push((got, eta));
                             }
-                            if let (None, Some(p)) =
-                                (self.log.first_position, r.body["position"].as_u64())
-                            {
+                            if let (None, Some(p)) = (
+                                self.log.first_position,
+                                r.body.get("position").and_then(Value::as_u64),
+                            ) {
                                 self.log.first_position = Some((got, p));
                             }
-                            let after = r.body["poll_after_ms"]
-                                .as_f64()
+                            let after = r
+                                .body
+                                .get("poll_after_ms")
+                                .and_then(Value::as_f64)
                                 .filter(|v| *v > 0.0)
                                 .unwrap_or(5_000.0);
                             // After a held answer, at once (the floor counts
@@ -432,14 +435,19 @@ impl Visit<'_> {
                         continue;
                     }
                 }
-                let seats = r.body["seats"].as_array().cloned().unwrap_or_default();
+                let seats = r
+                    .body
+                    .get("seats")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
                 available = seats
                     .iter()
-                    .filter(|s| s["state"] == "available")
-                    .filter_map(|s| s["id"].as_str().map(str::to_owned))
+                    .filter(|s| seat_state(s) == Some("available"))
+                    .filter_map(|s| s.get("id").and_then(Value::as_str).map(str::to_owned))
                     .collect();
                 if available.is_empty() {
-                    if !seats.is_empty() && seats.iter().all(|s| s["state"] == "booked") {
+                    if !seats.is_empty() && seats.iter().all(|s| seat_state(s) == Some("booked")) {
                         self.leave().await;
                         return Outcome::NoSeat;
                     }
@@ -451,7 +459,7 @@ impl Visit<'_> {
             // Seats together: a run of the list from a random place.
             let k = self.plan.seats.min(available.len()).max(1);
             let from = self.rng.below((available.len() - k + 1) as u64) as usize;
-            let pick: Vec<String> = available[from..from + k].to_vec();
+            let pick: Vec<String> = available.iter().skip(from).take(k).cloned().collect();
             tries += 1;
             let r = match self
                 .send(
@@ -471,7 +479,12 @@ impl Visit<'_> {
             match (r.status, r.code()) {
                 (201, _) => {
                     self.log.held_ms = Some(self.ctx.now_ms());
-                    break r.body["hold_id"].as_str().unwrap_or("").to_owned();
+                    break r
+                        .body
+                        .get("hold_id")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned();
                 }
                 _ if r.session_over() => return Outcome::SessionEnded,
                 (409, "seat_unavailable") => {
@@ -533,8 +546,10 @@ impl Visit<'_> {
             };
             match (r.status, r.code()) {
                 (201, _) => {
-                    let seats = r.body["seats"]
-                        .as_array()
+                    let seats = r
+                        .body
+                        .get("seats")
+                        .and_then(Value::as_array)
                         .map(|a| {
                             a.iter()
                                 .filter_map(|s| s.as_str().map(str::to_owned))
@@ -578,4 +593,9 @@ impl Visit<'_> {
             self.error(r.kind());
         }
     }
+}
+
+/// A seat's `state` in the seat list, if it has one that is a string.
+fn seat_state(seat: &Value) -> Option<&str> {
+    seat.get("state").and_then(Value::as_str)
 }

@@ -251,7 +251,12 @@ impl RoomSettings {
             if w.starts_at >= w.ends_at {
                 return err("windows", "each window must start before it ends");
             }
-            if i > 0 && self.windows[i - 1].ends_at > w.starts_at {
+            if i > 0
+                && self
+                    .windows
+                    .get(i - 1)
+                    .is_some_and(|p| p.ends_at > w.starts_at)
+            {
                 return err("windows", "windows must be in time order and not overlap");
             }
             // A window's values obey the room's own ranges.

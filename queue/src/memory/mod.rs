@@ -570,7 +570,9 @@ impl Room {
             let j = (1..buckets)
                 .find(|&j| until <= now + j * e.session_ms / buckets)
                 .unwrap_or(buckets);
-            ends[j as usize - 1] += 1;
+            if let Some(end) = ends.get_mut(j as usize - 1) {
+                *end += 1;
+            }
         }
         self.schedule = Some(Schedule {
             at_ms: now,

@@ -83,7 +83,7 @@ impl RoomKeys {
             held_by: key("held-by"),
             present: key("present"),
             stale: key("stale"),
-            polled: std::array::from_fn(|i| key(POLLED[i])),
+            polled: POLLED.map(key),
             departed: key("departed"),
         }
     }
