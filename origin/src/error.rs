@@ -228,10 +228,9 @@ impl IntoResponse for ApiError {
         if let ApiError::Booking(
             BookingError::SeatUnavailable { seats } | BookingError::SeatsInUse { seats },
         ) = &self
+            && let Some(fields) = body.as_object_mut()
         {
-            if let Some(fields) = body.as_object_mut() {
-                fields.insert("seats".to_owned(), json!(seats));
-            }
+            fields.insert("seats".to_owned(), json!(seats));
         }
         let mut response = (status, Json(body)).into_response();
         let headers = response.headers_mut();

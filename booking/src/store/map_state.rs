@@ -257,12 +257,12 @@ impl MapState {
     ) -> MapState {
         let mut letters = vec![AVAILABLE; layout.total];
         for (seat, sold) in taken {
-            if let Some(i) = layout.index_of(seat) {
+            if let Some(letter) = layout.index_of(seat).and_then(|i| letters.get_mut(i)) {
                 // Sold wins over held, whatever order the rows came in.
                 if *sold == 1 {
-                    letters[i] = BOOKED;
-                } else if letters[i] == AVAILABLE {
-                    letters[i] = HELD;
+                    *letter = BOOKED;
+                } else if *letter == AVAILABLE {
+                    *letter = HELD;
                 }
             }
         }
@@ -392,7 +392,10 @@ fn render_map(layout: &Layout, letters: &[u8]) -> Vec<u8> {
         let mut name = Vec::new();
         json(&mut name, &s.name);
         // The name's JSON without its quotes: the id's first part.
-        let inner = &name[1..name.len() - 1];
+        let inner = name
+            .strip_prefix(b"\"")
+            .and_then(|n| n.strip_suffix(b"\""))
+            .unwrap_or(&name);
         let price = numbers.format(s.price).as_bytes().to_vec();
         for row in 1..=s.rows {
             let row_text = numbers.format(row).as_bytes().to_vec();

@@ -17,6 +17,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::HeaderMap;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use governor::clock::Clock;
 use governor::{DefaultKeyedRateLimiter, Quota};
 use tokio_util::sync::CancellationToken;
@@ -82,31 +84,15 @@ impl ClientKey {
     /// families cannot collide.
     pub fn holder(&self) -> String {
         match self.ip {
-            IpAddr::V4(v4) => base64url(&v4.octets()),
+            IpAddr::V4(v4) => URL_SAFE_NO_PAD.encode(v4.octets()),
             IpAddr::V6(v6) => {
                 let bytes = usize::from(self.prefix).div_ceil(8);
                 let mut key = vec![self.prefix];
-                key.extend_from_slice(&v6.octets()[..bytes]);
-                base64url(&key)
+                key.extend(v6.octets().iter().take(bytes));
+                URL_SAFE_NO_PAD.encode(key)
             }
         }
     }
-}
-
-/// Unpadded base64url (RFC 4648 §5).
-fn base64url(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
-        for i in 0..=chunk.len() {
-            out.push(char::from(ALPHABET[(n >> (18 - 6 * i) & 63) as usize]));
-        }
-    }
-    out
 }
 
 impl fmt::Display for ClientKey {
