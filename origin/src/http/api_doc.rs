@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{IntoParams, Modify, OpenApi, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -107,6 +107,19 @@ pub struct RoomPath {
     /// The room's id.
     #[param(pattern = "^[a-z0-9][a-z0-9-]{0,63}$", example = "concert")]
     room: String,
+}
+
+/// `{room}` and `{performance}` in the path (the booking API's and the seat map's routes).
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub(super) struct PerformancePath {
+    /// The room's id.
+    #[param(pattern = "^[a-z0-9][a-z0-9-]{0,63}$", example = "concert")]
+    #[allow(dead_code)] // read by the `Entry` extractors
+    room: String,
+    /// The performance's id.
+    #[param(pattern = "^[a-z0-9][a-z0-9-]{0,63}$", example = "evening")]
+    pub(super) performance: String,
 }
 
 /// A status poll's `Prefer` header (RFC 7240): `wait=N` lets the origin

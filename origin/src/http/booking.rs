@@ -116,19 +116,6 @@ fn store(state: &AppState) -> Result<&BookingStore, ApiError> {
     state.booking.as_deref().ok_or(ApiError::NotFound)
 }
 
-/// `{room}` and `{performance}` in the path (also of the seat map's routes).
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Path)]
-pub(super) struct PerformancePath {
-    /// The room's id.
-    #[param(pattern = "^[a-z0-9][a-z0-9-]{0,63}$", example = "concert")]
-    #[allow(dead_code)] // read by the `Entry` extractors
-    room: String,
-    /// The performance's id.
-    #[param(pattern = "^[a-z0-9][a-z0-9-]{0,63}$", example = "evening")]
-    pub(super) performance: String,
-}
-
 /// `{room}` and `{hold_id}` in the path.
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Path)]
@@ -212,7 +199,7 @@ async fn performances(
     post,
     path = "/api/{room}/performances/{performance}/holds",
     tag = "booking",
-    params(PerformancePath),
+    params(super::api_doc::PerformancePath),
     request_body(content = HoldRequest),
     security(("entry_token" = [])),
     responses(
@@ -225,7 +212,7 @@ async fn hold(
     State(state): State<AppState>,
     _: SameSite,
     entry: ActiveEntry,
-    Path(path): Path<PerformancePath>,
+    Path(path): Path<super::api_doc::PerformancePath>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let HoldRequest { seats } = required_json(body)?;

@@ -57,7 +57,7 @@ fn store(state: &AppState) -> Result<&BookingStore, ApiError> {
     get,
     path = "/api/{room}/performances/{performance}/seats",
     tag = "booking",
-    params(super::booking::PerformancePath),
+    params(super::api_doc::PerformancePath),
     security(("entry_token" = [])),
     responses(
         (status = 200, description = "The seat map", body = SeatMap,
@@ -70,7 +70,7 @@ fn store(state: &AppState) -> Result<&BookingStore, ApiError> {
 async fn seats(
     State(state): State<AppState>,
     entry: ActiveEntry,
-    Path(path): Path<super::booking::PerformancePath>,
+    Path(path): Path<super::api_doc::PerformancePath>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     map_answer(&state, &entry, &path.performance, &headers, MapPart::Seats).await
@@ -88,7 +88,7 @@ async fn seats(
     get,
     path = "/api/{room}/performances/{performance}/layout",
     tag = "booking",
-    params(super::booking::PerformancePath),
+    params(super::api_doc::PerformancePath),
     security(("entry_token" = [])),
     responses(
         (status = 200, description = "The layout", body = SeatLayout,
@@ -101,7 +101,7 @@ async fn seats(
 async fn layout(
     State(state): State<AppState>,
     entry: ActiveEntry,
-    Path(path): Path<super::booking::PerformancePath>,
+    Path(path): Path<super::api_doc::PerformancePath>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let room = &entry.0.room;
@@ -128,7 +128,7 @@ async fn layout(
     get,
     path = "/api/{room}/performances/{performance}/state",
     tag = "booking",
-    params(super::booking::PerformancePath),
+    params(super::api_doc::PerformancePath),
     security(("entry_token" = [])),
     responses(
         (status = 200, description = "The seats' states", body = SeatStates,
@@ -141,7 +141,7 @@ async fn layout(
 async fn state(
     State(state): State<AppState>,
     entry: ActiveEntry,
-    Path(path): Path<super::booking::PerformancePath>,
+    Path(path): Path<super::api_doc::PerformancePath>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     map_answer(&state, &entry, &path.performance, &headers, MapPart::States).await
