@@ -3,10 +3,13 @@
 //! and a missing or wrong key, or bad settings, change nothing.
 
 use super::STORE;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::common::*;
 use axum::body::Body;
+use origin::clock::Clock;
 use origin::queue::{QueueStore, RoomFigures};
 use origin::room::{RoomId, RoomSettings, RoomState};
 use serde_json::{Value, json};
@@ -18,18 +21,26 @@ async fn figures(store: &dyn QueueStore, room: &RoomId) -> RoomFigures {
     f
 }
 
-/// Ticks once, after the admission budget has had time to refill.
-async fn next_tick(store: &dyn QueueStore, room: &RoomId) -> Vec<u64> {
-    tokio::time::sleep(Duration::from_millis(20)).await;
+/// A store and an admin API on a clock the test moves.
+fn pinned() -> (TestStore, Api, Arc<AtomicU64>) {
+    let clock = Arc::new(AtomicU64::new(unix_now() * 1000));
+    let t = pinned_store(STORE, clock.clone());
+    let state = admin_state(t.store.clone()).with_clock(Clock::Manual(clock.clone()));
+    (t, Api::new(state), clock)
+}
+
+/// Ticks once, after moving the clock far enough for the admission budget
+/// to refill.
+async fn next_tick(store: &dyn QueueStore, room: &RoomId, clock: &AtomicU64) -> Vec<u64> {
+    clock.fetch_add(20, Ordering::SeqCst);
     store.tick(room).await.unwrap().admitted
 }
 
 #[tokio::test]
 async fn a_capacity_change_takes_effect_on_the_next_tick() {
-    let t = test_store(STORE);
+    let (t, api, clock) = pinned();
     let store = t.store.as_ref();
     let room = make_room(store, "grow", settings(1)).await;
-    let api = Api::new(admin_state(t.store.clone()));
     let mut seqs = Vec::new();
     for _ in 0..4 {
         let r = api.join(&room, None).await;
@@ -37,7 +48,7 @@ async fn a_capacity_change_takes_effect_on_the_next_tick() {
         seqs.push(seq_of(&r.ticket(), &room));
     }
     assert!(
-        next_tick(store, &room).await.is_empty(),
+        next_tick(store, &room, &clock).await.is_empty(),
         "capacity 1 is full"
     );
 
@@ -53,16 +64,15 @@ async fn a_capacity_change_takes_effect_on_the_next_tick() {
     assert_eq!(r.json["live"]["waiting"], 3);
     assert_eq!(r.json["live"]["active"], 1);
 
-    assert_eq!(next_tick(store, &room).await, seqs[1..3].to_vec());
+    assert_eq!(next_tick(store, &room, &clock).await, seqs[1..3].to_vec());
     assert_eq!(store.figures(&room).await.unwrap().active, 3);
 }
 
 #[tokio::test]
 async fn pause_stops_admissions_and_resume_restarts_them() {
-    let t = test_store(STORE);
+    let (t, api, clock) = pinned();
     let store = t.store.as_ref();
     let room = make_room(store, "hold", settings(10)).await;
-    let api = Api::new(admin_state(t.store.clone()));
 
     let r = api.admin("POST", "/admin/rooms/hold/pause", "").await;
     assert_eq!(r.status, 200, "{}", r.json);
@@ -71,12 +81,12 @@ async fn pause_stops_admissions_and_resume_restarts_them() {
         let r = api.join(&room, None).await;
         assert_eq!(r.json["state"], "waiting", "{}", r.json);
     }
-    assert!(next_tick(store, &room).await.is_empty());
-    assert!(next_tick(store, &room).await.is_empty());
+    assert!(next_tick(store, &room, &clock).await.is_empty());
+    assert!(next_tick(store, &room, &clock).await.is_empty());
 
     let r = api.admin("POST", "/admin/rooms/hold/resume", "").await;
     assert_eq!(r.json["state"], "open");
-    assert_eq!(next_tick(store, &room).await.len(), 3);
+    assert_eq!(next_tick(store, &room, &clock).await.len(), 3);
 }
 
 #[tokio::test]

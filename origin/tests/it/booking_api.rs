@@ -49,6 +49,7 @@ impl Payment for Slowable {
         self.charges.fetch_add(1, Ordering::SeqCst);
         let ms = self.latency_ms.load(Ordering::SeqCst);
         if ms > 0 {
+            // The scenario: the payment provider's latency.
             tokio::time::sleep(Duration::from_millis(ms)).await;
         }
         if token == "tok_decline" {
@@ -1171,6 +1172,7 @@ fn async_stream_of(
             match step {
                 0 => Some((Ok(axum::body::Bytes::from(first)), 1)),
                 1 => {
+                    // The scenario: a client pausing mid-body.
                     tokio::time::sleep(pause).await;
                     Some((Ok(axum::body::Bytes::from(rest)), 2))
                 }

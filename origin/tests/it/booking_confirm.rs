@@ -356,11 +356,13 @@ async fn confirm_races_hold_end(db: &TestDb) {
                 (lag, lead)
             };
             let confirm = async {
+                // The scenario: the race's head start.
                 tokio::time::sleep(dc).await;
                 s1.confirm(room, v, &id, "k", "tok_ok", end - 1 - (v as u64 % 3))
                     .await
             };
             let rival = async {
+                // The scenario: the race's head start.
                 tokio::time::sleep(dr).await;
                 s2.hold(room, "p", 1000 + v, &seat, T0 + HOUR, end).await
             };
@@ -523,6 +525,7 @@ struct Hanging;
 impl Payment for Hanging {
     async fn charge(&self, _: &str, _: &str, _: u64) -> Result<String, PaymentError> {
         println!("CHARGING");
+        // The scenario: a payment that never answers (the child is killed).
         tokio::time::sleep(Duration::from_secs(120)).await;
         Err(PaymentError::Failed("never".into()))
     }

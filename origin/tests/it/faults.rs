@@ -150,6 +150,29 @@ async fn assert_unavailable(http: &reqwest::Client, base: &str, room: &RoomId, t
     assert!(took < SLACK, "/healthz answered after {took:?}");
 }
 
+/// Waits until another connection's `SELECT … FOR UPDATE` waits on a row
+/// lock `locker` holds; that connection's id.
+async fn waiting_on_lock(locker: &mut AnyConnection) -> i64 {
+    let started = Instant::now();
+    loop {
+        let found: Option<(i64,)> = sqlx::query_as(
+            "SELECT CAST(ID AS SIGNED) FROM information_schema.PROCESSLIST \
+             WHERE INFO LIKE 'SELECT%FOR UPDATE%' AND ID <> CONNECTION_ID()",
+        )
+        .fetch_optional(&mut *locker)
+        .await
+        .unwrap();
+        if let Some((id,)) = found {
+            return id;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the release never waited on the lock"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Polls a status until it answers 200 again; returns its body.
 async fn wait_recovered(http: &reqwest::Client, base: &str, room: &RoomId, ticket: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -181,6 +204,7 @@ async fn a_frozen_redis_is_503_within_the_timeout_and_the_origin_recovers() {
     s.server.freeze();
     assert_unavailable(&s.http, &base, &room, &ticket).await;
     let attempts_before = s.store.room_lists();
+    // A window to count the promoter's retries in (at most, not at least).
     tokio::time::sleep(Duration::from_secs(2)).await;
     let attempts = s.store.room_lists() - attempts_before;
     s.server.thaw();
@@ -227,6 +251,7 @@ async fn a_killed_redis_is_503_and_a_restarted_one_is_used_again_scripts_and_all
     s.server.kill();
     assert_unavailable(&s.http, &base, &room, &ticket).await;
     let attempts_before = s.store.room_lists();
+    // A window to count the promoter's retries in (at most, not at least).
     tokio::time::sleep(Duration::from_secs(2)).await;
     let attempts = s.store.room_lists() - attempts_before;
     // A refused connection fails at once: without backoff that would be one
@@ -521,6 +546,7 @@ async fn the_booking_database_stopped_and_frozen_mid_sale() {
             while !stop.load(Ordering::SeqCst) {
                 answers.push(timed(shop.seats(&poller)).await);
                 answers.push(timed(shop.hold(&poller, &["A-1-19"])).await);
+                // A visitor's pace through the whole outage.
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
             answers
@@ -593,6 +619,7 @@ async fn the_booking_database_stopped_and_frozen_mid_sale() {
     .await;
     let (waiter, entry) = shop.join().await;
     assert!(entry.is_none(), "admitted while the seats cannot be read");
+    // A negative check: nobody is let in over this window.
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(shop.status(&waiter).await["state"], "waiting");
     assert_eq!(shop.status(&waiter).await["position"], 1);
@@ -647,24 +674,7 @@ async fn the_booking_database_stopped_and_frozen_mid_sale() {
         .await
         .unwrap();
     let release = tokio::spawn(timed(shop.api("DELETE", &format!("/holds/{hold_c}"), &c)));
-    let started = Instant::now();
-    let (id,) = loop {
-        let found: Option<(i64,)> = sqlx::query_as(
-            "SELECT CAST(ID AS SIGNED) FROM information_schema.PROCESSLIST \
-             WHERE INFO LIKE 'SELECT%FOR UPDATE%' AND ID <> CONNECTION_ID()",
-        )
-        .fetch_optional(&mut locker)
-        .await
-        .unwrap();
-        if let Some(found) = found {
-            break found;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "the release never waited on the lock"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let id = waiting_on_lock(&mut locker).await;
     locker
         .execute(sqlx::AssertSqlSafe(format!("KILL QUERY {id}")))
         .await
@@ -678,7 +688,7 @@ async fn the_booking_database_stopped_and_frozen_mid_sale() {
     // Frozen (SIGSTOP) under a request that is waiting on that row lock:
     // the deadline answers it, nothing else would until the thaw.
     let release = tokio::spawn(timed(shop.api("DELETE", &format!("/holds/{hold_c}"), &c)));
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    waiting_on_lock(&mut locker).await;
     server.lock().unwrap().freeze();
     assert_booking_down(
         "a release the database froze under",
@@ -700,6 +710,7 @@ async fn the_booking_database_stopped_and_frozen_mid_sale() {
     .await;
     let (frozen_waiter, entry) = shop.join().await;
     assert!(entry.is_none(), "admitted while the database is frozen");
+    // A negative check: nobody is let in over this window.
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(shop.status(&frozen_waiter).await["state"], "waiting");
     server.lock().unwrap().thaw();

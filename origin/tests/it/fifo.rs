@@ -145,6 +145,7 @@ async fn watch_bounds(
         );
         last = f.admitted_total;
         samples += 1;
+        // The sampling pace over a fixed window: the bounds hold all along.
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     assert!(samples > 100, "too few samples ({samples})");
@@ -176,9 +177,22 @@ async fn two_origins_promoting_one_room_never_over_admit() {
             t.store.join(room, None, 0, None).await.unwrap();
         }
     }
-    let one = spawn(state(t.connect()), Some(Duration::from_millis(5))).await;
-    let two = spawn(state(t.connect()), Some(Duration::from_millis(5))).await;
-    tokio::time::sleep(Duration::from_millis(200)).await; // both promoters have read the rooms
+    let stores = [
+        Arc::new(recording::Recording::new(t.connect())),
+        Arc::new(recording::Recording::new(t.connect())),
+    ];
+    let one = spawn(state(stores[0].clone()), Some(Duration::from_millis(5))).await;
+    let two = spawn(state(stores[1].clone()), Some(Duration::from_millis(5))).await;
+    eventually(
+        "both promoters tick both rooms",
+        Duration::from_secs(5),
+        || async {
+            stores
+                .iter()
+                .all(|s| s.ticks_of(&a) > 0 && s.ticks_of(&b) > 0)
+        },
+    )
+    .await;
 
     for room in [&a, &b] {
         t.store.set_state(room, RoomState::Open).await.unwrap();

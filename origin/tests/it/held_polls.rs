@@ -36,11 +36,14 @@ struct Origin {
     running: Running,
     state: AppState,
     store: Arc<dyn QueueStore>,
+    /// The instance's own handle on `store`, counting its observations.
+    seen: Arc<recording::Recording>,
     http: reqwest::Client,
 }
 
 async fn origin(store: Arc<dyn QueueStore>, max_held: usize) -> Origin {
-    let state = crate::common::state(store.clone())
+    let seen = Arc::new(recording::Recording::new(store.clone()));
+    let state = crate::common::state(seen.clone())
         .with_status_snapshots(TICK)
         .with_max_held_polls(max_held);
     let running = spawn(state.clone(), Some(TICK)).await;
@@ -48,6 +51,7 @@ async fn origin(store: Arc<dyn QueueStore>, max_held: usize) -> Origin {
         running,
         state,
         store,
+        seen,
         http: reqwest::Client::new(),
     }
 }
@@ -139,9 +143,24 @@ impl Origin {
     /// `seats` (as the sale loop would); when it did.
     async fn sale_after_holds(&self, room: &RoomId, n: usize, seats: SeatsLeft) -> Instant {
         self.until_held(n).await;
+        // The scenario: the polls stay held a while before the change.
         tokio::time::sleep(Duration::from_millis(200)).await;
         self.store.set_sale(room, sale(seats)).await.unwrap();
         Instant::now()
+    }
+
+    /// Waits until the instance has made `n` observations of `room` asked
+    /// after this call, the last one installed: two more answered than
+    /// `n` (the first may have been asked before, the last is still being
+    /// installed).
+    async fn ticks(&self, room: &RoomId, n: usize) {
+        let target = self.seen.observations_of(room) + n + 2;
+        eventually(
+            "the instance observes the room",
+            Duration::from_secs(5),
+            || async { self.seen.observations_of(room) >= target },
+        )
+        .await;
     }
 
     /// Waits until `n` polls are held (or fails after 5 s).
@@ -179,23 +198,19 @@ fn one_a_second() -> RoomSettings {
     }
 }
 
-/// Lets the instance observe the room at least once more.
-async fn ticks(n: u32) {
-    tokio::time::sleep(TICK * (n + 1)).await;
-}
-
 #[tokio::test]
 async fn a_held_poll_hears_sold_out_within_a_few_ticks() {
     let t = test_store(STORE);
     let room = endgame_room(t.store.as_ref(), "held-sold", RoomSettings::default()).await;
     let o = origin(t.store.clone(), 100).await;
     let tickets = o.join(&room, 3).await;
-    ticks(2).await;
+    o.ticks(&room, 2).await;
 
     let first = o.status(&room, &tickets[0], Some("wait=10"));
     let third = o.status(&room, &tickets[2], Some("wait=10"));
     let sell_out = async {
         o.until_held(2).await;
+        // A negative check: nothing answers the holds over this window.
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert_eq!(o.state.holds.held(), 2, "still held");
         o.store
@@ -256,7 +271,7 @@ async fn closing_answers_from_the_signal(
     let room = endgame_room(store.as_ref(), id, RoomSettings::default()).await;
     let o = origin(store.clone(), 100).await;
     let tickets = o.join(&room, line).await;
-    ticks(2).await;
+    o.ticks(&room, 2).await;
     let held: Vec<String> = std::iter::once(&tickets[0])
         .chain(&tickets[far])
         .cloned()
@@ -266,6 +281,7 @@ async fn closing_answers_from_the_signal(
         .map(|ticket| o.held_poll(&room, ticket))
         .collect();
     o.until_held(held.len()).await;
+    // The scenario: the polls stay held this long before the closing.
     tokio::time::sleep(held_for).await;
     let before = store.statuses();
     o.store.set_state(&room, RoomState::Closed).await.unwrap();
@@ -303,12 +319,12 @@ async fn a_closing_heard_late_does_not_tell_a_waiter_let_in_meanwhile_it_is_clos
     // The view's front zone at 100 a second and a 50 ms tick: 2 x 100 x
     // 2.1 + 100 = 520 places; the waiter is beyond it.
     let tickets = o.join(&room, 530).await;
-    ticks(2).await;
+    o.ticks(&room, 2).await;
     let ticket = &tickets[525];
     let poll = o.held_poll_for(&room, ticket, 20);
     o.until_held(1).await;
     store.fail_observations_of(&room);
-    ticks(2).await;
+    o.ticks(&room, 2).await;
     o.store
         .set_sale(&room, sale(SeatsLeft::Available))
         .await
@@ -337,7 +353,7 @@ async fn polls_are_answered_at_once_outside_the_endgame_or_without_the_header() 
     let o = origin(t.store.clone(), 100).await;
     let store = o.store.as_ref();
     let tickets = o.join(&room, 2).await;
-    ticks(2).await;
+    o.ticks(&room, 2).await;
     let quick = |a: &Answer, state: &str| {
         assert_eq!(a.json["state"], state, "{}", a.json);
         assert_eq!(a.applied, None, "not held");
@@ -350,7 +366,7 @@ async fn polls_are_answered_at_once_outside_the_endgame_or_without_the_header() 
     }
     // Paused: no endgame.
     store.set_state(&room, RoomState::Paused).await.unwrap();
-    ticks(2).await;
+    o.ticks(&room, 2).await;
     quick(
         &o.status(&room, &tickets[1], Some("wait=10")).await,
         "waiting",
@@ -364,7 +380,7 @@ async fn polls_are_answered_at_once_outside_the_endgame_or_without_the_header() 
         .await
         .unwrap();
     store.set_state(&room, RoomState::Open).await.unwrap();
-    ticks(3).await;
+    o.ticks(&room, 3).await;
     quick(
         &o.status(&room, &tickets[0], Some("wait=10")).await,
         "admitted",
@@ -378,7 +394,7 @@ async fn polls_are_answered_at_once_outside_the_endgame_or_without_the_header() 
         .set_sale(&room, sale(SeatsLeft::SoldOut))
         .await
         .unwrap();
-    ticks(2).await;
+    o.ticks(&room, 2).await;
     quick(
         &o.status(&room, &tickets[1], Some("wait=10")).await,
         "sold_out",
@@ -397,7 +413,7 @@ async fn back_to_back_holds_time_out_waiting_and_keep_the_place() {
     let room = endgame_room(t.store.as_ref(), "held-long", s).await;
     let o = origin(t.store.clone(), 100).await;
     let tickets = o.join(&room, 2).await;
-    ticks(2).await;
+    o.ticks(&room, 2).await;
 
     // Four abandon times of holds, each polled again the moment it ends
     // (the second waiter never polls).
@@ -436,7 +452,7 @@ async fn an_unreadable_prefer_is_ignored_and_a_large_wait_clamped() {
     let room = endgame_room(t.store.as_ref(), "held-odd", s).await;
     let o = origin(t.store.clone(), 100).await;
     let tickets = o.join(&room, 1).await;
-    ticks(2).await;
+    o.ticks(&room, 2).await;
     let long = format!("wait=5, {}", "x".repeat(4_000));
     for prefer in [
         "wait=abc",
@@ -464,7 +480,7 @@ async fn past_the_cap_polls_are_answered_at_once() {
     let room = endgame_room(t.store.as_ref(), "held-cap", RoomSettings::default()).await;
     let o = origin(t.store.clone(), 2).await;
     let tickets = o.join(&room, 3).await;
-    ticks(2).await;
+    o.ticks(&room, 2).await;
     let held: Vec<_> = tickets[..2]
         .iter()
         .map(|ticket| o.held_poll(&room, ticket))
@@ -496,7 +512,7 @@ async fn one_ticket_holds_one_poll() {
     let room = endgame_room(t.store.as_ref(), "held-one", RoomSettings::default()).await;
     let o = origin(t.store.clone(), 8).await;
     let tickets = o.join(&room, 2).await;
-    ticks(2).await;
+    o.ticks(&room, 2).await;
     let first = o.held_poll(&room, &tickets[0]);
     o.until_held(1).await;
     for _ in 0..5 {
@@ -522,7 +538,7 @@ async fn a_client_gone_mid_hold_leaves_nothing_behind() {
     let room = endgame_room(t.store.as_ref(), "held-gone", RoomSettings::default()).await;
     let o = origin(t.store.clone(), 100).await;
     let tickets = o.join(&room, 1).await;
-    ticks(2).await;
+    o.ticks(&room, 2).await;
     for _ in 0..3 {
         let mut tcp = tokio::net::TcpStream::connect(o.running.addr)
             .await
@@ -561,7 +577,7 @@ async fn shutdown_answers_held_polls_at_once() {
     let room = endgame_room(t.store.as_ref(), "held-stop", RoomSettings::default()).await;
     let o = origin(t.store.clone(), 100).await;
     let tickets = o.join(&room, 1).await;
-    ticks(2).await;
+    o.ticks(&room, 2).await;
     let poll = o.held_poll(&room, &tickets[0]);
     o.until_held(1).await;
     let start = Instant::now();
@@ -582,7 +598,7 @@ async fn seats_back_wake_the_front_of_the_line_only() {
     let room = endgame_room(t.store.as_ref(), "held-back", s).await;
     let o = origin(t.store.clone(), 100).await;
     let tickets = o.join(&room, 150).await;
-    ticks(2).await;
+    o.ticks(&room, 2).await;
     let (first, last) = (&tickets[0], &tickets[149]);
     let front = o.status(&room, first, Some("wait=3"));
     let back = o.status(&room, last, Some("wait=3"));
@@ -616,7 +632,7 @@ async fn before_the_seats_first_run_out_the_far_back_is_answered_at_once() {
         .set_sale(&room, sale(SeatsLeft::Available))
         .await
         .unwrap();
-    ticks(2).await;
+    o.ticks(&room, 2).await;
     let far = o.status(&room, &tickets[149], Some("wait=3")).await;
     assert_eq!(far.json["state"], "waiting", "{}", far.json);
     assert_eq!(far.applied, None, "not held");
@@ -636,7 +652,7 @@ async fn with_seats_back_the_far_back_is_held_and_the_front_a_second_at_most() {
         .set_sale(&room, sale(SeatsLeft::Available))
         .await
         .unwrap();
-    ticks(2).await;
+    o.ticks(&room, 2).await;
 
     // Near the front: it may be let in any tick (a hold does not wake on
     // that), so it is held a second at most.
@@ -677,7 +693,7 @@ async fn a_held_poll_near_the_front_hears_it_was_let_in_within_a_few_ticks() {
     let room = endgame_room(t.store.as_ref(), "held-in", s).await;
     let o = origin(t.store.clone(), 100).await;
     let tickets = o.join(&room, 8).await;
-    ticks(2).await;
+    o.ticks(&room, 2).await;
     o.store
         .set_sale(&room, sale(SeatsLeft::Available))
         .await

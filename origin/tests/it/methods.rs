@@ -3,10 +3,11 @@
 
 use super::STORE;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::common::*;
+use origin::clock::Clock;
 use origin::queue::{Joined, PlaceLimit, Standing};
 use origin::room::{QueueingMethod, RoomSettings, RoomState, Window};
 use serde_json::Value;
@@ -142,8 +143,11 @@ async fn reject_takes_no_places_and_tells_waiters_but_keeps_those_inside() {
 
 #[tokio::test]
 async fn scheduled_windows_replace_the_settings_while_they_run() {
-    let t = test_store(STORE);
     let now = OffsetDateTime::now_utc();
+    let clock = Arc::new(AtomicU64::new(
+        u64::try_from(now.unix_timestamp_nanos() / 1_000_000).unwrap(),
+    ));
+    let t = pinned_store(STORE, clock.clone());
     let phase_two = now + Duration::from_millis(1_500);
     let settings = RoomSettings {
         windows: vec![
@@ -168,7 +172,7 @@ async fn scheduled_windows_replace_the_settings_while_they_run() {
     };
     settings.validate().unwrap();
     let room = make_room(t.store.as_ref(), "phases", settings.clone()).await;
-    let api = Api::new(state(t.store.clone()));
+    let api = Api::new(state(t.store.clone()).with_clock(Clock::Manual(clock.clone())));
     let states: Vec<Value> = {
         let mut v = Vec::new();
         for _ in 0..4 {
@@ -181,7 +185,7 @@ async fn scheduled_windows_replace_the_settings_while_they_run() {
         ["admitted", "admitted", "admitted", "waiting"],
         "phase one: capacity 3"
     );
-    tokio::time::sleep(Duration::from_millis(1_600)).await;
+    clock.fetch_add(1_600, Ordering::SeqCst);
     assert_eq!(
         api.join(&room, None).await.json["state"],
         "closed",
@@ -328,7 +332,8 @@ async fn numbers_from_an_earlier_life_of_a_room_never_name_a_new_place() {
     // The room is lost (a restart without persistence, or the embedded
     // store's process restarting) and created again: its new line must not
     // honour the old line's tickets.
-    let before = test_store(STORE);
+    let clock = Arc::new(AtomicU64::new(unix_now() * 1_000));
+    let before = pinned_store(STORE, clock.clone());
     let room = make_paused_room(before.store.as_ref(), "reborn", RoomSettings::default()).await;
     let old = before
         .store
@@ -337,9 +342,9 @@ async fn numbers_from_an_earlier_life_of_a_room_never_name_a_new_place() {
         .unwrap()
         .answer()
         .unwrap();
-    // The scenario: the room comes back a moment later, on a later clock.
-    tokio::time::sleep(Duration::from_millis(5)).await;
-    let after = test_store(STORE);
+    // The room comes back a moment later, on a later clock.
+    clock.fetch_add(5, Ordering::SeqCst);
+    let after = pinned_store(STORE, clock.clone());
     make_paused_room(after.store.as_ref(), "reborn", RoomSettings::default()).await;
     for _ in 0..3 {
         after.store.join(&room, None, 0, None).await.unwrap();

@@ -101,6 +101,7 @@ async fn a_good_card_books_after_a_decline_with_payment_slowed() {
             tokio::spawn(async move {
                 loop {
                     let _ = store.sweep(unix_now() * 1000).await;
+                    // The sweeper's pace, as the sale loop's.
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
             })

@@ -47,6 +47,7 @@ async fn one_failing_room_does_not_slow_the_others() {
             INTERVAL,
             cancel.clone(),
         ));
+        // A window to count the good room's ticks in (a rate, no event).
         tokio::time::sleep(RUN).await;
         cancel.cancel();
         run.await.unwrap();

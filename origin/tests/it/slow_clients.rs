@@ -56,6 +56,7 @@ async fn slow_and_idle_clients_are_cut_off_and_others_keep_answering() {
             async move {
                 while !done.load(Ordering::Relaxed) {
                     peak.fetch_max(attack::rss_bytes("self"), Ordering::Relaxed);
+                    // The sampler's pace while the attack runs.
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             }

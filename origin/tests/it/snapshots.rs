@@ -672,11 +672,17 @@ async fn an_observation_in_flight_across_an_operator_change_is_not_installed() {
     }
     assert!(state.snapshots.answer(&room, last).is_some());
     store.delay_observations(300);
+    let observed = store.observations_of(&room);
     let refresh = {
         let (views, store, room) = (state.snapshots.clone(), store.clone(), room.clone());
         tokio::spawn(async move { views.refresh(store.as_ref(), &room).await })
     };
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    crate::common::eventually(
+        "the store has answered the observation in flight",
+        Duration::from_secs(5),
+        || async { store.observations_of(&room) > observed },
+    )
+    .await;
     let r = api
         .admin(
             "PATCH",
@@ -861,6 +867,7 @@ async fn two_running_instances_stay_exact_under_concurrent_load() {
             while tokio::time::Instant::now() < deadline {
                 let reply = apis[j % 2].join(&room, None).await;
                 assert_eq!(reply.status, 200, "{}", reply.json);
+                // The joiners' pace for the length of the load.
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
             0u64
@@ -873,6 +880,7 @@ async fn two_running_instances_stay_exact_under_concurrent_load() {
             for (i, seq) in leavers.into_iter().enumerate() {
                 let ticket = ticket(&room, seq);
                 assert_eq!(apis[i % 2].leave(&room, &ticket).await.status, 204);
+                // The bound under test: expired on the other after a few ticks.
                 tokio::time::sleep(Duration::from_millis(160)).await;
                 let reply = apis[(i + 1) % 2].status(&room, &ticket).await;
                 assert_eq!(reply.json["state"], "expired", "left {seq}: {}", reply.json);

@@ -222,6 +222,7 @@ impl Payment for CountingPayment {
     ) -> Result<String, PaymentError> {
         self.charges.fetch_add(1, Ordering::SeqCst);
         if !self.latency.is_zero() {
+            // The scenario: the payment provider's latency.
             tokio::time::sleep(self.latency).await;
         }
         if token == "tok_decline" {

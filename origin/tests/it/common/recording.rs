@@ -2,8 +2,9 @@
 //! origin asked of it, for the tests that check what reaches the store
 //! rather than what the store does: how often the promoter lists rooms
 //! (`faults.rs`), which place limit each join carries (`limits.rs`), how
-//! the promoter goes on when one room fails (`promoter.rs`), and how many
-//! statuses reach the store (`held_polls.rs`).
+//! the promoter goes on when one room fails (`promoter.rs`), how many
+//! statuses reach the store (`held_polls.rs`), and how many observations
+//! of a room were made (`held_polls.rs`, `snapshots.rs`).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -30,6 +31,8 @@ pub struct Recording {
     /// timed out after the store did the work).
     late_observations: Mutex<Vec<RoomId>>,
     ticks: Mutex<Vec<RoomId>>,
+    /// The room of every observation the store has answered (or failed).
+    observations: Mutex<Vec<RoomId>>,
     statuses: AtomicUsize,
     /// A session to end right after its next status is read.
     leave_after_status: Mutex<Option<(RoomId, u64)>>,
@@ -48,6 +51,7 @@ impl Recording {
             failing_observations: Mutex::new(Vec::new()),
             late_observations: Mutex::new(Vec::new()),
             ticks: Mutex::new(Vec::new()),
+            observations: Mutex::new(Vec::new()),
             statuses: AtomicUsize::new(0),
             leave_after_status: Mutex::new(None),
         }
@@ -110,6 +114,17 @@ impl Recording {
     /// How many ticks of `room` succeeded so far.
     pub fn ticks_of(&self, room: &RoomId) -> usize {
         self.ticks
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| *r == room)
+            .count()
+    }
+
+    /// How many observations of `room` the store has carried out or
+    /// failed so far (counted before any delay: the store's part is done).
+    pub fn observations_of(&self, room: &RoomId) -> usize {
+        self.observations
             .lock()
             .unwrap()
             .iter()
@@ -186,11 +201,13 @@ impl QueueStore for Recording {
         watch: &origin::queue::Watch,
     ) -> Result<origin::queue::Observation, StoreError> {
         if self.failing_observations.lock().unwrap().contains(room) {
+            self.observations.lock().unwrap().push(room.clone());
             return Err(StoreError::Unavailable(
                 "this room's observation fails".into(),
             ));
         }
         let obs = self.inner.observe(room, watch).await;
+        self.observations.lock().unwrap().push(room.clone());
         if self.late_observations.lock().unwrap().contains(room) {
             return Err(StoreError::Unavailable(
                 "this room's observation was carried out, then timed out".into(),
@@ -198,6 +215,7 @@ impl QueueStore for Recording {
         }
         let delay = self.observe_delay_ms.load(Ordering::SeqCst);
         if delay > 0 {
+            // The scenario: a slow reply (`delay_observations`).
             tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
         }
         obs

@@ -118,8 +118,14 @@ pub async fn the_prequeue_draws_places_at_the_opening_and_later_joins_queue_behi
     let report = store.tick(&room).await.unwrap();
     assert!(report.admitted.is_empty());
 
-    let wait = (opens_at - OffsetDateTime::now_utc()).max(time::Duration::ZERO);
-    tokio::time::sleep(Duration::try_from(wait).unwrap() + Duration::from_millis(50)).await;
+    // The opening comes on the store's clock (a cluster's too, which no
+    // test moves): wait until the draw gives the first early visitor a place.
+    eventually(
+        "the opening draws places",
+        Duration::from_secs(5),
+        || async { api.status(&room, &early[0]).await.json["position"].is_u64() },
+    )
+    .await;
 
     // After the opening every early visitor has an exact place within the first 40.
     let mut places: Vec<u64> = Vec::new();
@@ -187,8 +193,23 @@ pub async fn an_ended_session_frees_its_slot_and_its_token_is_refused(
         .await
         .expect("a running session's token is accepted");
 
-    tokio::time::sleep(Duration::from_millis(1_100)).await;
-    let report = store.tick(&room).await.unwrap();
+    // The session ends on the store's clock: tick until a tick ends it.
+    let ending = std::sync::Mutex::new(None);
+    eventually("the session ends", Duration::from_secs(5), || async {
+        let report = store.tick(&room).await.unwrap();
+        let ended = report.expired > 0;
+        if ended {
+            *ending.lock().unwrap() = Some(report);
+        } else {
+            assert!(
+                report.admitted.is_empty(),
+                "admitted while the slot is taken"
+            );
+        }
+        ended
+    })
+    .await;
+    let report = ending.into_inner().unwrap().unwrap();
     assert_eq!(report.expired, 1);
     assert_eq!(report.admitted, vec![seq_of(&b.ticket(), &room)]);
     assert_eq!(
@@ -229,6 +250,8 @@ pub async fn waiters_who_stop_polling_are_dropped_and_their_place_freed(
     );
 
     for _ in 0..7 {
+        // The scenario: one waiter polls at its pace while the other's
+        // abandon time runs out on the store's own (unmovable) clock.
         tokio::time::sleep(Duration::from_millis(500)).await;
         assert_eq!(
             api.status(&room, &stays.ticket()).await.json["state"],
@@ -383,10 +406,18 @@ pub async fn status_reports_an_eta_from_the_achieved_rate_and_paces_polls(
     let poll = last.json["poll_after_ms"].as_u64().unwrap();
     assert!((1_000..=20_000).contains(&poll), "{poll}");
     // Capacity 1 and long sessions: the next turn is when the session inside ends.
-    for _ in 0..20 {
-        store.tick(&room).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually(
+        "the estimate follows the schedule",
+        Duration::from_secs(5),
+        || async {
+            store.tick(&room).await.unwrap();
+            let later = api.status(&room, &last.ticket()).await;
+            later.json["eta_seconds"]
+                .as_u64()
+                .is_some_and(|eta| eta > 25)
+        },
+    )
+    .await;
     let later = api.status(&room, &last.ticket()).await;
     let eta = later.json["eta_seconds"].as_u64().unwrap();
     assert!(eta > 25, "the estimate follows the schedule: {eta}");

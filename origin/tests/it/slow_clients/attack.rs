@@ -106,6 +106,7 @@ async fn attacker(
             return;
         }
         for byte in slow {
+            // The scenario: a slow client dribbling its request.
             tokio::time::sleep(plan.pace).await;
             if write.write_all(&[byte]).await.is_err() {
                 return;
