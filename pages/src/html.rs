@@ -7,7 +7,8 @@ use base64::engine::general_purpose::STANDARD;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::DEFAULT_COLOR;
+/// The accent colour when the operator sets none.
+pub const DEFAULT_COLOR: &str = "#2357c6";
 
 /// The CSP source naming `text` by its SHA-256.
 pub(crate) fn csp_hash(text: &str) -> String {

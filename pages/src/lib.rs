@@ -35,13 +35,11 @@ mod skeleton;
 pub mod waiting;
 
 pub use console::ConsolePage;
+pub use html::DEFAULT_COLOR;
 pub use lang::{Lang, weighted};
 pub use lobby::{Notice, RoomLink, RoomState};
 pub use seats::SeatPage;
 pub use waiting::WaitingPage;
-
-/// The accent colour when the operator sets none.
-pub const DEFAULT_COLOR: &str = "#2357c6";
 
 /// The `Content-Type` every page is served with.
 pub const CONTENT_TYPE: &str = "text/html; charset=utf-8";

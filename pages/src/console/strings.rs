@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::Lang;
+use crate::lang::Lang;
 use crate::skeleton::labels;
 
 /// Every string the console shows.
