@@ -3,5 +3,8 @@
 //!
 //! - [`commandstats`]: Redis's account of the scripts it ran, read by
 //!   `bench` and `request_cost`.
+//! - [`scratch_db`]: a MariaDB database of one run's own, for
+//!   `booking_bench` and `seatmap_bench`.
 
 pub mod commandstats;
+pub mod scratch_db;

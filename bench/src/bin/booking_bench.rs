@@ -18,11 +18,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bench::scratch_db::ScratchDb;
 use clap::Parser;
 use origin::booking::{
     BookingConfig, BookingError, BookingStore, PerformanceSpec, SectionSpec, SimulatedPayment,
 };
-use sqlx::{AnyConnection, Connection, Executor};
 
 #[derive(Parser)]
 struct Args {
@@ -303,24 +303,14 @@ async fn main() {
     );
 
     if !args.no_mysql {
-        let name = format!("wr_bench_{:x}", rand::random::<u32>());
-        let mut admin = AnyConnection::connect(&format!("{}/test", args.mysql_server))
-            .await
-            .expect("MariaDB");
-        admin
-            .execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-            .await
-            .expect("create database");
-        let mut config = BookingConfig::new(Some(format!("{}/{name}", args.mysql_server)), "");
+        let db = ScratchDb::create(&args.mysql_server).await;
+        let mut config = BookingConfig::new(Some(db.url.clone()), "");
         config.max_connections = args.pool;
         config.payment = payment.clone();
         let store = Arc::new(BookingStore::connect(&config, T0).await.expect("connect"));
         let rows = bench(store.clone(), &args).await;
         store.close().await;
-        admin
-            .execute(sqlx::AssertSqlSafe(format!("DROP DATABASE {name}")))
-            .await
-            .expect("drop database");
+        db.drop_database().await;
         print(&format!("MariaDB (pool {})", args.pool), &rows);
     }
 

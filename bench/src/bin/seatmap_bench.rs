@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{Request, StatusCode, header};
+use bench::scratch_db::ScratchDb;
 use clap::Parser;
 use http_body_util::BodyExt;
 use origin::booking::{BookingConfig, BookingStore, PerformanceSpec, SectionSpec};
@@ -34,7 +35,6 @@ use origin::queue::memory::MemoryStore;
 use origin::queue::{QueueStore, Standing};
 use origin::room::{RoomId, RoomSettings};
 use origin::state::AppState;
-use sqlx::{AnyConnection, Connection, Executor};
 use token::{Claims, Keyring, Kind};
 use tower::ServiceExt;
 
@@ -382,15 +382,8 @@ async fn main() {
         args.seats, args.viewers, args.seconds, args.sessions
     );
     if !args.no_mysql {
-        let name = format!("wr_bench_{:x}", rand::random::<u32>());
-        let mut admin = AnyConnection::connect(&format!("{}/test", args.mysql_server))
-            .await
-            .expect("MariaDB");
-        admin
-            .execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-            .await
-            .expect("create database");
-        let config = BookingConfig::new(Some(format!("{}/{name}", args.mysql_server)), "");
+        let db = ScratchDb::create(&args.mysql_server).await;
+        let config = BookingConfig::new(Some(db.url.clone()), "");
         let store = Arc::new(
             BookingStore::connect(&config, now_ms())
                 .await
@@ -398,10 +391,7 @@ async fn main() {
         );
         let rows = bench(store.clone(), &args).await;
         store.close().await;
-        admin
-            .execute(sqlx::AssertSqlSafe(format!("DROP DATABASE {name}")))
-            .await
-            .expect("drop database");
+        db.drop_database().await;
         print("MariaDB (pool 16)", &rows);
     }
     let dir = std::env::temp_dir().join(format!("wr-seatmap-bench-{}", std::process::id()));
