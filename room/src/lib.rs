@@ -8,11 +8,15 @@
 //! - [`settings`]: a room's settings ([`RoomSettings`]), its state
 //!   ([`RoomState`]), how it picks whom to admit ([`QueueingMethod`]) and its
 //!   scheduled [`Window`]s.
+//! - [`account`]: an account of the operator's site as it is kept: a keyed
+//!   hash ([`AccountHash`]), never the raw id.
 //! - [`clock`]: the one clock handlers and the promoter read; tests pin it.
 
+pub mod account;
 pub mod clock;
 pub mod id;
 pub mod settings;
 
+pub use account::AccountHash;
 pub use id::{RoomId, RoomMap};
 pub use settings::{QueueingMethod, RoomSettings, RoomState, SettingsError, Window, unix_ms};
