@@ -129,6 +129,7 @@ fn any_settings() -> impl Strategy<Value = RoomSettings> {
                 entry_seconds: 60,
                 max_session_addresses: 3,
                 target_booking_p99_ms: None,
+                identity: room::IdentityMode::Off,
             },
         )
 }
