@@ -22,12 +22,13 @@ use crate::wire::{self, MAX_KID_LEN};
 /// check of their own. Use it to bound what is read or stored before a
 /// token reaches the keyring.
 ///
-/// Version-1 tokens are at most 210 characters; the rest is headroom so a
-/// future version can grow without every caller changing its limit.
+/// Version-1 tokens are at most 210 characters and version-2 ones (with an
+/// account) 220; the rest is headroom so a future version can grow without
+/// every caller changing its limit.
 pub const MAX_TOKEN_LEN: usize = 512;
 
 // Every token this crate signs must pass its own length check.
-const _: () = assert!(wire::MAX_V1_TOKEN_LEN <= MAX_TOKEN_LEN);
+const _: () = assert!(wire::MAX_WIRE_TOKEN_LEN <= MAX_TOKEN_LEN);
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -254,6 +255,7 @@ impl Keyring {
             seq: payload.seq,
             issued_at: payload.issued_at,
             expires_at: payload.expires_at,
+            account: payload.account,
         })
     }
 }
