@@ -82,12 +82,20 @@
 //! - `error`: [`TokenError`] and [`KeyringError`], never carrying secrets.
 //! - `names`: cookie and header names the origin and the edge share.
 //! - `secret`: [`Secret`], other shared secrets compared in constant time.
+//! - `identity` (feature `identity`, off by default): identity tokens, the
+//!   JWTs of the operator's site (`IdentityKeys`), and the account hash
+//!   (`AccountHasher`). It needs `std` and a JWT library, so the edge,
+//!   which only verifies entry tokens, builds without it.
 
 #![no_std]
 extern crate alloc;
+#[cfg(feature = "identity")]
+extern crate std;
 
 mod claims;
 mod error;
+#[cfg(feature = "identity")]
+mod identity;
 mod keyring;
 mod names;
 mod secret;
@@ -98,6 +106,11 @@ mod tests;
 
 pub use claims::{Claims, Kind, MAX_ROOM_LEN, is_valid_room};
 pub use error::{KeyringError, TokenError};
+#[cfg(feature = "identity")]
+pub use identity::{
+    ACCOUNT_HASH_LEN, AccountHasher, Identity, IdentityError, IdentityKeyError, IdentityKeys,
+    MAX_IDENTITY_TOKEN_LEN, MAX_SUB_CHARS, ed25519_public_key, sign_ed25519, sign_hs256,
+};
 pub use keyring::{Keyring, MAX_TOKEN_LEN};
 pub use names::{
     BYPASS_HEADER, EDGE_HEADER, ENTRY_COOKIE_PREFIX, ENTRY_TOKEN_HEADER, TICKET_COOKIE_PREFIX,
