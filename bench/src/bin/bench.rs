@@ -430,6 +430,7 @@ fn polling(
                 seq,
                 issued_at: now,
                 expires_at: now + 3_600,
+                account: None,
             })
         })
         .collect();
@@ -707,6 +708,7 @@ async fn measure(
             seq,
             issued_at: now,
             expires_at: now + 3_600,
+            account: None,
         })
     };
     let front = ticket(first);

@@ -168,6 +168,7 @@ async fn app(booking: Arc<BookingStore>, sessions: u32) -> (axum::Router, Vec<St
             seq,
             issued_at: now,
             expires_at: now + 3_000,
+            account: None,
         }));
     }
     (origin::http::app(state), tokens)

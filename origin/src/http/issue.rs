@@ -38,6 +38,7 @@ pub(crate) fn issue(
         seq,
         issued_at: now,
         expires_at,
+        account: None,
     });
     let name = match kind {
         Kind::Ticket => ticket_cookie(room.as_str()),

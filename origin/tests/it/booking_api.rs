@@ -713,6 +713,7 @@ async fn refusals_change_nothing(db: &TestDb) {
         seq: 1,
         issued_at: unix_now() - 100,
         expires_at: unix_now() - 1,
+        account: None,
     });
     let perf = format!("/api/{room}/performances");
     let holds = format!("/api/{room}/performances/night/holds");
