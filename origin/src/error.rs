@@ -165,6 +165,7 @@ fn booking_status(e: &BookingError) -> StatusCode {
         | BookingError::Invalid(_) => S::UNPROCESSABLE_ENTITY,
         BookingError::SeatUnavailable { .. }
         | BookingError::HoldExists
+        | BookingError::AccountLimit { .. }
         | BookingError::HoldExpired
         | BookingError::PaymentInProgress
         | BookingError::IdempotencyKeyReused

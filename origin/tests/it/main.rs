@@ -19,6 +19,7 @@
 
 mod common;
 
+mod booking_account_limit;
 mod booking_confirm;
 mod booking_holds;
 mod cluster;
