@@ -20,7 +20,7 @@ use utoipa_axum::routes;
 use super::api_doc::{PreferWait, RoomPath};
 use super::client::Client;
 use super::extract::{Presented, RoomTicket, SmallBody, optional_object, verify};
-use super::issue::{Issued, issue};
+use super::issue::{Holder, Issued, issue};
 use super::responses::{BadBody, BadTicket, CrossSite, JoinLimits, NoRoom, StoreDown, TicketAuth};
 use super::session_end::{end_session, end_shared};
 use super::site::SameSite;
@@ -335,7 +335,7 @@ fn respond(
     state: &AppState,
     room: &RoomId,
     snap: &Snapshot,
-    visitor: u128,
+    holder: Holder,
     ticket: Option<Issued>,
     rules: Option<SessionRules>,
 ) -> Response {
@@ -355,7 +355,7 @@ fn respond(
     if let (Standing::Admitted { until_ms }, Some(seq)) = (snap.standing, snap.seq) {
         let now = state.clock.now_secs();
         let expires_at = entry_expiry(now, until_ms, rules.unwrap_or_default());
-        let entry = issue(state, Kind::Entry, room, seq, visitor, now, expires_at);
+        let entry = issue(state, Kind::Entry, room, seq, holder, now, expires_at);
         cookies.push(entry.cookie);
         body.entry_token = Some(entry.token);
         body.entry_expires_at = rfc3339_ms(expires_at * 1000);
@@ -632,7 +632,7 @@ fn settle(
     if let Standing::Admitted { .. } = snap.standing {
         return Err(Box::new(Later::Admitted { claims, snap }));
     }
-    Ok(respond(state, room, &snap, claims.visitor, None, None))
+    Ok(respond(state, room, &snap, Holder::of(&claims), None, None))
 }
 
 impl Later {
@@ -661,7 +661,7 @@ impl Later {
             } => held(state, room, claims, client, watch, snap, secs).await,
             Later::Admitted { claims, snap } => {
                 let rules = admitted_rules(&state, &room, &snap).await;
-                Ok(respond(&state, &room, &snap, claims.visitor, None, rules))
+                Ok(respond(&state, &room, &snap, Holder::of(&claims), None, rules))
             }
         }
     }
@@ -718,7 +718,7 @@ async fn held(
         applied = Some(secs);
     }
     let rules = admitted_rules(&state, &room, &snap).await;
-    let mut response = respond(&state, &room, &snap, claims.visitor, None, rules);
+    let mut response = respond(&state, &room, &snap, Holder::of(&claims), None, rules);
     if let Some(Ok(value)) = applied.map(|secs| HeaderValue::try_from(format!("wait={secs}"))) {
         response
             .headers_mut()
