@@ -36,6 +36,7 @@ mod on_redis {
     const STORE: crate::common::Store = crate::common::Store::Redis;
 
     mod abandon;
+    mod accounts;
     mod admin;
     mod bad_input;
     mod booking_api;
@@ -65,6 +66,7 @@ mod on_memory {
     const STORE: crate::common::Store = crate::common::Store::Memory;
 
     mod abandon;
+    mod accounts;
     mod admin;
     mod bad_input;
     mod booking_api;
