@@ -31,7 +31,9 @@ use crate::limits::clients::ClientKey;
 use crate::sessions::{SessionRules, Watch, entry_expiry};
 use crate::state::AppState;
 use queue::snapshot::RoomWatch;
-use queue::{Joined, PREQUEUE_SPAN, SeatsLeft, Snapshot, Standing, StoreError, pacing};
+use queue::{
+    JoinRequest, Joined, PREQUEUE_SPAN, SeatsLeft, Snapshot, Standing, StoreError, pacing,
+};
 use room::{RoomId, RoomState};
 
 /// Largest body a queue route accepts (they take none, or `{}`).
@@ -452,10 +454,13 @@ async fn join(
     };
     let draw = rand::random::<u64>() % PREQUEUE_SPAN;
     let limit = state.clients.place_limit(&client);
-    let joined = state
-        .joins
-        .join(&room, claims.as_ref().map(|c| c.seq), draw, limit.as_ref())
-        .await?;
+    let request = JoinRequest {
+        existing: claims.as_ref().map(|c| c.seq),
+        draw,
+        limit,
+        account: None,
+    };
+    let joined = state.joins.join(&room, request).await?;
     let Joined::Answer(mut snap) = joined else {
         return Err(ApiError::TooManyPlaces);
     };
