@@ -94,6 +94,15 @@ pub enum IdentityMode {
 }
 
 impl IdentityMode {
+    /// The name used in the API and the rooms file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IdentityMode::Off => "off",
+            IdentityMode::Optional => "optional",
+            IdentityMode::Required => "required",
+        }
+    }
+
     /// Whether identity tokens are read at all.
     pub fn is_on(self) -> bool {
         self != IdentityMode::Off

@@ -222,9 +222,9 @@ async fn hold(
     booking_write(&state, room, claims.seq)?;
     // The session's end, not the short-lived token's: a hold ends with the session.
     let session_ends_ms = entry.1;
-    // The visitor's account, once entry tokens carry it (identified rooms):
-    // the hold records it and counts it against `max_seats_per_account`.
-    let account = None;
+    // The visitor's account (identified rooms: its entry token carries the
+    // hash): the hold records it and counts it against `max_seats_per_account`.
+    let account = claims.account.map(booking::AccountHash);
     let hold = store(&state)?
         .hold_in_session(
             room.as_str(),
