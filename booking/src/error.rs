@@ -36,6 +36,16 @@ pub enum BookingError {
         "a live hold in this room exists already (one per visitor, whatever the performance): pay for it or release it first"
     )]
     HoldExists,
+    /// The hold would take the visitor's account past the performance's
+    /// `max_seats_per_account`, counting the seats it holds and has booked
+    /// there; nothing was held (409 `account_limit`).
+    #[error(
+        "at most {max} seats per account for this performance, held and booked together: release or cancel some first"
+    )]
+    AccountLimit {
+        /// The performance's limit.
+        max: u32,
+    },
     /// The hold has ended (time, session, release, or it became a booking)
     /// (409 `hold_expired`).
     #[error("the hold has ended")]
@@ -97,6 +107,7 @@ impl BookingError {
             BookingError::TooManySeats { .. } => "too_many_seats",
             BookingError::NoSeats => "no_seats",
             BookingError::HoldExists => "hold_exists",
+            BookingError::AccountLimit { .. } => "account_limit",
             BookingError::HoldExpired => "hold_expired",
             BookingError::PaymentInProgress => "payment_in_progress",
             BookingError::NotFound => "not_found",

@@ -11,7 +11,10 @@
 //! seat) is the schema's rule that no seat is sold twice; one row per seat
 //! means no two holds share a seat; a unique key on live holds allows one
 //! per visitor and room (one admission buys once, so it holds once); a
-//! unique hold id on bookings allows one booking per hold.
+//! unique hold id on bookings allows one booking per hold. A hold of an
+//! identified visitor records its account ([`AccountHash`]), and so does its
+//! booking; a performance's `max_seats_per_account` caps what one account
+//! holds and has booked there, checked inside the hold's transaction.
 //!
 //! # Confirming
 //! 1. One short transaction claims the `Idempotency-Key` (its row stores the
@@ -53,6 +56,8 @@
 //!   - `performances`: performances, the seat map, counts, the map's tag.
 //!   - `seatmap`: loading the seat map: sharing one state read per moment.
 //!   - `holds`: claiming seats, releasing them, ending a session's holds.
+//!   - `account_limit`: the seats one account may hold and book in a
+//!     performance (`max_seats_per_account`): its lock and its count.
 //!   - `confirm`: idempotent confirmation, bookings, cancellation.
 //!   - `recovery`: finishing paying holds after a crash.
 //!   - `sweeper`: marking ended holds, promptly.
@@ -73,6 +78,7 @@ pub use model::{
     SeatCounts, SeatMap, SeatState, SectionSpec, demo_performance, validate_idempotency_key,
 };
 pub use payment::{Payment, PaymentError, SimulatedPayment};
+pub use room::AccountHash;
 pub use store::holds::Session;
 pub use store::map_state::{Layout, MapState, SeatLayout, SeatMapWork, SeatStates};
 pub use store::recovery::RecoveryReport;

@@ -1,6 +1,7 @@
 //! What booking speaks in: performances, seats, holds and bookings as the
 //! API shows them, their limits, and the rules of the ids it keeps.
 
+use room::AccountHash;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
@@ -37,6 +38,12 @@ pub struct PerformanceSpec {
     #[serde(default = "default_max_seats")]
     #[schema(minimum = 1, maximum = 100)]
     pub max_seats_per_hold: u32,
+    /// Most seats one account of the operator's site holds and has booked
+    /// in this performance, over all its sessions (1 to 100,000; default
+    /// null: no limit). Visitors without an account are not counted.
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 100_000)]
+    pub max_seats_per_account: Option<u32>,
     /// The seat map, in display order: 1 to 100 sections with distinct
     /// names, at most 100,000 seats in all.
     #[schema(min_items = 1, max_items = 100)]
@@ -233,6 +240,11 @@ pub(crate) fn visitor_key(visitor: u128) -> String {
     format!("{visitor:032x}")
 }
 
+/// The database's text form of an account: its 16 lowercase hex digits.
+pub(crate) fn account_key(account: AccountHash) -> String {
+    account.to_hex()
+}
+
 /// A room id or performance id (the room id rule): else `what` is refused.
 pub(crate) fn check_id(id: &str, what: BookingError) -> Result<(), BookingError> {
     if token::is_valid_room(id) {
@@ -299,6 +311,7 @@ pub fn demo_performance() -> PerformanceSpec {
             .unwrap_or(OffsetDateTime::UNIX_EPOCH),
         hold_seconds: DEFAULT_HOLD_SECONDS,
         max_seats_per_hold: DEFAULT_MAX_SEATS_PER_HOLD,
+        max_seats_per_account: None,
         sections: vec![
             SectionSpec {
                 name: "A".into(),

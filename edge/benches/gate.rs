@@ -75,6 +75,7 @@ fn bench(c: &mut Criterion) {
         seq: 123_456,
         issued_at: NOW - 60,
         expires_at: NOW + 600,
+        account: None,
     });
     // A realistic cookie header: analytics cookies around the entry token.
     let cookie = format!(

@@ -83,6 +83,25 @@ pub struct Config {
     #[arg(long, env = "WR_SIGNING_KEYS", hide_env_values = true)]
     pub signing_keys: Option<String>,
 
+    /// Keys identity tokens signed with HS256 are checked with,
+    /// `kid:secret,kid:secret` (the `--signing-keys` format), chosen by the
+    /// token's `kid`. A room with `identity` on needs this or
+    /// `--identity-public-keys`.
+    #[arg(long, env = "WR_IDENTITY_KEYS", hide_env_values = true)]
+    pub identity_keys: Option<String>,
+
+    /// Ed25519 public keys identity tokens signed with EdDSA are checked
+    /// with, `kid:base64url-key,...` (32-byte raw keys), chosen by `kid`.
+    #[arg(long, env = "WR_IDENTITY_PUBLIC_KEYS")]
+    pub identity_public_keys: Option<String>,
+
+    /// The key accounts are hashed with before anything keeps them (at
+    /// least 16 bytes; the same on every instance). Unset: derived from the
+    /// first signing key, so set it before rotating signing keys during a
+    /// sale (a new hash would let an account take a second place).
+    #[arg(long, env = "WR_ACCOUNT_HASH_KEY", hide_env_values = true, value_parser = parse_long_secret)]
+    pub account_hash_key: Option<String>,
+
     /// A TOML file of rooms created or updated at start (`[[room]] id = "..." capacity = ...`).
     #[arg(long, env = "WR_ROOMS")]
     pub rooms: Option<PathBuf>,
@@ -95,7 +114,7 @@ pub struct Config {
     /// bytes (use random ones); shorter keys are refused. An address whose
     /// calls keep failing is throttled (429) for a while.
     /// Unset: the admin API refuses every call (401).
-    #[arg(long, env = "WR_ADMIN_KEY", hide_env_values = true, value_parser = parse_admin_key)]
+    #[arg(long, env = "WR_ADMIN_KEY", hide_env_values = true, value_parser = parse_long_secret)]
     pub admin_key: Option<String>,
 
     /// The secret the edge sends in `Waiting-Room-Edge` (16 random bytes or
@@ -221,6 +240,9 @@ impl std::fmt::Debug for Config {
             payment_failure_rate,
             allowed_origins,
             signing_keys,
+            identity_keys,
+            identity_public_keys,
+            account_hash_key,
             rooms,
             tick_ms,
             admin_key,
@@ -255,6 +277,15 @@ impl std::fmt::Debug for Config {
             .field("payment_failure_rate", payment_failure_rate)
             .field("allowed_origins", allowed_origins)
             .field("signing_keys", &signing_keys.as_ref().map(|_| "<redacted>"))
+            .field(
+                "identity_keys",
+                &identity_keys.as_ref().map(|_| "<redacted>"),
+            )
+            .field("identity_public_keys", identity_public_keys)
+            .field(
+                "account_hash_key",
+                &account_hash_key.as_ref().map(|_| "<redacted>"),
+            )
             .field("rooms", rooms)
             .field("tick_ms", tick_ms)
             .field("admin_key", &admin_key.as_ref().map(|_| "<redacted>"))
@@ -371,7 +402,7 @@ fn parse_secret(raw: &str) -> Result<String, String> {
     }
 }
 
-fn parse_admin_key(raw: &str) -> Result<String, String> {
+fn parse_long_secret(raw: &str) -> Result<String, String> {
     if raw.len() < token::MIN_SECRET_LEN {
         Err(format!(
             "must be at least {} bytes (use random ones)",
@@ -478,6 +509,8 @@ mod tests {
             "redis_url",
             "database_url",
             "signing_keys",
+            "identity_keys",
+            "account_hash_key",
             "admin_key",
             "edge_secret",
             "metrics_key",

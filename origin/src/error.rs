@@ -40,6 +40,12 @@ pub enum ApiError {
     /// The entry token is forged, malformed, expired, for another room or not
     /// an entry token.
     InvalidEntry(TokenError),
+    /// A join to a room whose `identity` is `required` carried no identity
+    /// token.
+    IdentityRequired,
+    /// The identity token is forged, malformed, expired, not yet valid, for
+    /// another room, or signed with an unknown key or algorithm.
+    InvalidIdentity(String),
     /// The entry token is genuine but its session has ended or was given up.
     SessionEnded,
     /// The body is not JSON at all.
@@ -112,6 +118,8 @@ impl ApiError {
             ApiError::InvalidTicket { reason, .. } => (S::UNAUTHORIZED, "invalid_ticket", format!("the ticket is not valid for this room ({reason})").into()),
             ApiError::MissingEntry => (S::UNAUTHORIZED, "invalid_entry", "this request needs an entry token: the wr_entry_{room} cookie or the Entry-Token header".into()),
             ApiError::InvalidEntry(reason) => (S::UNAUTHORIZED, "invalid_entry", format!("the entry token is not valid for this room ({reason})").into()),
+            ApiError::IdentityRequired => (S::UNAUTHORIZED, "identity_required", "this room lets in only the site's own accounts: sign in on the site, then join (the wr_identity cookie or the Waiting-Room-Identity header)".into()),
+            ApiError::InvalidIdentity(reason) => (S::UNAUTHORIZED, "invalid_identity", format!("the identity token is not valid for this room ({reason})").into()),
             ApiError::SessionEnded => (S::UNAUTHORIZED, "invalid_entry", "the session of this entry token has ended: join the line again".into()),
             ApiError::MalformedBody(detail) => (S::BAD_REQUEST, "malformed_json", format!("malformed JSON body: {detail}").into()),
             ApiError::InvalidBody(detail) => (S::UNPROCESSABLE_ENTITY, "invalid_body", format!("invalid request body: {detail}").into()),
@@ -157,6 +165,7 @@ fn booking_status(e: &BookingError) -> StatusCode {
         | BookingError::Invalid(_) => S::UNPROCESSABLE_ENTITY,
         BookingError::SeatUnavailable { .. }
         | BookingError::HoldExists
+        | BookingError::AccountLimit { .. }
         | BookingError::HoldExpired
         | BookingError::PaymentInProgress
         | BookingError::IdempotencyKeyReused

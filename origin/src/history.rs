@@ -245,6 +245,7 @@ mod tests {
             oldest_wait_seconds: Some(4),
             capped_clients: 0,
             capped_places: 0,
+            accounts: 0,
         }
     }
 

@@ -39,6 +39,7 @@ pub mod error;
 pub mod history;
 pub mod holds;
 pub mod http;
+pub mod identity;
 pub mod latency;
 pub mod limits;
 pub mod metric_names;
@@ -54,6 +55,6 @@ pub use queue;
 pub use room;
 pub use room::clock;
 pub use start::{
-    StartError, app_state, apply_rooms_file, booking_store, demo_sale, keyring, run, run_with,
-    store,
+    StartError, app_state, apply_rooms_file, booking_store, demo_sale, identities, keyring, run,
+    run_with, store,
 };

@@ -27,6 +27,7 @@ async fn main() -> std::process::ExitCode {
 
 async fn start(config: Config) -> Result<(), Box<dyn std::error::Error>> {
     let keys = origin::keyring(&config)?;
+    let identities = origin::identities(&config)?;
     let store = origin::store(&config)?;
     let clock = origin::clock::Clock::System;
     let booking = origin::booking_store(&config, &clock).await?;
@@ -46,7 +47,9 @@ async fn start(config: Config) -> Result<(), Box<dyn std::error::Error>> {
     let listener = origin::http::conn::bind(config.listen)?;
     tracing::info!(listen = %config.listen, "origin listening");
     origin::run_with(
-        origin::app_state(&config, store, keys).with_booking(booking),
+        origin::app_state(&config, store, keys)
+            .with_booking(booking)
+            .with_identities(identities),
         listener,
         config.tick(),
         limits,

@@ -142,6 +142,35 @@ mod tests {
     }
 
     #[test]
+    fn performances_take_the_admin_fields() {
+        let file = r#"
+            [[room]]
+            id = "concert"
+
+            [[room.performances]]
+            id = "night"
+            title = "Night"
+            starts_at = "2030-01-01T19:00:00Z"
+            max_seats_per_account = 2
+            sections = [{ name = "A", rows = 1, seats_per_row = 4, price = 100 }]
+
+            [[room.performances]]
+            id = "matinee"
+            title = "Matinee"
+            starts_at = "2030-01-01T14:00:00Z"
+            sections = [{ name = "A", rows = 1, seats_per_row = 4, price = 100 }]
+            "#;
+        let specs = parse_rooms_file(file).unwrap();
+        let perfs = &specs[0].performances;
+        assert_eq!(perfs[0].0, "night");
+        assert_eq!(perfs[0].1.max_seats_per_account, Some(2));
+        assert_eq!(perfs[0].1.max_seats_per_hold, 4);
+        assert_eq!(perfs[1].1.max_seats_per_account, None);
+        let negative = file.replace("max_seats_per_account = 2", "max_seats_per_account = -1");
+        assert!(parse_rooms_file(&negative).is_err());
+    }
+
+    #[test]
     fn rooms_file_errors() {
         let cases = [
             "[[room]]\ncapacity = 5",

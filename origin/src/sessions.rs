@@ -18,7 +18,7 @@ use std::sync::{Mutex, RwLock};
 
 use crate::limits::clients::ClientKey;
 use queue::QueueStore;
-use room::{RoomId, RoomSettings};
+use room::{IdentityMode, RoomId, RoomSettings};
 
 /// Sessions whose addresses are remembered at most; past it the oldest
 /// half (by session end) is forgotten.
@@ -31,6 +31,8 @@ pub struct SessionRules {
     pub entry_seconds: u64,
     /// Most distinct client addresses one session may be seen from.
     pub max_addresses: usize,
+    /// Whether joins name an account (the room's `identity`).
+    pub identity: IdentityMode,
 }
 
 impl Default for SessionRules {
@@ -46,6 +48,7 @@ impl SessionRules {
         SessionRules {
             entry_seconds: u64::from(settings.entry_seconds),
             max_addresses: settings.max_session_addresses as usize,
+            identity: settings.identity,
         }
     }
 }
@@ -102,6 +105,31 @@ impl Sessions {
             }
             Err(_) => SessionRules::default(),
         }
+    }
+
+    /// The room's `identity` setting, when this instance knows the room.
+    pub fn known_identity(&self, room: &RoomId) -> Option<IdentityMode> {
+        self.rules
+            .read()
+            .ok()
+            .and_then(|r| r.get(room).map(|rules| rules.identity))
+    }
+
+    /// The room's `identity` setting, read from the store the first time
+    /// this instance meets the room. Unlike [`Sessions::rules_for`] a store
+    /// that cannot say is an error, never the default: a room that
+    /// requires identities must not let a join through unchecked.
+    pub async fn identity_for(
+        &self,
+        room: &RoomId,
+        queue: &dyn QueueStore,
+    ) -> Result<IdentityMode, queue::StoreError> {
+        if let Some(mode) = self.known_identity(room) {
+            return Ok(mode);
+        }
+        let figures = queue.figures(room).await?;
+        self.learn(room, &figures.settings);
+        Ok(figures.settings.identity)
     }
 
     /// Learns a room's settings.
@@ -170,6 +198,7 @@ mod tests {
         let rules = SessionRules {
             entry_seconds: 60,
             max_addresses: 3,
+            identity: IdentityMode::Off,
         };
         assert_eq!(entry_expiry(1_000, 2_000_000, rules), 1_060);
         assert_eq!(entry_expiry(1_000, 1_030_000, rules), 1_030);
@@ -212,7 +241,8 @@ mod tests {
             sessions.rules(&room),
             SessionRules {
                 entry_seconds: 15,
-                max_addresses: 1
+                max_addresses: 1,
+                identity: IdentityMode::Off,
             }
         );
     }

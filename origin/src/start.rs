@@ -6,7 +6,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use token::Keyring;
+use token::{AccountHasher, IdentityKeys, Keyring};
+
+use crate::identity::Identities;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -50,6 +52,42 @@ pub fn keyring(config: &Config) -> Result<Keyring, StartError> {
                 .map_err(|e| StartError::Config(e.to_string()))
         }
     }
+}
+
+/// The identity keys (`--identity-keys`, `--identity-public-keys`) and the
+/// key accounts are hashed with: `--account-hash-key`, else derived from the
+/// first signing key (every instance derives the same), else, with a random
+/// signing key, random too (tickets die with this process anyway).
+pub fn identities(config: &Config) -> Result<Identities, StartError> {
+    let keys = IdentityKeys::parse(
+        config.identity_keys.as_deref(),
+        config.identity_public_keys.as_deref(),
+    )
+    .map_err(|e| StartError::Config(e.to_string()))?;
+    let keys = (!keys.is_empty()).then_some(keys);
+    let hash_key: Vec<u8> = match (&config.account_hash_key, &config.signing_keys) {
+        (Some(key), _) => key.as_bytes().to_vec(),
+        (None, Some(spec)) => {
+            let first = spec.split(',').next().unwrap_or_default().trim();
+            let secret = first.split_once(':').map_or(first, |(_, secret)| secret);
+            AccountHasher::new(secret.as_bytes())
+                .hash("", "waiting-room account hash key")
+                .iter()
+                .chain(secret.as_bytes())
+                .copied()
+                .collect()
+        }
+        (None, None) => rand::random::<[u8; 32]>().to_vec(),
+    };
+    Ok(Identities::new(keys, &hash_key))
+}
+
+/// Whether the configuration names any identity key: a room with
+/// `identity` on needs one.
+fn has_identity_keys(config: &Config) -> bool {
+    [&config.identity_keys, &config.identity_public_keys]
+        .iter()
+        .any(|k| k.as_deref().is_some_and(|k| !k.trim().is_empty()))
 }
 
 /// The queue's store from the configuration: Redis with `--redis-url`, else
@@ -171,6 +209,15 @@ pub async fn apply_rooms_file(
     let specs = crate::rooms_file::parse_rooms_file(&text)
         .map_err(|e| StartError::Config(format!("--rooms {}: {e}", path.display())))?;
     for spec in &specs {
+        if spec.settings.identity.is_on() && !has_identity_keys(config) {
+            return Err(StartError::Config(format!(
+                "--rooms {}: room {} has identity \"{}\" but the origin has no identity key \
+                 (--identity-keys or --identity-public-keys)",
+                path.display(),
+                spec.id,
+                spec.settings.identity.as_str()
+            )));
+        }
         store.put_room(&spec.id, &spec.settings).await?;
         tracing::info!(room = %spec.id, "room configured");
         let Some(booking) = booking else { continue };

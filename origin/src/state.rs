@@ -8,6 +8,7 @@ use token::{Keyring, Secret};
 
 use crate::history::History;
 use crate::holds::Holds;
+use crate::identity::Identities;
 use crate::latency::Latency;
 use crate::limits::clients::ClientPolicy;
 use crate::limits::map_loads::MapLoads;
@@ -49,6 +50,9 @@ pub struct Shared {
     pub allowed_origins: Arc<[String]>,
     /// Signs tickets and entry tokens (first key) and verifies them (all keys).
     pub keys: Arc<Keyring>,
+    /// The operator's identity keys and the account hasher (rooms whose
+    /// `identity` is on).
+    pub identities: Arc<Identities>,
     /// The admin API's key; `None`: the admin API refuses every call.
     pub admin_key: Option<Arc<Secret>>,
     /// Who a client is and how much it may do (join rate, places per address).
@@ -89,6 +93,9 @@ impl AppState {
             sessions: Arc::new(Sessions::default()),
             allowed_origins: Arc::from(Vec::new()),
             keys: Arc::new(keys),
+            // No identity keys, and accounts hashed with a key of this
+            // process's own until the start-up sets the operator's.
+            identities: Arc::new(Identities::new(None, &rand::random::<[u8; 32]>())),
             admin_key: None,
             clients: Arc::new(ClientPolicy::default()),
             admin_strikes: Arc::new(Strikes::default()),
@@ -106,6 +113,12 @@ impl AppState {
     /// Turns the admin API on with this key.
     pub fn with_admin_key(mut self, key: &str) -> AppState {
         self.admin_key = Some(Arc::new(Secret::new(key)));
+        self
+    }
+
+    /// Checks identity tokens with `identities`.
+    pub fn with_identities(mut self, identities: Identities) -> AppState {
+        self.identities = Arc::new(identities);
         self
     }
 

@@ -43,7 +43,7 @@ use tokio::sync::{Notify, oneshot};
 
 use room::{RoomId, RoomMap};
 
-use crate::store::{JoinRequest, Joined, PlaceLimit, QueueStore, StoreError};
+use crate::store::{JoinRequest, Joined, QueueStore, StoreError};
 
 /// Most joins in one batch: bounds how long one script holds Redis.
 pub const MAX_JOIN_BATCH: usize = 128;
@@ -184,24 +184,21 @@ impl Joins {
         }
     }
 
-    /// [`QueueStore::join`], in a batch with the room's other joins.
-    pub async fn join(
-        &self,
-        room: &RoomId,
-        existing: Option<u64>,
-        draw: u64,
-        limit: Option<&PlaceLimit>,
-    ) -> Result<Joined, StoreError> {
+    /// One join (its ticket's seq, draw, cap and account: [`JoinRequest`]),
+    /// in a batch with the room's other joins; the answer
+    /// [`QueueStore::join_many`] gives it.
+    pub async fn join(&self, room: &RoomId, request: JoinRequest) -> Result<Joined, StoreError> {
         let shared = &self.shared;
         if shared.window.is_zero() {
             shared.count(1);
-            return shared.store.join(room, existing, draw, limit).await;
+            let mut answers = shared
+                .store
+                .join_many(room, std::slice::from_ref(&request))
+                .await?;
+            return answers
+                .pop()
+                .ok_or_else(|| StoreError::Protocol("a batch of one join gave no answer".into()));
         }
-        let request = JoinRequest {
-            existing,
-            draw,
-            limit: limit.cloned(),
-        };
         let step = {
             let mut lanes = shared.lock();
             let Lanes {
@@ -491,11 +488,7 @@ mod tests {
             let lane = lanes.by_room.entry(room.clone()).or_default();
             for _ in 0..3 {
                 let (tx, rx) = oneshot::channel();
-                lane.requests.push(JoinRequest {
-                    existing: None,
-                    draw: 0,
-                    limit: None,
-                });
+                lane.requests.push(JoinRequest::default());
                 lane.replies.push(tx);
                 answers.push(rx);
             }

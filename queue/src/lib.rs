@@ -7,8 +7,10 @@
 //! old ticket's seq to someone new. The store trait speaks only seqs; the
 //! stores turn them into members. So the store holds two small integers per
 //! waiter and nothing else (plus, only while a per-address cap is on, the
-//! short key of the address the place was given to: see [`PlaceLimit`]);
-//! what a visitor is (room, id, issue time) travels in the ticket.
+//! short key of the address the place was given to: see [`PlaceLimit`];
+//! and for a place given to an account, the account's 8-byte keyed hash,
+//! so each account holds one place: see [`JoinRequest`]); what a visitor
+//! is (room, id, issue time) travels in the ticket.
 //!
 //! This crate knows nothing of HTTP, tokens or the booking database (its
 //! dependency tree names none of them: `scripts/check-layers.sh`); Redis is

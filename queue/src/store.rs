@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 
-use room::{QueueingMethod, RoomId, RoomSettings, RoomState};
+use room::{AccountHash, QueueingMethod, RoomId, RoomSettings, RoomState};
 
 /// Where a visitor stands, as the store sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -365,6 +365,9 @@ pub struct RoomFigures {
     pub capped_clients: u64,
     /// Places (in line or inside) those clients hold.
     pub capped_places: u64,
+    /// Accounts holding a place (in line or inside) now: each names one
+    /// place, and is forgotten when the place ends.
+    pub accounts: u64,
 }
 
 /// A cap on the places one client address may hold in a room at once: in
@@ -381,9 +384,19 @@ pub struct PlaceLimit {
     pub max: u32,
 }
 
-/// One join of a batch ([`QueueStore::join_many`]): the arguments of
-/// [`QueueStore::join`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One join ([`QueueStore::join_many`]): the arguments of
+/// [`QueueStore::join`], and the visitor's account, if it has one.
+///
+/// With an account, the room holds one place for it: a join whose ticket
+/// names no standing place gets the place the account holds (in line or
+/// inside) when it still stands, answered as a rejoin with that place's
+/// ticket would be (the answer's `seq` is that place's); otherwise it takes
+/// a new place as any join would, and the account names that place until
+/// it ends (left, dropped for not polling, session over). A valid ticket's
+/// standing place wins over the account's and leaves the account's as it
+/// was. Getting the account's place back counts nothing against the
+/// per-address cap: only a new place does.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct JoinRequest {
     /// The sequence number of the visitor's valid ticket, if any.
     pub existing: Option<u64>,
@@ -391,6 +404,8 @@ pub struct JoinRequest {
     pub draw: u64,
     /// The per-address cap, if on.
     pub limit: Option<PlaceLimit>,
+    /// The visitor's account (from a verified identity), if any.
+    pub account: Option<AccountHash>,
 }
 
 /// Why a store call failed; each variant says whether trying again can help.
@@ -451,7 +466,8 @@ pub trait QueueStore: Send + Sync + 'static {
     /// among the pre-queue when joining before the opening. With `limit`, a
     /// holder already holding its cap of places gets no new place
     /// ([`Joined::TooManyPlaces`]); a new place is counted for it until the
-    /// place ends.
+    /// place ends. A join without an account: one with an account is a
+    /// [`JoinRequest`] given to [`QueueStore::join_many`].
     async fn join(
         &self,
         room: &RoomId,
@@ -463,6 +479,7 @@ pub trait QueueStore: Send + Sync + 'static {
             existing,
             draw,
             limit: limit.cloned(),
+            account: None,
         };
         let mut answers = self.join_many(room, std::slice::from_ref(&one)).await?;
         answers
@@ -474,8 +491,10 @@ pub trait QueueStore: Send + Sync + 'static {
 
     /// Runs [`QueueStore::join`] for each of `joins` in turn, in one atomic
     /// step: each gets its own member from the one counter, in the order
-    /// given, and exactly the answer it would have got alone at that point.
-    /// One answer per join, in order; an error fails them all alike.
+    /// given, and exactly the answer it would have got alone at that point
+    /// (so two joins of one account in a batch get one place). A join with
+    /// an account goes only this way (see [`JoinRequest`]). One answer per
+    /// join, in order; an error fails them all alike.
     async fn join_many(
         &self,
         room: &RoomId,

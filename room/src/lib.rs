@@ -19,4 +19,6 @@ pub mod settings;
 
 pub use account::AccountHash;
 pub use id::{RoomId, RoomMap};
-pub use settings::{QueueingMethod, RoomSettings, RoomState, SettingsError, Window, unix_ms};
+pub use settings::{
+    IdentityMode, QueueingMethod, RoomSettings, RoomState, SettingsError, Window, unix_ms,
+};

@@ -77,6 +77,38 @@ impl QueueingMethod {
     }
 }
 
+/// Whether a join must name an account of the operator's site (an identity
+/// token): with it, every browser and app of one account shares one place.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum IdentityMode {
+    /// Identity tokens are not read: one place per browser or app.
+    #[default]
+    Off,
+    /// A join may carry one (then one place per account); an invalid one is
+    /// still refused.
+    Optional,
+    /// Every join must carry a valid one: an invite-only presale, or a sale
+    /// for the site's signed-in accounts only.
+    Required,
+}
+
+impl IdentityMode {
+    /// The name used in the API and the rooms file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IdentityMode::Off => "off",
+            IdentityMode::Optional => "optional",
+            IdentityMode::Required => "required",
+        }
+    }
+
+    /// Whether identity tokens are read at all.
+    pub fn is_on(self) -> bool {
+        self != IdentityMode::Off
+    }
+}
+
 /// A scheduled phase of an event: between `starts_at` and `ends_at` the
 /// given settings replace the room's own (fields left out keep the room's).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -153,6 +185,10 @@ pub struct RoomSettings {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(minimum = 10, maximum = 60_000)]
     pub target_booking_p99_ms: Option<u32>,
+    /// Whether joins name an account of the operator's site: `off` (the
+    /// default), `optional` or `required`. The origin refuses a room with
+    /// identity on while it has no identity key to check tokens with.
+    pub identity: IdentityMode,
 }
 
 impl Default for RoomSettings {
@@ -169,6 +205,7 @@ impl Default for RoomSettings {
             entry_seconds: 60,
             max_session_addresses: 3,
             target_booking_p99_ms: None,
+            identity: IdentityMode::Off,
         }
     }
 }

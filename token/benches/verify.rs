@@ -31,6 +31,7 @@ fn claims() -> Claims {
         seq: 123_456,
         issued_at: 1_700_000_000,
         expires_at: 1_700_000_600,
+        account: None,
     }
 }
 

@@ -54,6 +54,10 @@ pub struct Claims {
     pub issued_at: u64,
     /// Unix seconds; the token is valid while `now < expires_at`.
     pub expires_at: u64,
+    /// The keyed hash of the visitor's account (see `AccountHasher` under
+    /// the `identity` feature) when the visitor joined with an identity;
+    /// `None` otherwise. A token with an account is a version-2 token.
+    pub account: Option<[u8; 8]>,
 }
 
 /// Whether `room` is a valid room id: `^[a-z0-9][a-z0-9-]{0,63}$`.

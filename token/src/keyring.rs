@@ -22,12 +22,13 @@ use crate::wire::{self, MAX_KID_LEN};
 /// check of their own. Use it to bound what is read or stored before a
 /// token reaches the keyring.
 ///
-/// Version-1 tokens are at most 210 characters; the rest is headroom so a
-/// future version can grow without every caller changing its limit.
+/// Version-1 tokens are at most 210 characters and version-2 ones (with an
+/// account) 220; the rest is headroom so a future version can grow without
+/// every caller changing its limit.
 pub const MAX_TOKEN_LEN: usize = 512;
 
 // Every token this crate signs must pass its own length check.
-const _: () = assert!(wire::MAX_V1_TOKEN_LEN <= MAX_TOKEN_LEN);
+const _: () = assert!(wire::MAX_WIRE_TOKEN_LEN <= MAX_TOKEN_LEN);
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -62,11 +63,86 @@ impl fmt::Debug for Keyring {
 }
 
 /// Whether `kid` is 1 to 16 characters of `[A-Za-z0-9_-]`.
-fn is_valid_kid(kid: &str) -> bool {
+pub(crate) fn is_valid_kid(kid: &str) -> bool {
     (1..=MAX_KID_LEN).contains(&kid.len())
         && kid
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Splits an operator's `kid:value,kid:value` list into `(kid, value)`
+/// pairs, or names the first bad entry (1-based) and what is wrong with it;
+/// `no_colon` is the words for an entry without a `:`.
+///
+/// Whitespace around each entry is trimmed; the value is everything after
+/// the entry's first `:` and may not start with whitespace (a sign of
+/// `"kid: value"`). Neither kids nor values are checked here. A blank list
+/// is the caller's to refuse or accept.
+pub(crate) fn split_list<'a>(
+    spec: &'a str,
+    no_colon: &'static str,
+) -> Result<Vec<(&'a str, &'a str)>, (usize, &'static str)> {
+    let mut pairs = Vec::new();
+    for (i, entry) in spec.split(',').enumerate() {
+        let entry_no = i + 1;
+        let entry = entry.trim();
+        if entry.is_empty() {
+            return Err((entry_no, "empty entry (stray ',')"));
+        }
+        let (kid, value) = entry.split_once(':').ok_or((entry_no, no_colon))?;
+        if value.starts_with(char::is_whitespace) {
+            return Err((entry_no, "whitespace after ':'"));
+        }
+        pairs.push((kid, value));
+    }
+    Ok(pairs)
+}
+
+/// Parses and checks a `kid:secret,...` list by the rules of
+/// [`Keyring::parse`], keeping the raw secrets (for verifiers that need
+/// them as bytes, such as the identity tokens' HS256 keys).
+pub(crate) fn parse_pairs(spec: &str) -> Result<Vec<(String, Vec<u8>)>, KeyringError> {
+    if spec.trim().is_empty() {
+        return Err(KeyringError::Empty);
+    }
+    let pairs: Vec<(String, Vec<u8>)> = split_list(spec, "no ':' between kid and secret")
+        .map_err(|(entry, reason)| KeyringError::BadEntry { entry, reason })?
+        .into_iter()
+        .map(|(kid, secret)| (String::from(kid), Vec::from(secret.as_bytes())))
+        .collect();
+    check_pairs(&pairs)?;
+    Ok(pairs)
+}
+
+/// The rules of [`Keyring::new`]: at least one pair, valid kids, secrets
+/// of at least [`MIN_SECRET_LEN`] bytes, no kid twice.
+pub(crate) fn check_pairs(pairs: &[(String, Vec<u8>)]) -> Result<(), KeyringError> {
+    if pairs.is_empty() {
+        return Err(KeyringError::Empty);
+    }
+    for (i, (kid, secret)) in pairs.iter().enumerate() {
+        let entry = i + 1;
+        if !is_valid_kid(kid) {
+            return Err(KeyringError::BadKid {
+                entry,
+                len: kid.len(),
+            });
+        }
+        if secret.len() < MIN_SECRET_LEN {
+            return Err(KeyringError::ShortSecret {
+                entry,
+                kid: kid.clone(),
+                len: secret.len(),
+            });
+        }
+        if pairs.iter().take(i).any(|(seen, _)| seen == kid) {
+            return Err(KeyringError::DuplicateKid {
+                entry,
+                kid: kid.clone(),
+            });
+        }
+    }
+    Ok(())
 }
 
 impl Keyring {
@@ -86,32 +162,7 @@ impl Keyring {
     /// for an empty entry, a missing `:` or whitespace after it, and the
     /// errors of [`Keyring::new`] otherwise.
     pub fn parse(spec: &str) -> Result<Keyring, KeyringError> {
-        if spec.trim().is_empty() {
-            return Err(KeyringError::Empty);
-        }
-        let mut keys = Vec::new();
-        for (i, entry) in spec.split(',').enumerate() {
-            let entry_no = i + 1;
-            let entry = entry.trim();
-            if entry.is_empty() {
-                return Err(KeyringError::BadEntry {
-                    entry: entry_no,
-                    reason: "empty entry (stray ',')",
-                });
-            }
-            let (kid, secret) = entry.split_once(':').ok_or(KeyringError::BadEntry {
-                entry: entry_no,
-                reason: "no ':' between kid and secret",
-            })?;
-            if secret.starts_with(char::is_whitespace) {
-                return Err(KeyringError::BadEntry {
-                    entry: entry_no,
-                    reason: "whitespace after ':'",
-                });
-            }
-            keys.push((String::from(kid), Vec::from(secret.as_bytes())));
-        }
-        Keyring::new(keys)
+        Keyring::new(parse_pairs(spec)?)
     }
 
     /// Builds a keyring from `(kid, secret)` pairs, first pair signing, with
@@ -124,33 +175,14 @@ impl Keyring {
     /// [`KeyringError::ShortSecret`] or [`KeyringError::DuplicateKid`] for
     /// the first pair that breaks a rule.
     pub fn new(keys: Vec<(String, Vec<u8>)>) -> Result<Keyring, KeyringError> {
-        if keys.is_empty() {
-            return Err(KeyringError::Empty);
-        }
+        check_pairs(&keys)?;
         let mut out: Vec<Key> = Vec::with_capacity(keys.len());
         for (i, (kid, secret)) in keys.into_iter().enumerate() {
-            let entry = i + 1;
-            if !is_valid_kid(&kid) {
-                return Err(KeyringError::BadKid {
-                    entry,
-                    len: kid.len(),
-                });
-            }
-            if secret.len() < MIN_SECRET_LEN {
-                return Err(KeyringError::ShortSecret {
-                    entry,
-                    kid,
-                    len: secret.len(),
-                });
-            }
-            if out.iter().any(|k| k.kid == kid) {
-                return Err(KeyringError::DuplicateKid { entry, kid });
-            }
             // HMAC accepts keys of any length, so this never fails; mapping
             // the impossible error keeps the constructor panic-free.
             let mac =
                 HmacSha256::new_from_slice(&secret).map_err(|_| KeyringError::ShortSecret {
-                    entry,
+                    entry: i + 1,
                     kid: kid.clone(),
                     len: secret.len(),
                 })?;
@@ -254,6 +286,7 @@ impl Keyring {
             seq: payload.seq,
             issued_at: payload.issued_at,
             expires_at: payload.expires_at,
+            account: payload.account,
         })
     }
 }

@@ -20,6 +20,7 @@
 //!     seq: 7,
 //!     issued_at: 1_700_000_000,
 //!     expires_at: 1_700_000_600,
+//!     account: None,
 //! };
 //! let token = keys.sign(&claims);
 //! assert_eq!(keys.verify(&token, Kind::Entry, "launch", 1_700_000_001), Ok(claims));
@@ -30,24 +31,31 @@
 //! # Ok::<(), token::KeyringError>(())
 //! ```
 //!
-//! # Wire format (version 1)
+//! # Wire format (versions 1 and 2)
 //!
 //! ```text
 //! token   = base64url_nopad(payload) "." base64url_nopad(hmac_sha256(key[kid], payload))
-//! payload = version u8 (= 1)
+//! payload = version u8 (1 = no account, 2 = with an account)
 //!           kind u8 (1 = ticket, 2 = entry)
 //!           kid_len u8 (1..=16)  kid bytes ([A-Za-z0-9_-])
 //!           room_len u8 (1..=64) room bytes (^[a-z0-9][a-z0-9-]{0,63}$)
 //!           visitor u128 | seq u64 | issued_at u64 | expires_at u64
+//!           [version 2 only] account [u8; 8]
 //! ```
 //!
 //! Integers are big-endian; times are unix seconds. The alphabet
 //! (`A-Z a-z 0-9 - _` plus one `.`) is safe in URLs and cookie values
 //! without escaping. The MAC is always 32 bytes (43 characters); a payload
-//! is 44 bytes plus kid and room, so a version-1 token is at most 210
-//! characters, well under [`MAX_TOKEN_LEN`]. Padding, non-canonical base64
-//! (non-zero trailing bits), trailing payload bytes, wrong lengths and
-//! unknown versions or kinds are all [`TokenError::Malformed`].
+//! is 44 bytes plus kid and room (plus 8 for an account), so a version-1
+//! token is at most 210 characters and a version-2 one 220, well under
+//! [`MAX_TOKEN_LEN`]. Padding, non-canonical base64 (non-zero trailing
+//! bits), trailing payload bytes, wrong lengths and unknown versions or
+//! kinds are all [`TokenError::Malformed`].
+//!
+//! [`Claims::account`] decides the version: a token without an account is
+//! version 1, byte for byte as before accounts existed, so verifiers built
+//! before them keep accepting every such token; the account, when present,
+//! is covered by the MAC like every other field.
 //!
 //! The kid travels in the payload, in the clear and under the MAC, so the
 //! verifier picks the key without trial and a rotation (`"new:..,old:.."`)
@@ -74,12 +82,20 @@
 //! - `error`: [`TokenError`] and [`KeyringError`], never carrying secrets.
 //! - `names`: cookie and header names the origin and the edge share.
 //! - `secret`: [`Secret`], other shared secrets compared in constant time.
+//! - `identity` (feature `identity`, off by default): identity tokens, the
+//!   JWTs of the operator's site (`IdentityKeys`), and the account hash
+//!   (`AccountHasher`). It needs `std` and a JWT library, so the edge,
+//!   which only verifies entry tokens, builds without it.
 
 #![no_std]
 extern crate alloc;
+#[cfg(feature = "identity")]
+extern crate std;
 
 mod claims;
 mod error;
+#[cfg(feature = "identity")]
+mod identity;
 mod keyring;
 mod names;
 mod secret;
@@ -90,6 +106,11 @@ mod tests;
 
 pub use claims::{Claims, Kind, MAX_ROOM_LEN, is_valid_room};
 pub use error::{KeyringError, TokenError};
+#[cfg(feature = "identity")]
+pub use identity::{
+    ACCOUNT_HASH_LEN, AccountHasher, Identity, IdentityError, IdentityKeyError, IdentityKeys,
+    MAX_IDENTITY_TOKEN_LEN, MAX_SUB_CHARS, ed25519_public_key, sign_ed25519, sign_hs256,
+};
 pub use keyring::{Keyring, MAX_TOKEN_LEN};
 pub use names::{
     BYPASS_HEADER, EDGE_HEADER, ENTRY_COOKIE_PREFIX, ENTRY_TOKEN_HEADER, TICKET_COOKIE_PREFIX,

@@ -37,6 +37,16 @@ fn claims(kind: Kind) -> Claims {
         seq: 42,
         issued_at: 1_700_000_000,
         expires_at: 1_700_000_600,
+        account: None,
+    }
+}
+
+const ACCOUNT: [u8; 8] = [0xde, 0xad, 0xbe, 0xef, 0x01, 0x23, 0x45, 0x67];
+
+fn claims_with_account(kind: Kind) -> Claims {
+    Claims {
+        account: Some(ACCOUNT),
+        ..claims(kind)
     }
 }
 
@@ -81,14 +91,101 @@ fn round_trip_extremes() {
         seq: u64::MAX,
         issued_at: 0,
         expires_at: u64::MAX,
+        account: None,
     };
     assert_eq!(c.room.len(), 64);
     let token = keys.sign(&c);
     assert!(token.len() <= MAX_TOKEN_LEN);
     assert_eq!(
         keys.verify(&token, Kind::Ticket, &c.room, u64::MAX - 1),
+        Ok(c.clone())
+    );
+
+    let c = Claims {
+        account: Some([0xff; 8]),
+        ..c
+    };
+    let token = keys.sign(&c);
+    assert!(token.len() <= MAX_TOKEN_LEN);
+    assert_eq!(
+        keys.verify(&token, Kind::Ticket, &c.room, u64::MAX - 1),
         Ok(c)
     );
+}
+
+#[test]
+fn round_trip_with_account() {
+    let keys = k1();
+    for kind in [Kind::Ticket, Kind::Entry] {
+        let c = claims_with_account(kind);
+        let token = keys.sign(&c);
+        assert_eq!(keys.verify(&token, kind, "launch", NOW), Ok(c));
+    }
+}
+
+#[test]
+fn account_token_is_the_old_token_with_version_2_and_the_account() {
+    let keys = k1();
+    let (old, _) = parts(&keys.sign(&claims(Kind::Entry)));
+    let (new, _) = parts(&keys.sign(&claims_with_account(Kind::Entry)));
+    assert_eq!(old[0], 1);
+    assert_eq!(new[0], 2);
+    assert_eq!(new[1..old.len()], old[1..]);
+    assert_eq!(new[old.len()..], ACCOUNT);
+}
+
+#[test]
+fn flipped_account_byte_is_bad_signature() {
+    let keys = k1();
+    let (payload, mac) = parts(&keys.sign(&claims_with_account(Kind::Entry)));
+    let account_start = payload.len() - 8;
+    for i in account_start..payload.len() {
+        for bit in [0x01, 0x80] {
+            let mut p = payload.clone();
+            p[i] ^= bit;
+            assert_eq!(
+                verify_entry(&keys, &join(&p, &mac)),
+                Err(TokenError::BadSignature),
+                "byte {i} bit {bit:#x}"
+            );
+        }
+    }
+}
+
+#[test]
+fn account_cannot_be_stripped_or_added() {
+    let keys = k1();
+    // Dropping the account and calling it version 1 keeps the structure
+    // valid, so only the MAC stands between an attacker and an anonymous
+    // copy of the token.
+    let (mut payload, mac) = parts(&keys.sign(&claims_with_account(Kind::Entry)));
+    payload.truncate(payload.len() - 8);
+    payload[0] = 1;
+    assert_eq!(
+        verify_entry(&keys, &join(&payload, &mac)),
+        Err(TokenError::BadSignature)
+    );
+    // Nor can an account be added to a token signed without one.
+    let (mut payload, mac) = parts(&keys.sign(&claims(Kind::Entry)));
+    payload[0] = 2;
+    payload.extend_from_slice(&ACCOUNT);
+    assert_eq!(
+        verify_entry(&keys, &join(&payload, &mac)),
+        Err(TokenError::BadSignature)
+    );
+}
+
+#[test]
+fn every_prefix_of_an_account_token_is_rejected() {
+    let keys = k1();
+    let token = keys.sign(&claims_with_account(Kind::Entry));
+    for n in 0..token.len() {
+        assert!(verify_entry(&keys, &token[..n]).is_err(), "prefix {n}");
+    }
+    let (payload, mac) = parts(&token);
+    for n in 0..payload.len() {
+        assert!(verify_entry(&keys, &join(&payload[..n], &mac)).is_err());
+    }
 }
 
 #[test]
@@ -111,6 +208,20 @@ fn known_vector() {
                     .qTm_Rum-p72xMYovK6a517QT7Ev-EGw4QJgur8lulgs";
     assert_eq!(keys.sign(&claims(Kind::Entry)), expected);
     assert_eq!(verify_entry(&keys, expected), Ok(claims(Kind::Entry)));
+}
+
+/// Pins version 2 the same way: the vector above with version byte 2 and
+/// the account appended, MACed with Python's `hmac`.
+#[test]
+fn known_vector_with_account() {
+    let keys = ring("k1:0123456789abcdef-golden");
+    let expected = "AgICazEGbGF1bmNoASNFZ4mrze8AESIzRFVmdwAAAAAAAAAqAAAAAGVT8QAAAAAAZVPzWN6tvu8BI0Vn\
+                    .ui1-cO88UKeoYqOv8DDjCsGxKIVU_EUlyxtFJ8nWfaw";
+    assert_eq!(keys.sign(&claims_with_account(Kind::Entry)), expected);
+    assert_eq!(
+        verify_entry(&keys, expected),
+        Ok(claims_with_account(Kind::Entry))
+    );
 }
 
 #[test]
@@ -637,9 +748,10 @@ proptest! {
         seq in any::<u64>(),
         issued_at in any::<u64>(),
         expires_at in 1u64..,
+        account in proptest::option::of(any::<[u8; 8]>()),
     ) {
         let kind = if entry { Kind::Entry } else { Kind::Ticket };
-        let c = Claims { kind, room: room.clone(), visitor, seq, issued_at, expires_at };
+        let c = Claims { kind, room: room.clone(), visitor, seq, issued_at, expires_at, account };
         let keys = k1();
         let token = keys.sign(&c);
         prop_assert!(token.len() <= MAX_TOKEN_LEN);

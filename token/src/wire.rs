@@ -13,8 +13,16 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use crate::claims::{Claims, Kind, MAX_ROOM_LEN, is_valid_room, is_valid_room_bytes};
 use crate::error::TokenError;
 
-/// Format version carried in the first payload byte.
+/// Format version of a token without an account: the first payload byte.
 pub(crate) const VERSION: u8 = 1;
+
+/// Format version of a token that carries an account: version 1's fields
+/// followed by the 8-byte account hash. Tokens without an account stay
+/// version 1, byte for byte, so verifiers of either age accept them.
+pub(crate) const VERSION_ACCOUNT: u8 = 2;
+
+/// Length of the account hash a version-2 payload ends with.
+pub(crate) const ACCOUNT_LEN: usize = 8;
 
 /// HMAC-SHA256 output length.
 pub(crate) const MAC_LEN: usize = 32;
@@ -26,8 +34,11 @@ pub const MAX_KID_LEN: usize = 16;
 /// room_len, visitor (16), seq, issued_at, expires_at (8 each).
 const FIXED_LEN: usize = 4 + 16 + 3 * 8;
 
-/// Largest payload a valid token can carry.
-pub(crate) const MAX_PAYLOAD_LEN: usize = FIXED_LEN + MAX_KID_LEN + MAX_ROOM_LEN;
+/// Largest version-1 payload.
+const MAX_V1_PAYLOAD_LEN: usize = FIXED_LEN + MAX_KID_LEN + MAX_ROOM_LEN;
+
+/// Largest payload a valid token can carry (version 2, with an account).
+pub(crate) const MAX_PAYLOAD_LEN: usize = MAX_V1_PAYLOAD_LEN + ACCOUNT_LEN;
 
 /// Unpadded base64 length of `n` bytes.
 const fn b64_len(n: usize) -> usize {
@@ -37,12 +48,16 @@ const fn b64_len(n: usize) -> usize {
 /// Unpadded base64 length of a MAC (43).
 const MAC_B64_LEN: usize = b64_len(MAC_LEN);
 
-/// Longest unpadded base64 payload a valid token can carry (166).
+/// Longest unpadded base64 payload a valid token can carry (176).
 const MAX_PAYLOAD_B64_LEN: usize = b64_len(MAX_PAYLOAD_LEN);
 
-/// Longest token this version can produce (210); `MAX_TOKEN_LEN` leaves
-/// headroom above it for future versions.
-pub(crate) const MAX_V1_TOKEN_LEN: usize = MAX_PAYLOAD_B64_LEN + 1 + MAC_B64_LEN;
+/// Longest version-1 token (210).
+#[cfg(test)]
+const MAX_V1_TOKEN_LEN: usize = b64_len(MAX_V1_PAYLOAD_LEN) + 1 + MAC_B64_LEN;
+
+/// Longest token of any version (220, a version-2 one); `MAX_TOKEN_LEN`
+/// leaves headroom above it for future versions.
+pub(crate) const MAX_WIRE_TOKEN_LEN: usize = MAX_PAYLOAD_B64_LEN + 1 + MAC_B64_LEN;
 
 /// A payload held on the stack, up to [`MAX_PAYLOAD_LEN`] bytes.
 pub(crate) struct PayloadBuf {
@@ -101,7 +116,12 @@ pub(crate) fn encode_payload(claims: &Claims, kid: &str) -> PayloadBuf {
     // the narrowing cannot lose bits.
     let kid_len = u8::try_from(kid.len()).unwrap_or(0);
     let room_len = u8::try_from(room.len()).unwrap_or(0);
-    w.put(&[VERSION, claims.kind.to_byte(), kid_len]);
+    let version = if claims.account.is_some() {
+        VERSION_ACCOUNT
+    } else {
+        VERSION
+    };
+    w.put(&[version, claims.kind.to_byte(), kid_len]);
     w.put(kid.as_bytes());
     w.put(&[room_len]);
     w.put(room);
@@ -109,6 +129,9 @@ pub(crate) fn encode_payload(claims: &Claims, kid: &str) -> PayloadBuf {
     w.put(&claims.seq.to_be_bytes());
     w.put(&claims.issued_at.to_be_bytes());
     w.put(&claims.expires_at.to_be_bytes());
+    if let Some(account) = &claims.account {
+        w.put(account);
+    }
     w.buf
 }
 
@@ -174,6 +197,7 @@ pub(crate) struct Payload<'a> {
     pub(crate) seq: u64,
     pub(crate) issued_at: u64,
     pub(crate) expires_at: u64,
+    pub(crate) account: Option<[u8; ACCOUNT_LEN]>,
 }
 
 /// Reads big-endian fields off the front of a slice; every read is checked.
@@ -207,15 +231,18 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Parses a payload's structure: version, kind, lengths, no trailing bytes.
+/// Parses a payload's structure: version, kind, lengths, the account for
+/// version 2, no trailing bytes.
 ///
 /// The room must also be a valid room id, so the verifier can hand it back
 /// as a `String` without a UTF-8 failure path after the MAC check.
 pub(crate) fn parse_payload(bytes: &[u8]) -> Result<Payload<'_>, TokenError> {
     let mut r = Reader { rest: bytes };
-    if r.u8()? != VERSION {
-        return Err(TokenError::Malformed);
-    }
+    let has_account = match r.u8()? {
+        VERSION => false,
+        VERSION_ACCOUNT => true,
+        _ => return Err(TokenError::Malformed),
+    };
     let kind = Kind::from_byte(r.u8()?).ok_or(TokenError::Malformed)?;
     let kid = r.field(MAX_KID_LEN)?;
     let room = r.field(MAX_ROOM_LEN)?;
@@ -223,6 +250,7 @@ pub(crate) fn parse_payload(bytes: &[u8]) -> Result<Payload<'_>, TokenError> {
     let seq = u64::from_be_bytes(r.array()?);
     let issued_at = u64::from_be_bytes(r.array()?);
     let expires_at = u64::from_be_bytes(r.array()?);
+    let account = if has_account { Some(r.array()?) } else { None };
     if !r.rest.is_empty() {
         return Err(TokenError::Malformed);
     }
@@ -237,6 +265,7 @@ pub(crate) fn parse_payload(bytes: &[u8]) -> Result<Payload<'_>, TokenError> {
         seq,
         issued_at,
         expires_at,
+        account,
     })
 }
 
@@ -253,16 +282,19 @@ mod tests {
             seq: 7,
             issued_at: 1_700_000_000,
             expires_at: 1_700_000_600,
+            account: None,
         }
     }
 
     #[test]
     fn constants_match_layout() {
         assert_eq!(FIXED_LEN, 44);
-        assert_eq!(MAX_PAYLOAD_LEN, 124);
+        assert_eq!(MAX_V1_PAYLOAD_LEN, 124);
+        assert_eq!(MAX_PAYLOAD_LEN, 132);
         assert_eq!(MAC_B64_LEN, 43);
-        assert_eq!(MAX_PAYLOAD_B64_LEN, 166);
+        assert_eq!(MAX_PAYLOAD_B64_LEN, 176);
         assert_eq!(MAX_V1_TOKEN_LEN, 210);
+        assert_eq!(MAX_WIRE_TOKEN_LEN, 220);
     }
 
     #[test]
@@ -280,6 +312,23 @@ mod tests {
         assert_eq!(parsed.kid, b"k1");
         assert_eq!(parsed.room, b"ab");
         assert_eq!(parsed.seq, 7);
+        assert_eq!(parsed.account, None);
+    }
+
+    #[test]
+    fn payload_with_account_is_version_2_with_the_account_last() {
+        let without = encode_payload(&claims("ab"), "k1");
+        let mut c = claims("ab");
+        c.account = Some([0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7]);
+        let with = encode_payload(&c, "k1");
+        let (head, account) = with.as_slice().split_at(without.as_slice().len());
+        // Version byte 2, then version 1's fields unchanged, then the account.
+        assert_eq!(head[0], VERSION_ACCOUNT);
+        assert_eq!(head[1..], without.as_slice()[1..]);
+        assert_eq!(account, &[0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7]);
+        let parsed = parse_payload(with.as_slice()).unwrap();
+        assert_eq!(parsed.account, c.account);
+        assert_eq!(parsed.expires_at, c.expires_at);
     }
 
     #[test]
@@ -287,11 +336,24 @@ mod tests {
         let room = "r".repeat(MAX_ROOM_LEN);
         let kid = "k".repeat(MAX_KID_LEN);
         let p = encode_payload(&claims(&room), &kid);
-        assert_eq!(p.as_slice().len(), MAX_PAYLOAD_LEN);
+        assert_eq!(p.as_slice().len(), MAX_V1_PAYLOAD_LEN);
         let token = encode_token(p.as_slice(), &[0; MAC_LEN]);
         assert_eq!(token.len(), MAX_V1_TOKEN_LEN);
         let (decoded, _) = decode_token(&token).unwrap();
         assert_eq!(decoded.as_slice(), p.as_slice());
+
+        let mut c = claims(&room);
+        c.account = Some([0xff; ACCOUNT_LEN]);
+        let p = encode_payload(&c, &kid);
+        assert_eq!(p.as_slice().len(), MAX_PAYLOAD_LEN);
+        let token = encode_token(p.as_slice(), &[0; MAC_LEN]);
+        assert_eq!(token.len(), MAX_WIRE_TOKEN_LEN);
+        let (decoded, _) = decode_token(&token).unwrap();
+        assert_eq!(decoded.as_slice(), p.as_slice());
+        assert_eq!(
+            parse_payload(decoded.as_slice()).unwrap().account,
+            c.account
+        );
     }
 
     #[test]
@@ -312,7 +374,17 @@ mod tests {
         let good = good.as_slice();
 
         let mut v = good.to_vec();
-        v[0] = 2; // unknown version
+        v[0] = 2; // version 2 without the account's 8 bytes
+        assert!(parse_payload(&v).is_err());
+
+        for version in [0, 3, 0xff] {
+            let mut v = good.to_vec();
+            v[0] = version; // unknown version
+            assert!(parse_payload(&v).is_err(), "version {version}");
+        }
+
+        let mut v = good.to_vec();
+        v.extend_from_slice(&[0; ACCOUNT_LEN]); // an account under version 1
         assert!(parse_payload(&v).is_err());
 
         let mut v = good.to_vec();
@@ -330,5 +402,19 @@ mod tests {
         for n in 0..good.len() {
             assert!(parse_payload(&good[..n]).is_err(), "prefix {n}");
         }
+
+        let mut c = claims("ab");
+        c.account = Some([9; ACCOUNT_LEN]);
+        let with = encode_payload(&c, "k1");
+        let with = with.as_slice();
+        for n in 0..with.len() {
+            assert!(parse_payload(&with[..n]).is_err(), "v2 prefix {n}");
+        }
+        let mut v = with.to_vec();
+        v.push(0); // trailing byte after the account
+        assert!(parse_payload(&v).is_err());
+        let mut v = with.to_vec();
+        v[0] = VERSION; // version 1 with 8 bytes too many
+        assert!(parse_payload(&v).is_err());
     }
 }

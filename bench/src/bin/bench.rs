@@ -10,7 +10,9 @@
 //!    `--seconds`.
 //! 2. Store memory per waiting visitor with `--line` waiting in one room
 //!    (Redis `INFO memory`, or this process's resident memory on the
-//!    embedded store, before and after filling the line).
+//!    embedded store, before and after filling the line); with
+//!    `--accounts`, each waiter joined with an account of its own, so the
+//!    figure includes the account index.
 //! 3. The time of one promoter tick that admits 1,000 visitors from the
 //!    front of that line (`--ticks` of them, through the store API, as the
 //!    promoter calls it).
@@ -45,11 +47,11 @@ use clap::{Parser, ValueEnum};
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
-use origin::queue::QueueStore;
 use origin::queue::joins::{JoinStats, Joins};
 use origin::queue::memory::MemoryStore;
 use origin::queue::redis::{RedisConfig, RedisStore};
-use origin::room::{RoomId, RoomSettings, RoomState};
+use origin::queue::{JoinRequest, QueueStore};
+use origin::room::{AccountHash, RoomId, RoomSettings, RoomState};
 use origin::state::AppState;
 use token::{Claims, Keyring, Kind};
 
@@ -101,6 +103,11 @@ struct Args {
     /// Tiny counts, for CI: proves the benchmark runs, measures nothing.
     #[arg(long)]
     smoke: bool,
+    /// Fill the big line with joins that each carry an account of their
+    /// own (one place per account: the store indexes every one), so the
+    /// memory figure is that of an identity room.
+    #[arg(long)]
+    accounts: bool,
     /// Status snapshots on the origin of the HTTP phases (`--status-snapshot`).
     #[arg(long, value_enum, default_value_t = origin::config::OnOff::On)]
     status_snapshot: origin::config::OnOff,
@@ -430,6 +437,7 @@ fn polling(
                 seq,
                 issued_at: now,
                 expires_at: now + 3_600,
+                account: None,
             })
         })
         .collect();
@@ -680,7 +688,7 @@ async fn measure(
         None => None,
     };
     let fill_start = Instant::now();
-    let (first, last) = fill(store.clone(), &line, args.line).await?;
+    let (first, last) = fill_as(store.clone(), &line, args.line, args.accounts).await?;
     let fill_seconds = fill_start.elapsed().as_secs_f64();
     let memory_per_waiter = match (redis, used_before) {
         (Some(r), Some(before)) => {
@@ -707,6 +715,7 @@ async fn measure(
             seq,
             issued_at: now,
             expires_at: now + 3_600,
+            account: None,
         })
     };
     let front = ticket(first);
@@ -831,6 +840,17 @@ async fn measure(
 /// Joins `n` visitors to `room` through the store; returns the first and
 /// last sequence numbers given.
 async fn fill(store: Arc<dyn QueueStore>, room: &RoomId, n: u64) -> Result<(u64, u64), Error> {
+    fill_as(store, room, n, false).await
+}
+
+/// [`fill`], each join with an account of its own when `accounts` (a
+/// random keyed hash, as the origin would make of a verified identity).
+async fn fill_as(
+    store: Arc<dyn QueueStore>,
+    room: &RoomId,
+    n: u64,
+    accounts: bool,
+) -> Result<(u64, u64), Error> {
     const IN_FLIGHT: usize = 256;
     let next = Arc::new(AtomicU64::new(0));
     let mut tasks = tokio::task::JoinSet::new();
@@ -839,11 +859,20 @@ async fn fill(store: Arc<dyn QueueStore>, room: &RoomId, n: u64) -> Result<(u64,
         tasks.spawn(async move {
             let (mut lo, mut hi) = (u64::MAX, 0);
             while next.fetch_add(1, Ordering::Relaxed) < n {
-                let snap = store
-                    .join(&room, None, 0, None)
-                    .await?
-                    .answer()
-                    .ok_or("no place cap was set")?;
+                let joined = if accounts {
+                    let request = JoinRequest {
+                        account: Some(AccountHash(rand::random())),
+                        ..JoinRequest::default()
+                    };
+                    store
+                        .join_many(&room, std::slice::from_ref(&request))
+                        .await?
+                        .pop()
+                        .ok_or("a join gave no answer")?
+                } else {
+                    store.join(&room, None, 0, None).await?
+                };
+                let snap = joined.answer().ok_or("no place cap was set")?;
                 let seq = snap.seq.ok_or("a join got no place")?;
                 lo = lo.min(seq);
                 hi = hi.max(seq);
@@ -1119,11 +1148,21 @@ fn print_http(args: &Args, r: &Report) {
     );
     match (r.memory_per_waiter, args.store) {
         (Some(b), StoreKind::Memory) => println!(
-            "embedded store memory per waiting visitor: {b:.0} B (process RSS delta / line)"
+            "embedded store memory per waiting visitor{}: {b:.0} B (process RSS delta / line)",
+            if args.accounts {
+                ", each with an account"
+            } else {
+                ""
+            }
         ),
-        (Some(b), StoreKind::Redis) => {
-            println!("Redis memory per waiting visitor: {b:.0} B (used_memory delta / line)")
-        }
+        (Some(b), StoreKind::Redis) => println!(
+            "Redis memory per waiting visitor{}: {b:.0} B (used_memory delta / line)",
+            if args.accounts {
+                ", each with an account"
+            } else {
+                ""
+            }
+        ),
         (None, _) => println!("Redis memory per waiting visitor: not measured (--redis-url given)"),
     }
     let mut ticks = r.tick_ms.clone();

@@ -131,6 +131,7 @@ fn spec(sections: Vec<(String, u32, u32)>) -> PerformanceSpec {
         starts_at: time::OffsetDateTime::from_unix_timestamp(1_900_100_000).expect("time"),
         hold_seconds: 420,
         max_seats_per_hold: 4,
+        max_seats_per_account: None,
         sections: sections
             .into_iter()
             .map(|(name, rows, seats_per_row)| SectionSpec {
@@ -173,7 +174,7 @@ async fn bench(store: Arc<BookingStore>, args: &Args) -> Vec<Row> {
                     |k: usize| format!("S{}-{}-{}", k / 1000, k % 1000 / 100 + 1, k % 100 + 1);
                 let want = vec![seat(2 * i % 20_000), seat((2 * i + 1) % 20_000)];
                 let h = store
-                    .hold("bench", "spread", i as u128, &want, T0 + HOUR, T0)
+                    .hold("bench", "spread", i as u128, None, &want, T0 + HOUR, T0)
                     .await?;
                 Ok((i, h.hold_id))
             }
@@ -214,7 +215,15 @@ async fn bench(store: Arc<BookingStore>, args: &Args) -> Vec<Row> {
                 let seat = |k: usize| format!("H-{}-{}", k / 100 + 1, k % 100 + 1);
                 let want = vec![seat(k), seat(k + 1)];
                 let h = store
-                    .hold("bench", "hot", 100_000 + i as u128, &want, T0 + HOUR, T0)
+                    .hold(
+                        "bench",
+                        "hot",
+                        100_000 + i as u128,
+                        None,
+                        &want,
+                        T0 + HOUR,
+                        T0,
+                    )
                     .await?;
                 Ok((100_000 + i, h.hold_id))
             }
@@ -259,7 +268,15 @@ async fn bench(store: Arc<BookingStore>, args: &Args) -> Vec<Row> {
             async move {
                 let want = vec!["A-1-5".to_owned()];
                 store
-                    .hold("bench", "seat", 200_000 + i as u128, &want, T0 + HOUR, T0)
+                    .hold(
+                        "bench",
+                        "seat",
+                        200_000 + i as u128,
+                        None,
+                        &want,
+                        T0 + HOUR,
+                        T0,
+                    )
                     .await
             }
         }

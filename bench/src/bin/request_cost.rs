@@ -188,6 +188,7 @@ async fn run(args: &Args) -> Result<(), Error> {
                 seq,
                 issued_at: now,
                 expires_at: now + 3_600,
+                account: None,
             });
             (
                 Method::GET,

@@ -107,6 +107,7 @@ fn spec(seats: u32) -> PerformanceSpec {
         starts_at: time::OffsetDateTime::from_unix_timestamp(2_000_000_000).expect("time"),
         hold_seconds: 420,
         max_seats_per_hold: 4,
+        max_seats_per_account: None,
         sections: (0..sections)
             .map(|s| SectionSpec {
                 name: format!("S{s}"),
@@ -168,6 +169,7 @@ async fn app(booking: Arc<BookingStore>, sessions: u32) -> (axum::Router, Vec<St
             seq,
             issued_at: now,
             expires_at: now + 3_000,
+            account: None,
         }));
     }
     (origin::http::app(state), tokens)
@@ -235,7 +237,7 @@ async fn writer(store: Arc<BookingStore>, seats: u32, stop: Arc<AtomicBool>) -> 
         let now = now_ms();
         let want = vec![ids[k].clone(), ids[k + 1].clone()];
         let hold = store
-            .hold(ROOM, PERF, visitor, &want, now + 3_600_000, now)
+            .hold(ROOM, PERF, visitor, None, &want, now + 3_600_000, now)
             .await
             .expect("hold");
         store

@@ -619,8 +619,8 @@ impl BookingStore {
         };
         sqlx::query(
             "INSERT INTO booking_bookings (booking_id, pkey, room, performance, visitor, hold_id, \
-             seats, total, status, created_at) \
-             SELECT ?, pkey, room, ?, visitor, hold_id, seats, total, ?, ? \
+             seats, total, status, created_at, account) \
+             SELECT ?, pkey, room, ?, visitor, hold_id, seats, total, ?, ?, account \
              FROM booking_holds WHERE hold_id = ?",
         )
         .bind(booking_id)
@@ -831,7 +831,7 @@ async fn declines(conn: &mut AnyConnection, hold_id: &str) -> Result<u32, Bookin
     Ok(u32::try_from(n).unwrap_or(u32::MAX))
 }
 
-fn status_text(s: BookingStatus) -> &'static str {
+pub(crate) fn status_text(s: BookingStatus) -> &'static str {
     match s {
         BookingStatus::Confirmed => "confirmed",
         BookingStatus::Cancelled => "cancelled",

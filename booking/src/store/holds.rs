@@ -4,6 +4,7 @@
 //! overlapping claims lock in the same order; anything short of every seat
 //! rolls back. Payment and bookings live in `confirm`.
 
+use room::AccountHash;
 use sqlx::AnyConnection;
 use sqlx::AssertSqlSafe;
 
@@ -13,7 +14,7 @@ use crate::db::{marks, write_tx};
 
 use super::BookingStore;
 use crate::error::BookingError;
-use crate::model::{Hold, check_id, db_ms, is_uuid, new_id, visitor_key};
+use crate::model::{Hold, account_key, check_id, db_ms, is_uuid, new_id, visitor_key};
 
 /// A hold's row, as the writers that end it need it.
 pub(crate) struct HoldRow {
@@ -86,15 +87,31 @@ pub struct Session {
     pub ends_ms: u64,
 }
 
+/// Who a hold is for: the visitor (its id in the database's text form) and,
+/// when identified, its account's.
+#[derive(Clone, Copy)]
+struct Holder<'a> {
+    visitor: &'a str,
+    account: Option<&'a str>,
+}
+
 impl BookingStore {
     /// Holds `seats` of the performance for `visitor`, all or nothing, until
     /// `hold_seconds` from `now_ms` or `session_ends_ms`, whichever is first.
     /// A seat whose hold has ended counts as free, sweeper or not.
+    ///
+    /// `account` is the visitor's account when it is identified: the hold
+    /// (and the booking it becomes) records it, and where the performance
+    /// has a `max_seats_per_account`, a hold that would take the account
+    /// past it is `AccountLimit`, with nothing held. `None` is counted
+    /// against no limit and costs no extra query.
+    #[allow(clippy::too_many_arguments)]
     pub async fn hold(
         &self,
         room: &str,
         performance: &str,
         visitor: u128,
+        account: Option<AccountHash>,
         seats: &[String],
         session_ends_ms: u64,
         now_ms: u64,
@@ -103,26 +120,34 @@ impl BookingStore {
             seq: None,
             ends_ms: session_ends_ms,
         };
-        self.hold_in_session(room, performance, visitor, seats, session, now_ms)
+        self.hold_in_session(room, performance, visitor, account, seats, session, now_ms)
             .await
     }
 
     /// [`BookingStore::hold`], made in the queue session `session.seq`: a
     /// purchase of the hold that recovery finishes ends that session
     /// ([`BookingStore::take_booked_sessions`]), as a confirm would.
+    #[allow(clippy::too_many_arguments)]
     pub async fn hold_in_session(
         &self,
         room: &str,
         performance: &str,
         visitor: u128,
+        account: Option<AccountHash>,
         seats: &[String],
         session: Session,
         now_ms: u64,
     ) -> Result<Hold, BookingError> {
+        let visitor = visitor_key(visitor);
+        let account = account.map(account_key);
+        let holder = Holder {
+            visitor: &visitor,
+            account: account.as_deref(),
+        };
         let (mut perf, mut cached) = self.cached_performance_row(room, performance).await?;
         loop {
             let held = self
-                .hold_with(&perf, room, visitor, seats, session, now_ms)
+                .hold_with(&perf, room, holder, seats, session, now_ms)
                 .await;
             match held {
                 // A refusal that rests on the performance's settings, or a
@@ -149,7 +174,7 @@ impl BookingStore {
         &self,
         perf: &PerfRow,
         room: &str,
-        visitor: u128,
+        holder: Holder<'_>,
         seats: &[String],
         session: Session,
         now_ms: u64,
@@ -197,18 +222,18 @@ impl BookingStore {
             total,
             expires_at,
         };
-        let visitor = visitor_key(visitor);
         let lock = self.db.for_update();
         let seq = session.seq.and_then(|seq| i64::try_from(seq).ok());
-        write_tx!(self.db, |tx| claim(
-            tx.conn(),
-            perf,
-            room,
-            &visitor,
-            (&hold, seq),
-            now,
-            lock
-        ))?;
+        // The account's limit, where there is one to keep: checked first in
+        // the transaction, under the account's lock (see `account_limit`).
+        let limit = holder.account.zip(perf.spec.max_seats_per_account);
+        write_tx!(self.db, |tx| async {
+            if let Some((account, max)) = limit {
+                self.check_account_limit(tx.conn(), perf.pkey, account, hold.seats.len(), max, now)
+                    .await?;
+            }
+            claim(tx.conn(), perf, room, holder, (&hold, seq), now, lock).await
+        })?;
         Ok(hold)
     }
 
@@ -316,7 +341,8 @@ impl BookingStore {
 
 /// The claim itself: the seats, then the hold row (whose unique live key
 /// refuses a second live hold of the visitor in the room, whatever the
-/// performance), then the counter. `lock` is the locking-read suffix.
+/// performance; it records the account too), then the counter. `lock` is
+/// the locking-read suffix.
 ///
 /// `+held_until` keeps the planner on the primary key (the seats asked for);
 /// without it SQLite prefers the `(pkey, held_until)` index and scans every
@@ -325,11 +351,12 @@ async fn claim(
     conn: &mut AnyConnection,
     perf: &PerfRow,
     room: &str,
-    visitor: &str,
+    holder: Holder<'_>,
     (hold, session_seq): (&Hold, Option<i64>),
     now: i64,
     lock: &str,
 ) -> Result<(), BookingError> {
+    let visitor = holder.visitor;
     let n = hold.seats.len();
     // Each seat must still have the price the (possibly cached) performance
     // row says: the hold's total is what the confirm charges.
@@ -368,8 +395,8 @@ async fn claim(
     for first in [true, false] {
         let inserted = sqlx::query(
             "INSERT INTO booking_holds (hold_id, pkey, room, visitor, live_visitor, seats, total, \
-             state, created_at, expires_at, paying_until, session_seq) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
+             state, created_at, expires_at, paying_until, session_seq, account) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
         )
         .bind(hold.hold_id.as_str())
         .bind(perf.pkey)
@@ -382,6 +409,7 @@ async fn claim(
         .bind(now)
         .bind(db_ms(hold.expires_at))
         .bind(session_seq)
+        .bind(holder.account)
         .execute(&mut *conn)
         .await;
         match inserted {
@@ -429,7 +457,9 @@ async fn end_live_by_time(
 /// Whether a hold's refusal may come from a stale performance row.
 fn rests_on_perf(e: &BookingError) -> bool {
     match e {
-        BookingError::UnknownSeat(_) | BookingError::TooManySeats { .. } => true,
+        BookingError::UnknownSeat(_)
+        | BookingError::TooManySeats { .. }
+        | BookingError::AccountLimit { .. } => true,
         BookingError::SeatUnavailable { seats } => seats.is_empty(),
         _ => false,
     }

@@ -449,6 +449,7 @@ mod tests {
                 starts_at: time::OffsetDateTime::from_unix_timestamp(1_900_000_000).unwrap(),
                 hold_seconds: 420,
                 max_seats_per_hold: 4,
+                max_seats_per_account: None,
                 sections: vec![section("B", 2, 3, 100), section("A1", 1, 12, 2500)],
             },
             total: 18,

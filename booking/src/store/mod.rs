@@ -15,6 +15,7 @@ use crate::db::{Backend, Db};
 use crate::error::BookingError;
 use crate::payment::{Payment, SimulatedPayment};
 
+mod account_limit;
 mod confirm;
 pub(crate) mod holds;
 pub(crate) mod map_state;

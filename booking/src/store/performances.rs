@@ -52,6 +52,11 @@ pub(crate) fn validate(spec: &PerformanceSpec) -> Result<(), BookingError> {
     if !(1..=100).contains(&spec.max_seats_per_hold) {
         return bad("max_seats_per_hold: 1 to 100");
     }
+    if let Some(max) = spec.max_seats_per_account
+        && !(1..=MAX_SEATS_PER_PERFORMANCE).contains(&u64::from(max))
+    {
+        return bad("max_seats_per_account: 1 to 100000, or null for no limit");
+    }
     if spec.sections.is_empty() || spec.sections.len() > MAX_SECTIONS {
         return bad("sections: 1 to 100 sections");
     }
@@ -113,13 +118,14 @@ struct StoredPerf {
     starts_at: i64,
     hold_ms: i64,
     max_seats_per_hold: i64,
+    max_seats_per_account: Option<i64>,
     total_seats: i64,
     sections: String,
 }
 
 /// The columns of [`StoredPerf`].
 const PERF_COLUMNS: &str = "pkey, performance, title, starts_at, hold_ms, max_seats_per_hold, \
-                            total_seats, sections";
+                            max_seats_per_account, total_seats, sections";
 
 fn perf_from(row: StoredPerf) -> Result<PerfRow, BookingError> {
     let StoredPerf {
@@ -129,6 +135,7 @@ fn perf_from(row: StoredPerf) -> Result<PerfRow, BookingError> {
         starts_at,
         hold_ms,
         max_seats_per_hold: max,
+        max_seats_per_account: per_account,
         total_seats: total,
         sections,
     } = row;
@@ -146,6 +153,7 @@ fn perf_from(row: StoredPerf) -> Result<PerfRow, BookingError> {
             starts_at,
             hold_seconds: u32::try_from(hold_ms / 1000).unwrap_or(u32::MAX),
             max_seats_per_hold: u32::try_from(max).unwrap_or(0),
+            max_seats_per_account: per_account.map(|m| u32::try_from(m).unwrap_or(0)),
             sections,
         },
         total: u64::try_from(total).unwrap_or(0),
@@ -236,12 +244,14 @@ impl BookingStore {
                 self.replace_seats(conn, pkey, spec, now).await?;
                 sqlx::query(
                     "UPDATE booking_performances SET title = ?, starts_at = ?, hold_ms = ?, \
-                     max_seats_per_hold = ?, total_seats = ?, sections = ? WHERE pkey = ?",
+                     max_seats_per_hold = ?, max_seats_per_account = ?, total_seats = ?, \
+                     sections = ? WHERE pkey = ?",
                 )
                 .bind(spec.title.as_str())
                 .bind(starts_at)
                 .bind(i64::from(spec.hold_seconds) * 1000)
                 .bind(i64::from(spec.max_seats_per_hold))
+                .bind(spec.max_seats_per_account.map(i64::from))
                 .bind(total)
                 .bind(sections)
                 .bind(pkey)
@@ -252,8 +262,8 @@ impl BookingStore {
             None => {
                 sqlx::query(
                     "INSERT INTO booking_performances (room, performance, title, starts_at, \
-                     hold_ms, max_seats_per_hold, total_seats, sections) \
-                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                     hold_ms, max_seats_per_hold, max_seats_per_account, total_seats, sections) \
+                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 )
                 .bind(room)
                 .bind(performance)
@@ -261,6 +271,7 @@ impl BookingStore {
                 .bind(starts_at)
                 .bind(i64::from(spec.hold_seconds) * 1000)
                 .bind(i64::from(spec.max_seats_per_hold))
+                .bind(spec.max_seats_per_account.map(i64::from))
                 .bind(total)
                 .bind(sections)
                 .execute(&mut *conn)
@@ -647,6 +658,7 @@ mod tests {
             starts_at: OffsetDateTime::from_unix_timestamp(1_900_000_000).unwrap(),
             hold_seconds: 420,
             max_seats_per_hold: 4,
+            max_seats_per_account: None,
             sections,
         }
     }
@@ -674,6 +686,15 @@ mod tests {
         assert!(validate(&s).is_err());
         s.sections[0].price = 0;
         assert!(validate(&s).is_ok());
+        for (max, ok) in [(None, true), (Some(1), true), (Some(100_000), true)] {
+            s.max_seats_per_account = max;
+            assert_eq!(validate(&s).is_ok(), ok, "{max:?}");
+        }
+        for max in [Some(0), Some(100_001), Some(u32::MAX)] {
+            s.max_seats_per_account = max;
+            assert!(validate(&s).is_err(), "{max:?}");
+        }
+        s.max_seats_per_account = None;
         s.title = String::new();
         assert!(validate(&s).is_err());
     }

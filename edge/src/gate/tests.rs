@@ -42,6 +42,7 @@ fn sign_with(keys: &str, kind: Kind, room: &str, expires_at: u64) -> String {
         seq: 3,
         issued_at: NOW - 10,
         expires_at,
+        account: None,
     })
 }
 

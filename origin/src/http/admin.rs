@@ -175,9 +175,18 @@ fn invalid(e: impl std::fmt::Display) -> ApiError {
     ApiError::InvalidBody(e.to_string())
 }
 
-/// The room's own rules (which include what the stores can represent).
-fn validate(settings: &RoomSettings) -> Result<(), ApiError> {
-    settings.validate().map_err(invalid)
+/// The room's own rules (which include what the stores can represent),
+/// and what this origin can do: identity needs a key to check tokens with.
+fn validate(state: &AppState, settings: &RoomSettings) -> Result<(), ApiError> {
+    settings.validate().map_err(invalid)?;
+    if settings.identity.is_on() && !state.identities.has_keys() {
+        return Err(invalid(format!(
+            "identity: \"{}\" needs identity keys, and this origin was started without \
+             --identity-keys or --identity-public-keys",
+            settings.identity.as_str()
+        )));
+    }
+    Ok(())
 }
 
 /// Every room with its settings and live figures.
@@ -251,7 +260,7 @@ async fn put_room(
 ) -> Result<Json<AdminRoom>, ApiError> {
     let fields: Map<String, Value> = optional_json(body)?;
     let settings = merge(&RoomSettings::default(), fields)?;
-    validate(&settings)?;
+    validate(&state, &settings)?;
     state.queue.put_room(&room, &settings).await?;
     state.snapshots.settings_written(&room);
     tracing::info!(?settings, "room put");
@@ -285,7 +294,7 @@ async fn patch_room(
     let changes: Map<String, Value> = optional_json(body)?;
     let current = state.queue.figures(&room).await?.settings;
     let settings = merge(&current, changes)?;
-    validate(&settings)?;
+    validate(&state, &settings)?;
     if settings != current {
         state.queue.put_room(&room, &settings).await?;
         state.snapshots.settings_written(&room);

@@ -194,7 +194,9 @@ async fn performances(
 /// session ends, whichever is first; its seats are then available again
 /// without anyone acting. One live hold per visitor and room, whatever the
 /// performance: another is 409 `hold_exists` until the first is released
-/// or has ended.
+/// or has ended. Where the performance has a `max_seats_per_account`, the
+/// seats one account holds and has booked there, over all its sessions,
+/// stay within it: a hold past it is 409 `account_limit`.
 #[utoipa::path(
     post,
     path = "/api/{room}/performances/{performance}/holds",
@@ -220,11 +222,15 @@ async fn hold(
     booking_write(&state, room, claims.seq)?;
     // The session's end, not the short-lived token's: a hold ends with the session.
     let session_ends_ms = entry.1;
+    // The visitor's account (identified rooms: its entry token carries the
+    // hash): the hold records it and counts it against `max_seats_per_account`.
+    let account = claims.account.map(booking::AccountHash);
     let hold = store(&state)?
         .hold_in_session(
             room.as_str(),
             &path.performance,
             claims.visitor,
+            account,
             &seats,
             Session {
                 seq: Some(claims.seq),

@@ -20,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use token::{Claims, Kind};
 
 use super::extract::{Room, presented_entry, verify};
-use super::issue::issue;
+use super::issue::{Holder, issue};
 use crate::error::ApiError;
 use crate::sessions::{Watch, entry_expiry};
 use crate::state::AppState;
@@ -198,7 +198,7 @@ pub async fn renew(State(state): State<AppState>, mut request: Request, next: Ne
             Kind::Entry,
             &room,
             claims.seq,
-            claims.visitor,
+            Holder::of(&claims),
             now,
             expires_at,
         );

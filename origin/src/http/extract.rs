@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use token::{ENTRY_TOKEN_HEADER, Kind, TokenError, entry_cookie, ticket_cookie};
 
 use crate::error::ApiError;
+use crate::identity::{IDENTITY_COOKIE, IDENTITY_HEADER};
 use room::RoomId;
 
 /// The room named in the path's `{room}` segment (other segments may
@@ -87,6 +88,32 @@ async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
         Err(e) => Err(ApiError::MalformedBody(format!(
             "Failed to buffer the request body: {e}"
         ))),
+    }
+}
+
+/// The identity token a join carries: the `Waiting-Room-Identity` header
+/// (apps) first, else the `wr_identity` cookie the operator's site set
+/// (browsers). Not checked here: only a room that reads identities does.
+pub struct IdentityToken(pub Option<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for IdentityToken {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let headers = &parts.headers;
+        if let Some(value) = headers.get(IDENTITY_HEADER) {
+            // Bytes no JWT holds fail the check, and only where it is made.
+            let value = String::from_utf8_lossy(value.as_bytes());
+            return Ok(IdentityToken(Some(value.trim().to_owned())));
+        }
+        if !headers.contains_key(header::COOKIE) {
+            return Ok(IdentityToken(None));
+        }
+        Ok(IdentityToken(
+            CookieJar::from_headers(headers)
+                .get(IDENTITY_COOKIE)
+                .map(|c| c.value().to_owned()),
+        ))
     }
 }
 

@@ -16,17 +16,37 @@ pub(crate) struct Issued {
     pub(crate) cookie: HeaderValue,
 }
 
+/// Whom a token names: the visitor, and in a room keyed by accounts the
+/// account's hash, which rides from the ticket to the entry token and on to
+/// booking.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Holder {
+    /// The visitor id (random, chosen by the origin for each new place).
+    pub(crate) visitor: u128,
+    /// The account's keyed hash, when the join named one.
+    pub(crate) account: Option<[u8; 8]>,
+}
+
+impl Holder {
+    /// Whom a verified token names.
+    pub(crate) fn of(claims: &Claims) -> Holder {
+        Holder {
+            visitor: claims.visitor,
+            account: claims.account,
+        }
+    }
+}
+
 /// Signs a token of `kind` (a ticket, or an entry token: short-lived,
 /// renewed while the session runs) for the place `seq`, issued `now` and
 /// valid until `expires_at` (unix seconds), with the cookie that carries
 /// it. `now` is the caller's: a request reads the clock once.
-#[allow(clippy::too_many_arguments)] // each is one claim of the token
 pub(crate) fn issue(
     state: &AppState,
     kind: Kind,
     room: &RoomId,
     seq: u64,
-    visitor: u128,
+    holder: Holder,
     now: u64,
     expires_at: u64,
 ) -> Issued {
@@ -34,10 +54,11 @@ pub(crate) fn issue(
     let token = state.keys.sign(&Claims {
         kind,
         room: room.as_str().to_owned(), // not Display's formatter
-        visitor,
+        visitor: holder.visitor,
         seq,
         issued_at: now,
         expires_at,
+        account: holder.account,
     });
     let name = match kind {
         Kind::Ticket => ticket_cookie(room.as_str()),

@@ -56,6 +56,10 @@ struct PerformanceBody {
     hold_seconds: u32,
     /// Most seats in one hold.
     max_seats_per_hold: u32,
+    /// Most seats one account holds and has booked in the performance,
+    /// over all its sessions; null: no limit.
+    #[schema(minimum = 1, maximum = 100_000)]
+    max_seats_per_account: Option<u32>,
     /// The seat map.
     sections: Vec<SectionSpec>,
     /// Seats neither held nor booked.
@@ -74,6 +78,7 @@ impl From<Performance> for PerformanceBody {
             starts_at: p.spec.starts_at,
             hold_seconds: p.spec.hold_seconds,
             max_seats_per_hold: p.spec.max_seats_per_hold,
+            max_seats_per_account: p.spec.max_seats_per_account,
             sections: p.spec.sections,
             available: p.counts.available,
             held: p.counts.held,

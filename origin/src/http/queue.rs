@@ -19,8 +19,8 @@ use utoipa_axum::routes;
 
 use super::api_doc::{PreferWait, RoomPath};
 use super::client::Client;
-use super::extract::{Presented, RoomTicket, SmallBody, optional_object, verify};
-use super::issue::{Issued, issue};
+use super::extract::{IdentityToken, Presented, RoomTicket, SmallBody, optional_object, verify};
+use super::issue::{Holder, Issued, issue};
 use super::responses::{BadBody, BadTicket, CrossSite, JoinLimits, NoRoom, StoreDown, TicketAuth};
 use super::session_end::{end_session, end_shared};
 use super::site::SameSite;
@@ -31,8 +31,10 @@ use crate::limits::clients::ClientKey;
 use crate::sessions::{SessionRules, Watch, entry_expiry};
 use crate::state::AppState;
 use queue::snapshot::RoomWatch;
-use queue::{Joined, PREQUEUE_SPAN, SeatsLeft, Snapshot, Standing, StoreError, pacing};
-use room::{RoomId, RoomState};
+use queue::{
+    JoinRequest, Joined, PREQUEUE_SPAN, SeatsLeft, Snapshot, Standing, StoreError, pacing,
+};
+use room::{AccountHash, IdentityMode, RoomId, RoomState};
 
 /// Largest body a queue route accepts (they take none, or `{}`).
 const MAX_BODY: usize = 1024;
@@ -335,7 +337,7 @@ fn respond(
     state: &AppState,
     room: &RoomId,
     snap: &Snapshot,
-    visitor: u128,
+    holder: Holder,
     ticket: Option<Issued>,
     rules: Option<SessionRules>,
 ) -> Response {
@@ -355,7 +357,7 @@ fn respond(
     if let (Standing::Admitted { until_ms }, Some(seq)) = (snap.standing, snap.seq) {
         let now = state.clock.now_secs();
         let expires_at = entry_expiry(now, until_ms, rules.unwrap_or_default());
-        let entry = issue(state, Kind::Entry, room, seq, visitor, now, expires_at);
+        let entry = issue(state, Kind::Entry, room, seq, holder, now, expires_at);
         cookies.push(entry.cookie);
         body.entry_token = Some(entry.token);
         body.entry_expires_at = rfc3339_ms(expires_at * 1000);
@@ -437,6 +439,7 @@ async fn join(
     State(state): State<AppState>,
     _: SameSite,
     RoomTicket { room, presented }: RoomTicket,
+    IdentityToken(identity): IdentityToken,
     Client(client): Client,
     SmallBody(body): SmallBody<MAX_BODY>,
 ) -> Result<Response, ApiError> {
@@ -450,26 +453,47 @@ async fn join(
         Ok(claims) => claims,
         Err(e) => return Err(Box::pin(unknown_room_first(&state, &room, e)).await),
     };
+    let account = match state.sessions.known_identity(&room) {
+        Some(mode) => join_account(&state, &room, mode, identity, claims.as_ref(), now)?,
+        None => {
+            Box::pin(first_join_account(
+                &state,
+                &room,
+                identity,
+                claims.as_ref(),
+                now,
+            ))
+            .await?
+        }
+    };
     let draw = rand::random::<u64>() % PREQUEUE_SPAN;
     let limit = state.clients.place_limit(&client);
-    let joined = state
-        .joins
-        .join(&room, claims.as_ref().map(|c| c.seq), draw, limit.as_ref())
-        .await?;
+    let request = JoinRequest {
+        existing: claims.as_ref().map(|c| c.seq),
+        draw,
+        limit,
+        account,
+    };
+    let joined = state.joins.join(&room, request).await?;
     let Joined::Answer(mut snap) = joined else {
         return Err(ApiError::TooManyPlaces);
     };
-    // The same place keeps the same visitor; a new place gets a new visitor id.
-    let visitor = match &claims {
-        Some(c) if Some(c.seq) == snap.seq => c.visitor,
+    // The same place keeps the same visitor; a new place gets a new visitor
+    // id. Every browser of an account on its one place is one visitor (its
+    // hold is theirs), named by the account and the place.
+    let visitor = match (&claims, account, snap.seq) {
+        (Some(c), _, Some(seq)) if c.seq == seq => c.visitor,
+        (_, Some(account), Some(seq)) => account_visitor(account, seq),
         _ => rand::random(),
     };
-    // An admission shown again (its ticket) from one more address counts as
-    // a status does (a ticket posted for a crowd would otherwise mint entry
-    // tokens here); ended, it reads as a gone place and gets no ticket. One
-    // let in at once is counted by its first status, not here: every join
-    // of a passthrough room would otherwise fill the sessions' map.
-    let shown_again = claims.as_ref().is_some_and(|c| Some(c.seq) == snap.seq);
+    // An admission shown again (its ticket, or its account from another
+    // browser) from one more address counts as a status does (a ticket or
+    // an identity posted for a crowd would otherwise mint entry tokens
+    // here); ended, it reads as a gone place and gets no ticket. One let in
+    // at once without an account is counted by its first status, not here:
+    // every join of a passthrough room would otherwise fill the sessions'
+    // map.
+    let shown_again = account.is_some() || claims.as_ref().is_some_and(|c| Some(c.seq) == snap.seq);
     if let (true, Standing::Admitted { until_ms }, Some(seq)) =
         (shown_again, snap.standing, snap.seq)
         && Box::pin(used_from(&state, &room, seq, visitor, until_ms, client)).await?
@@ -481,11 +505,60 @@ async fn join(
         Standing::Admitted { .. } => Box::pin(admitted_rules(&state, &room, &snap)).await,
         _ => None,
     };
+    let holder = Holder {
+        visitor,
+        account: account.map(|a| a.0),
+    };
     let ticket = snap.seq.map(|seq| {
         let expires_at = ticket_expiry(now, snap.line.opens_at_ms);
-        issue(&state, Kind::Ticket, &room, seq, visitor, now, expires_at)
+        issue(&state, Kind::Ticket, &room, seq, holder, now, expires_at)
     });
-    Ok(respond(&state, &room, &snap, visitor, ticket, rules))
+    Ok(respond(&state, &room, &snap, holder, ticket, rules))
+}
+
+/// The account a join names, as the room's `identity` setting (`mode`)
+/// asks: its identity token's when it sends one (checked even where
+/// optional), else the one its valid ticket carries (a rejoin needs no new
+/// token), else none, or 401 where one is required.
+fn join_account(
+    state: &AppState,
+    room: &RoomId,
+    mode: IdentityMode,
+    identity: Option<String>,
+    claims: Option<&Claims>,
+    now: u64,
+) -> Result<Option<AccountHash>, ApiError> {
+    if identity.is_none()
+        && mode.is_on()
+        && let Some(account) = claims.and_then(|c| c.account)
+    {
+        return Ok(Some(AccountHash(account)));
+    }
+    state
+        .identities
+        .account(mode, identity.as_deref(), room, now)
+}
+
+/// [`join_account`] for a room this instance has not yet seen the settings
+/// of: they are read from the store first (an unknown room is 404).
+async fn first_join_account(
+    state: &AppState,
+    room: &RoomId,
+    identity: Option<String>,
+    claims: Option<&Claims>,
+    now: u64,
+) -> Result<Option<AccountHash>, ApiError> {
+    let mode = state
+        .sessions
+        .identity_for(room, state.queue.as_ref())
+        .await?;
+    join_account(state, room, mode, identity, claims, now)
+}
+
+/// The visitor id of an account's place: the same for every browser of the
+/// account on that place, so they share its one hold.
+fn account_visitor(account: AccountHash, seq: u64) -> u128 {
+    (u128::from(u64::from_be_bytes(account.0)) << 64) | u128::from(seq)
 }
 
 /// Where the ticket's holder stands.
@@ -632,7 +705,7 @@ fn settle(
     if let Standing::Admitted { .. } = snap.standing {
         return Err(Box::new(Later::Admitted { claims, snap }));
     }
-    Ok(respond(state, room, &snap, claims.visitor, None, None))
+    Ok(respond(state, room, &snap, Holder::of(&claims), None, None))
 }
 
 impl Later {
@@ -661,7 +734,14 @@ impl Later {
             } => held(state, room, claims, client, watch, snap, secs).await,
             Later::Admitted { claims, snap } => {
                 let rules = admitted_rules(&state, &room, &snap).await;
-                Ok(respond(&state, &room, &snap, claims.visitor, None, rules))
+                Ok(respond(
+                    &state,
+                    &room,
+                    &snap,
+                    Holder::of(&claims),
+                    None,
+                    rules,
+                ))
             }
         }
     }
@@ -718,7 +798,7 @@ async fn held(
         applied = Some(secs);
     }
     let rules = admitted_rules(&state, &room, &snap).await;
-    let mut response = respond(&state, &room, &snap, claims.visitor, None, rules);
+    let mut response = respond(&state, &room, &snap, Holder::of(&claims), None, rules);
     if let Some(Ok(value)) = applied.map(|secs| HeaderValue::try_from(format!("wait={secs}"))) {
         response
             .headers_mut()

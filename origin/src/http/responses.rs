@@ -154,9 +154,10 @@ error_set!(
 error_set!(
     /// What a hold can be refused with, besides the body's shape.
     SeatRefusal {
-        "409" => "`seat_unavailable` (the taken seats listed in `seats`; nothing held) or \
+        "409" => "`seat_unavailable` (the taken seats listed in `seats`; nothing held), \
             `hold_exists` (one live hold per visitor and room, whatever the performance: release it \
-            to hold elsewhere)", [];
+            to hold elsewhere) or `account_limit` (the visitor's account would hold and have \
+            booked more than the performance's `max_seats_per_account`; nothing held)", [];
         "422" => "`unknown_seat`, `too_many_seats`, `no_seats` or `invalid`", [];
     }
 );

@@ -34,6 +34,7 @@ both!(
     a_hold_paying_when_its_visitor_leaves_ends_if_the_payment_fails,
     the_seat_map_is_sent_as_it_stands,
     one_session_cannot_leave_row_after_row,
+    max_seats_per_account_is_a_performance_setting,
 );
 
 /// A payment whose latency the test sets while it runs.
@@ -271,6 +272,7 @@ async fn leaving_ends_the_holds_and_a_repeated_leave_asks_nothing(db: &TestDb) {
             room.as_str(),
             "night",
             visitor,
+            None,
             &["A-1-3".to_owned()],
             now_ms + 600_000,
             now_ms,
@@ -397,6 +399,7 @@ async fn one_admission_holds_once_and_buys_once(db: &TestDb) {
             other.as_str(),
             "matinee",
             visitor,
+            None,
             &["A-1-3".to_owned()],
             now + 600_000,
             now,
@@ -713,6 +716,7 @@ async fn refusals_change_nothing(db: &TestDb) {
         seq: 1,
         issued_at: unix_now() - 100,
         expires_at: unix_now() - 1,
+        account: None,
     });
     let perf = format!("/api/{room}/performances");
     let holds = format!("/api/{room}/performances/night/holds");
@@ -1180,4 +1184,57 @@ fn async_stream_of(
             }
         }
     })
+}
+
+/// `max_seats_per_account`: null by default, kept and echoed by PUT and
+/// GET; 0, negative, fractional, too large or not a number is 422 and
+/// changes nothing.
+async fn max_seats_per_account_is_a_performance_setting(db: &TestDb) {
+    let s = sale(db).await;
+    let room = s.room("per-account", settings(10), (2, 5)).await;
+    let uri = format!("/admin/rooms/{room}/performances/night");
+    let r = s.api.admin("GET", &uri, "").await;
+    assert_eq!(r.status, 200, "{}", r.json);
+    assert!(r.json["max_seats_per_account"].is_null(), "{}", r.json);
+
+    let body = |max: serde_json::Value| {
+        json!({
+            "title": "night", "starts_at": "2030-05-01T19:00:00Z",
+            "max_seats_per_account": max,
+            "sections": [{"name": "A", "rows": 2, "seats_per_row": 5, "price": 5000}]
+        })
+        .to_string()
+    };
+    let r = s.api.admin("PUT", &uri, body(json!(2))).await;
+    assert_eq!(r.status, 200, "{}", r.json);
+    assert_eq!(r.json["max_seats_per_account"], 2);
+    let r = s.api.admin("GET", &uri, "").await;
+    assert_eq!(r.json["max_seats_per_account"], 2);
+
+    for bad in [
+        json!(0),
+        json!(-1),
+        json!(-5),
+        json!(1.5),
+        json!(100_001),
+        json!(4_294_967_296_u64),
+        json!("2"),
+        json!(true),
+    ] {
+        let r = s.api.admin("PUT", &uri, body(bad.clone())).await;
+        assert_eq!(r.status, 422, "{bad}: {}", r.json);
+        assert_eq!(r.json["error"]["code"], "invalid_body", "{bad}");
+        let r = s.api.admin("GET", &uri, "").await;
+        assert_eq!(r.json["max_seats_per_account"], 2, "{bad} changed nothing");
+    }
+
+    // `3.0` is 3, as for every whole number; null lifts the limit.
+    let r = s.api.admin("PUT", &uri, body(json!(3.0))).await;
+    assert_eq!(r.status, 200, "{}", r.json);
+    assert_eq!(r.json["max_seats_per_account"], 3);
+    let r = s.api.admin("PUT", &uri, body(json!(null))).await;
+    assert_eq!(r.status, 200, "{}", r.json);
+    assert!(r.json["max_seats_per_account"].is_null());
+    let r = s.api.admin("GET", &uri, "").await;
+    assert!(r.json["max_seats_per_account"].is_null());
 }

@@ -45,7 +45,15 @@ async fn same_key_twenty_times(db: &TestDb) {
         .await
         .unwrap();
     let hold = store
-        .hold(room, "p", 9, &seats(&["A-1-1", "A-1-2"]), T0 + HOUR, T0)
+        .hold(
+            room,
+            "p",
+            9,
+            None,
+            &seats(&["A-1-1", "A-1-2"]),
+            T0 + HOUR,
+            T0,
+        )
         .await
         .unwrap();
     let mut tasks = Vec::new();
@@ -92,7 +100,7 @@ async fn same_key_twenty_times(db: &TestDb) {
         Err(BookingError::IdempotencyKeyReused)
     );
     let other = store
-        .hold(room, "p", 9, &seats(&["A-1-5"]), T0 + HOUR, T0 + 9000)
+        .hold(room, "p", 9, None, &seats(&["A-1-5"]), T0 + HOUR, T0 + 9000)
         .await
         .unwrap();
     assert_eq!(
@@ -157,7 +165,15 @@ async fn same_key_twenty_times(db: &TestDb) {
         .await
         .unwrap();
     let h = store
-        .hold(room, "p", 10, &seats(&["A-1-1"]), T0 + HOUR, T0 + 9000)
+        .hold(
+            room,
+            "p",
+            10,
+            None,
+            &seats(&["A-1-1"]),
+            T0 + HOUR,
+            T0 + 9000,
+        )
         .await
         .unwrap();
     let b = store
@@ -184,7 +200,7 @@ async fn decline_is_remembered_and_the_hold_stays(db: &TestDb) {
     assert_eq!(map.seats[0].state, SeatState::Held, "the hold stays");
     assert_eq!(
         store
-            .hold(room, "p", 2, &seats(&["A-1-1"]), T0 + HOUR, T0 + 10)
+            .hold(room, "p", 2, None, &seats(&["A-1-1"]), T0 + HOUR, T0 + 10)
             .await
             .unwrap_err(),
         BookingError::SeatUnavailable {
@@ -207,7 +223,7 @@ async fn confirm_rules(db: &TestDb) {
     s.hold_seconds = 60;
     store.put_performance(room, "p", &s, T0).await.unwrap();
     let hold = store
-        .hold(room, "p", 1, &seats(&["A-1-1"]), T0 + HOUR, T0)
+        .hold(room, "p", 1, None, &seats(&["A-1-1"]), T0 + HOUR, T0)
         .await
         .unwrap();
 
@@ -292,7 +308,7 @@ async fn confirm_rules(db: &TestDb) {
 
     // An ended hold: 409, remembered, nothing charged.
     let late = store
-        .hold(room, "p", 3, &seats(&["A-1-2"]), T0 + HOUR, T0)
+        .hold(room, "p", 3, None, &seats(&["A-1-2"]), T0 + HOUR, T0)
         .await
         .unwrap();
     for _ in 0..2 {
@@ -304,7 +320,7 @@ async fn confirm_rules(db: &TestDb) {
         );
     }
     let released = store
-        .hold(room, "p", 4, &seats(&["A-1-3"]), T0 + HOUR, T0)
+        .hold(room, "p", 4, None, &seats(&["A-1-3"]), T0 + HOUR, T0)
         .await
         .unwrap();
     store
@@ -337,7 +353,7 @@ async fn confirm_races_hold_end(db: &TestDb) {
         let seat = format!("A-1-{}", v + 1);
         holds.push(
             store
-                .hold(room, "p", v, &[seat], T0 + HOUR, T0)
+                .hold(room, "p", v, None, &[seat], T0 + HOUR, T0)
                 .await
                 .unwrap(),
         );
@@ -364,7 +380,8 @@ async fn confirm_races_hold_end(db: &TestDb) {
             let rival = async {
                 // The scenario: the race's head start.
                 tokio::time::sleep(dr).await;
-                s2.hold(room, "p", 1000 + v, &seat, T0 + HOUR, end).await
+                s2.hold(room, "p", 1000 + v, None, &seat, T0 + HOUR, end)
+                    .await
             };
             let sweep = s3.sweep(end);
             let (c, r, _) = tokio::join!(confirm, rival, sweep);
@@ -416,7 +433,7 @@ async fn sweeper_races_paying_hold(db: &TestDb) {
     store.put_performance(room, "p", &s, T0).await.unwrap();
 
     let hold = store
-        .hold(room, "p", 1, &seats(&["A-1-1"]), T0 + HOUR, T0)
+        .hold(room, "p", 1, None, &seats(&["A-1-1"]), T0 + HOUR, T0)
         .await
         .unwrap();
     let charged = pay.charges();
@@ -433,7 +450,7 @@ async fn sweeper_races_paying_hold(db: &TestDb) {
     assert_eq!(swept.expired, 0, "a paying hold is not swept");
     assert_eq!(
         store
-            .hold(room, "p", 2, &seats(&["A-1-1"]), T0 + HOUR, after_end)
+            .hold(room, "p", 2, None, &seats(&["A-1-1"]), T0 + HOUR, after_end)
             .await
             .unwrap_err(),
         BookingError::SeatUnavailable {
@@ -456,7 +473,7 @@ async fn sweeper_races_paying_hold(db: &TestDb) {
     // settles the attempt while the charge is still running: the charge is
     // refunded and the confirm answers payment_failed.
     let hold = store
-        .hold(room, "p", 3, &seats(&["A-1-2"]), T0 + HOUR, T0)
+        .hold(room, "p", 3, None, &seats(&["A-1-2"]), T0 + HOUR, T0)
         .await
         .unwrap();
     let charged = pay.charges();
@@ -549,7 +566,15 @@ async fn crash_child_run(db: &TestDb, mode: &str) -> String {
         ends_ms: T0 + HOUR,
     };
     let hold = store
-        .hold_in_session("crash", "p", 5, &seats(&["A-1-1", "A-1-2"]), session, T0)
+        .hold_in_session(
+            "crash",
+            "p",
+            5,
+            None,
+            &seats(&["A-1-1", "A-1-2"]),
+            session,
+            T0,
+        )
         .await
         .unwrap();
     store.close().await;
@@ -617,7 +642,7 @@ async fn crash_during_payment(db: &TestDb) {
     let soon = T0 + 1000;
     assert_eq!(
         store
-            .hold("crash", "p", 6, &seats(&["A-1-1"]), T0 + HOUR, soon)
+            .hold("crash", "p", 6, None, &seats(&["A-1-1"]), T0 + HOUR, soon)
             .await
             .unwrap_err(),
         BookingError::SeatUnavailable {
@@ -657,7 +682,7 @@ async fn one_seat_held(store: &BookingStore, room: &str) -> Hold {
         .await
         .unwrap();
     store
-        .hold(room, "p", 1, &seats(&["A-1-1"]), T0 + HOUR, T0)
+        .hold(room, "p", 1, None, &seats(&["A-1-1"]), T0 + HOUR, T0)
         .await
         .unwrap()
 }
@@ -811,7 +836,7 @@ async fn recovery_beside_decline_then_good_card(db: &TestDb) {
             let seat = format!("A-{}-{}", v / 10 + 1, v % 10 + 1);
             let visitor = u128::from(v) + 1;
             let hold = store
-                .hold(room, "p", visitor, &[seat], T0 + HOUR, T0)
+                .hold(room, "p", visitor, None, &[seat], T0 + HOUR, T0)
                 .await
                 .unwrap();
             let rounds = u64::from(MAX_DECLINES_PER_HOLD) - 1;
@@ -929,7 +954,7 @@ async fn a_hold_takes_five_declines(db: &TestDb) {
     assert_eq!(pay.charges(), 5, "nothing charged after the hold ended");
     // The visitor's live slot is free: it may hold again.
     store
-        .hold(room, "p", 1, &seats(&["A-1-1"]), T0 + HOUR, T0 + 100)
+        .hold(room, "p", 1, None, &seats(&["A-1-1"]), T0 + HOUR, T0 + 100)
         .await
         .unwrap();
 }
@@ -964,7 +989,7 @@ async fn rows_past_their_time_go(db: &TestDb) {
     // A released hold (visitor 2) at T0, and one (visitor 3) that ends by
     // time an hour on and is swept then.
     let released = store
-        .hold(room, "p", 2, &seats(&["A-1-2"]), T0 + HOUR / 2, T0)
+        .hold(room, "p", 2, None, &seats(&["A-1-2"]), T0 + HOUR / 2, T0)
         .await
         .unwrap();
     store
@@ -972,7 +997,7 @@ async fn rows_past_their_time_go(db: &TestDb) {
         .await
         .unwrap();
     store
-        .hold(room, "p", 3, &seats(&["A-1-3"]), T0 + 60_000, T0)
+        .hold(room, "p", 3, None, &seats(&["A-1-3"]), T0 + 60_000, T0)
         .await
         .unwrap();
     assert_eq!(store.sweep(T0 + HOUR).await.unwrap().expired, 1);
@@ -985,7 +1010,7 @@ async fn rows_past_their_time_go(db: &TestDb) {
         Err(BookingError::NotFound)
     );
     let young = store
-        .hold(room, "p", 4, &seats(&["A-1-4"]), half + HOUR, half)
+        .hold(room, "p", 4, None, &seats(&["A-1-4"]), half + HOUR, half)
         .await
         .unwrap();
     assert_eq!(

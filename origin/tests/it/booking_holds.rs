@@ -73,6 +73,7 @@ async fn performances_and_listing(db: &TestDb) {
             "concert",
             "night-1",
             1,
+            None,
             &seats(&["A-1-2"]),
             T0 + 3_600_000,
             T0,
@@ -155,7 +156,7 @@ async fn replace_refuses_seats_in_use(db: &TestDb) {
         .await
         .unwrap();
     store
-        .hold(room, "p", 7, &seats(&["A-2-2"]), T0 + 3_600_000, T0)
+        .hold(room, "p", 7, None, &seats(&["A-2-2"]), T0 + 3_600_000, T0)
         .await
         .unwrap();
     let before = store.seats(room, "p", T0).await.unwrap();
@@ -220,7 +221,7 @@ async fn hold_rules(db: &TestDb) {
     let end = T0 + 3_600_000;
 
     let h = store
-        .hold(room, "p", 1, &seats(&["A-1-2", "A-1-1"]), end, T0)
+        .hold(room, "p", 1, None, &seats(&["A-1-2", "A-1-1"]), end, T0)
         .await
         .unwrap();
     assert_eq!(h.seats, seats(&["A-1-1", "A-1-2"]));
@@ -235,7 +236,7 @@ async fn hold_rules(db: &TestDb) {
     // One live hold per visitor and room.
     assert_eq!(
         store
-            .hold(room, "p", 1, &seats(&["A-3-1"]), end, T0)
+            .hold(room, "p", 1, None, &seats(&["A-3-1"]), end, T0)
             .await
             .unwrap_err(),
         BookingError::HoldExists
@@ -243,7 +244,15 @@ async fn hold_rules(db: &TestDb) {
     // Taken seats are listed; nothing is held.
     assert_eq!(
         store
-            .hold(room, "p", 2, &seats(&["A-1-2", "A-2-1", "A-1-1"]), end, T0)
+            .hold(
+                room,
+                "p",
+                2,
+                None,
+                &seats(&["A-1-2", "A-2-1", "A-1-1"]),
+                end,
+                T0
+            )
             .await
             .unwrap_err(),
         BookingError::SeatUnavailable {
@@ -255,7 +264,10 @@ async fn hold_rules(db: &TestDb) {
         SeatState::Available
     );
     assert_eq!(
-        store.hold(room, "p", 2, &[], end, T0).await.unwrap_err(),
+        store
+            .hold(room, "p", 2, None, &[], end, T0)
+            .await
+            .unwrap_err(),
         BookingError::NoSeats
     );
     assert_eq!(
@@ -264,6 +276,7 @@ async fn hold_rules(db: &TestDb) {
                 room,
                 "p",
                 2,
+                None,
                 &seats(&["A-2-1", "A-2-2", "A-2-3", "A-2-4", "A-2-5"]),
                 end,
                 T0
@@ -278,6 +291,7 @@ async fn hold_rules(db: &TestDb) {
                 room,
                 "p",
                 2,
+                None,
                 &seats(&["A-2-1", "A-9-1", "Z-1-1", "A-02-1"]),
                 end,
                 T0
@@ -288,26 +302,26 @@ async fn hold_rules(db: &TestDb) {
     );
     assert!(matches!(
         store
-            .hold(room, "p", 2, &seats(&["A-2-1", "A-2-1"]), end, T0)
+            .hold(room, "p", 2, None, &seats(&["A-2-1", "A-2-1"]), end, T0)
             .await,
         Err(BookingError::Invalid(_))
     ));
     assert_eq!(
         store
-            .hold(room, "nope", 2, &seats(&["A-2-1"]), end, T0)
+            .hold(room, "nope", 2, None, &seats(&["A-2-1"]), end, T0)
             .await
             .unwrap_err(),
         BookingError::UnknownPerformance
     );
     // The session's end caps the hold; an ended session holds nothing.
     let short = store
-        .hold(room, "p", 3, &seats(&["A-3-3"]), T0 + 5_000, T0)
+        .hold(room, "p", 3, None, &seats(&["A-3-3"]), T0 + 5_000, T0)
         .await
         .unwrap();
     assert_eq!(short.expires_at, T0 + 5_000);
     assert_eq!(
         store
-            .hold(room, "p", 4, &seats(&["A-3-4"]), T0, T0)
+            .hold(room, "p", 4, None, &seats(&["A-3-4"]), T0, T0)
             .await
             .unwrap_err(),
         BookingError::SessionEnded
@@ -317,11 +331,11 @@ async fn hold_rules(db: &TestDb) {
     // again, without any sweep.
     let later = T0 + 60_000;
     let again = store
-        .hold(room, "p", 2, &seats(&["A-1-1"]), end, later)
+        .hold(room, "p", 2, None, &seats(&["A-1-1"]), end, later)
         .await
         .unwrap();
     let mine = store
-        .hold(room, "p", 1, &seats(&["A-1-2"]), end, later)
+        .hold(room, "p", 1, None, &seats(&["A-1-2"]), end, later)
         .await
         .unwrap();
     assert_ne!(again.hold_id, mine.hold_id);
@@ -371,11 +385,11 @@ async fn release_end_session_and_sweep(db: &TestDb) {
         .unwrap();
     let end = T0 + 3_600_000;
     let a = store
-        .hold(room, "p", 1, &seats(&["A-1-1", "A-1-2"]), end, T0)
+        .hold(room, "p", 1, None, &seats(&["A-1-1", "A-1-2"]), end, T0)
         .await
         .unwrap();
     store
-        .hold(room, "p", 2, &seats(&["A-1-3"]), end, T0)
+        .hold(room, "p", 2, None, &seats(&["A-1-3"]), end, T0)
         .await
         .unwrap();
     let counts = store.room_seats(room, T0).await.unwrap().unwrap();
@@ -385,7 +399,7 @@ async fn release_end_session_and_sweep(db: &TestDb) {
     store.release_hold(room, 1, &a.hold_id, T0).await.unwrap();
     assert_eq!(store.room_seats(room, T0).await.unwrap().unwrap().held, 1);
     store
-        .hold(room, "q", 1, &seats(&["A-1-1"]), end, T0)
+        .hold(room, "q", 1, None, &seats(&["A-1-1"]), end, T0)
         .await
         .unwrap();
     assert_eq!(store.room_seats(room, T0).await.unwrap().unwrap().held, 2);
@@ -428,7 +442,7 @@ async fn many_visitors_few_seats(db: &TestDb) {
             // for 20 times.
             let idx = (attempt + attempt / 500 * 17) % 100;
             let seat = format!("A-{}-{}", idx / 10 + 1, idx % 10 + 1);
-            let r = store.hold(room, "p", visitor, &[seat], end, T0).await;
+            let r = store.hold(room, "p", visitor, None, &[seat], end, T0).await;
             (visitor, r)
         }));
     }
@@ -503,7 +517,7 @@ async fn one_hot_seat(db: &TestDb) {
         tasks.push(tokio::spawn(async move {
             let t = Instant::now();
             let r = store
-                .hold(room, "p", visitor, &seats(&["A-1-3"]), end, T0)
+                .hold(room, "p", visitor, None, &seats(&["A-1-3"]), end, T0)
                 .await;
             (r, t.elapsed())
         }));
@@ -556,7 +570,7 @@ async fn overlapping_multi_seat_holds(db: &TestDb) {
             }
             (
                 want.clone(),
-                store.hold(room, "p", visitor, &want, end, T0).await,
+                store.hold(room, "p", visitor, None, &want, end, T0).await,
             )
         }));
     }
@@ -612,7 +626,7 @@ async fn another_instance_changes_the_map(db: &TestDb) {
     .await
     .unwrap();
     let h = a
-        .hold(room, "p", 1, &seats(&["A-1-1"]), T0 + 3_600_000, T0)
+        .hold(room, "p", 1, None, &seats(&["A-1-1"]), T0 + 3_600_000, T0)
         .await
         .unwrap();
     assert_eq!(h.total, 100);
@@ -626,7 +640,7 @@ async fn another_instance_changes_the_map(db: &TestDb) {
     .await
     .unwrap();
     let h = a
-        .hold(room, "p", 2, &seats(&["B-2-2"]), T0 + 3_600_000, T0)
+        .hold(room, "p", 2, None, &seats(&["B-2-2"]), T0 + 3_600_000, T0)
         .await
         .unwrap();
     assert_eq!(h.total, 50, "a seat added by another instance is known");
@@ -640,7 +654,7 @@ async fn another_instance_changes_the_map(db: &TestDb) {
     .await
     .unwrap();
     let h = a
-        .hold(room, "p", 3, &seats(&["C-1-1"]), T0 + 3_600_000, T0)
+        .hold(room, "p", 3, None, &seats(&["C-1-1"]), T0 + 3_600_000, T0)
         .await
         .unwrap();
     assert_eq!(h.total, 40, "a stale cached price must not reach a hold");
@@ -661,10 +675,16 @@ async fn one_live_hold_per_visitor_and_room(db: &TestDb) {
     }
     let end = T0 + 3_600_000;
     let four = seats(&["A-1-1", "A-1-2", "A-1-3", "A-1-4"]);
-    let first = store.hold(room, "p1", 7, &four, end, T0).await.unwrap();
+    let first = store
+        .hold(room, "p1", 7, None, &four, end, T0)
+        .await
+        .unwrap();
     for p in &perfs[1..] {
         assert_eq!(
-            store.hold(room, p, 7, &four, end, T0).await.unwrap_err(),
+            store
+                .hold(room, p, 7, None, &four, end, T0)
+                .await
+                .unwrap_err(),
             BookingError::HoldExists,
             "{p}"
         );
@@ -676,13 +696,16 @@ async fn one_live_hold_per_visitor_and_room(db: &TestDb) {
         "one hold, not five"
     );
     // Another visitor holds anywhere; the same visitor in another room too.
-    store.hold(room, "p2", 8, &four, end, T0).await.unwrap();
+    store
+        .hold(room, "p2", 8, None, &four, end, T0)
+        .await
+        .unwrap();
     store
         .put_performance("other-room", "p1", &s, T0)
         .await
         .unwrap();
     store
-        .hold("other-room", "p1", 7, &four, end, T0)
+        .hold("other-room", "p1", 7, None, &four, end, T0)
         .await
         .unwrap();
 
@@ -690,15 +713,24 @@ async fn one_live_hold_per_visitor_and_room(db: &TestDb) {
         .release_hold(room, 7, &first.hold_id, T0)
         .await
         .unwrap();
-    let second = store.hold(room, "p3", 7, &four, end, T0).await.unwrap();
+    let second = store
+        .hold(room, "p3", 7, None, &four, end, T0)
+        .await
+        .unwrap();
     assert_eq!(
-        store.hold(room, "p1", 7, &four, end, T0).await.unwrap_err(),
+        store
+            .hold(room, "p1", 7, None, &four, end, T0)
+            .await
+            .unwrap_err(),
         BookingError::HoldExists
     );
     // Its time up (no sweep), the visitor holds on another performance, and
     // the ended hold's seats are free on its own.
     let later = T0 + 60_000;
-    store.hold(room, "p4", 7, &four, end, later).await.unwrap();
+    store
+        .hold(room, "p4", 7, None, &four, end, later)
+        .await
+        .unwrap();
     let p3 = store.seats(room, "p3", later).await.unwrap();
     assert!(p3.seats.iter().all(|x| x.state == SeatState::Available));
     assert_eq!(
@@ -728,8 +760,8 @@ async fn two_holds_at_once_on_two_performances(db: &TestDb) {
         let now = T0 + visitor as u64 * 10_000;
         let one = seats(&["A-1-1"]);
         let (a, b) = tokio::join!(
-            store.hold(room, "p", visitor, &one, now + 5_000, now),
-            store.hold(room, "q", visitor, &one, now + 5_000, now),
+            store.hold(room, "p", visitor, None, &one, now + 5_000, now),
+            store.hold(room, "q", visitor, None, &one, now + 5_000, now),
         );
         let won = [&a, &b].iter().filter(|r| r.is_ok()).count();
         assert_eq!(won, 1, "visitor {visitor}: {a:?} / {b:?}");
@@ -897,7 +929,7 @@ async fn duplicate_live_holds_end_when_the_key_moves_to_the_room(db: &TestDb) {
     for visitor in [10u128, 11] {
         assert_eq!(
             store
-                .hold("mig", "q", visitor, &one, T0 + 600_000, T0)
+                .hold("mig", "q", visitor, None, &one, T0 + 600_000, T0)
                 .await
                 .unwrap_err(),
             BookingError::HoldExists,

@@ -512,6 +512,7 @@ async fn the_booking_database_stopped_and_frozen_mid_sale() {
         starts_at: time::OffsetDateTime::from_unix_timestamp(1_900_100_000).unwrap(),
         hold_seconds: 420,
         max_seats_per_hold: 4,
+        max_seats_per_account: None,
         sections: vec![SectionSpec {
             name: "A".into(),
             rows: 1,

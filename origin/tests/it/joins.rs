@@ -91,21 +91,25 @@ async fn a_batch_answers_each_join_as_a_lone_join_would() {
                 existing: None,
                 draw: 5,
                 limit: cap("a"),
+                account: None,
             },
             JoinRequest {
                 existing: None,
                 draw: 4,
                 limit: cap("a"),
+                account: None,
             },
             JoinRequest {
                 existing: None,
                 draw: 3,
                 limit: cap("a"),
+                account: None,
             },
             JoinRequest {
                 existing: None,
                 draw: 2,
                 limit: cap("b"),
+                account: None,
             },
         ];
         // A visitor rejoining with the ticket of the second place above
@@ -115,12 +119,14 @@ async fn a_batch_answers_each_join_as_a_lone_join_would() {
                 existing: Some(member),
                 draw: 1,
                 limit: None,
+                account: None,
             });
         }
         requests.push(JoinRequest {
             existing: None,
             draw: 0,
             limit: None,
+            account: None,
         });
         let mut lone_answers = Vec::new();
         for r in &requests {
@@ -174,7 +180,7 @@ fn spawn_joins(
         .map(|_| {
             let joins = joins.clone();
             let room = room.clone();
-            tokio::spawn(async move { joins.join(&room, None, 0, None).await })
+            tokio::spawn(async move { joins.join(&room, JoinRequest::default()).await })
         })
         .collect()
 }
@@ -208,8 +214,8 @@ async fn a_cancelled_leader_still_sends_its_batch() {
     }
     let joins = Joins::new(t.store.clone(), Duration::from_secs(60));
     let room = make_paused_room(t.store.as_ref(), "leader", settings(10)).await;
-    let mut leader = Box::pin(joins.join(&room, None, 0, None));
-    let mut follower = Box::pin(joins.join(&room, None, 0, None));
+    let mut leader = Box::pin(joins.join(&room, JoinRequest::default()));
+    let mut follower = Box::pin(joins.join(&room, JoinRequest::default()));
     // Each polled once on this one thread: the leader yields, the follower
     // joins its batch.
     assert!(poll_once(&mut leader).await.is_pending());
@@ -327,6 +333,7 @@ async fn a_batch_stopped_half_way_never_gives_a_place_twice() {
         existing: None,
         draw: 0,
         limit: None,
+        account: None,
     };
     let capped = JoinRequest {
         limit: Some(PlaceLimit {

@@ -19,6 +19,7 @@
 
 mod common;
 
+mod booking_account_limit;
 mod booking_confirm;
 mod booking_holds;
 mod cluster;
@@ -36,6 +37,7 @@ mod on_redis {
     const STORE: crate::common::Store = crate::common::Store::Redis;
 
     mod abandon;
+    mod accounts;
     mod admin;
     mod bad_input;
     mod booking_api;
@@ -65,6 +67,7 @@ mod on_memory {
     const STORE: crate::common::Store = crate::common::Store::Memory;
 
     mod abandon;
+    mod accounts;
     mod admin;
     mod bad_input;
     mod booking_api;

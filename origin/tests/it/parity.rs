@@ -3,9 +3,11 @@
 //! status, leave, tick, expiry and abandonment by stepping the clock,
 //! settings changes, pause, resume, close, the sale signal, joins under a
 //! per-address cap, the snapshots' observation with its polls, samples and
-//! departures, batches of joins as one instance sends them) and compares
-//! every answer; at the end everyone leaves,
-//! and the cap must hold nothing for anyone.
+//! departures, batches of joins as one instance sends them, joins with an
+//! account from a handful, so accounts meet their places again in line,
+//! inside, after they ended and within one batch) and compares every
+//! answer; at the end everyone leaves, and neither the cap nor the account
+//! index may hold anything.
 //!
 //! Both stores run on a pinned clock (Redis scripts take it as their first
 //! argument), so time is stepped, not slept. A failure prints the smallest
@@ -23,7 +25,7 @@ use origin::queue::redis::{RedisConfig, RedisStore};
 use origin::queue::{
     JoinRequest, PlaceLimit, QueueStore, SaleSignal, SeatsLeft, StoreError, Watch,
 };
-use origin::room::{QueueingMethod, RoomId, RoomSettings, RoomState};
+use origin::room::{AccountHash, QueueingMethod, RoomId, RoomSettings, RoomState};
 use proptest::prelude::*;
 
 /// A fixed start instant (2027-01-15), so runs do not depend on the date.
@@ -36,6 +38,7 @@ enum Op {
         again: Option<usize>,
         draw: u64,
         holder: Option<u8>,
+        account: Option<u8>,
     },
     /// A batch of joins, as one instance's group of joins sends them.
     Joins(Vec<JoinSpec>),
@@ -59,15 +62,32 @@ enum Op {
     },
 }
 
-/// One join of a batch: `again` as in [`Op::Join`].
-type JoinSpec = (Option<usize>, u64, Option<u8>);
+/// One join of a batch: `again`, draw, holder and account as in [`Op::Join`].
+type JoinSpec = (Option<usize>, u64, Option<u8>, Option<u8>);
 
 fn any_join() -> impl Strategy<Value = JoinSpec> {
     (
         prop::option::weighted(0.2, 0usize..40),
         0u64..(1 << 40),
         prop::option::weighted(0.2, 0u8..3),
+        any_account(),
     )
+}
+
+/// A third of joins carry one of four accounts, so an account often finds
+/// its place again (or finds it ended).
+fn any_account() -> impl Strategy<Value = Option<u8>> {
+    prop::option::weighted(0.35, 0u8..4)
+}
+
+/// The account hash of account number `n` of the test: the first two bytes
+/// differ, so they fall in different buckets of the Redis index, except 3,
+/// which shares 0's bucket.
+fn account_of(n: Option<u8>) -> Option<AccountHash> {
+    n.map(|n| match n {
+        3 => AccountHash([0, 0, 9, 9, 9, 9, 9, 9]),
+        n => AccountHash([n, n, 1, 2, 3, 4, 5, n]),
+    })
 }
 
 /// The cap every capped join of the test holds its client to.
@@ -129,14 +149,25 @@ fn any_settings() -> impl Strategy<Value = RoomSettings> {
                 entry_seconds: 60,
                 max_session_addresses: 3,
                 target_booking_p99_ms: None,
+                identity: room::IdentityMode::Off,
             },
         )
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        6 => (prop::option::of(0usize..40), 0u64..(1 << 40), prop::option::of(0u8..3))
-            .prop_map(|(again, draw, holder)| Op::Join { again, draw, holder }),
+        6 => (
+            prop::option::of(0usize..40),
+            0u64..(1 << 40),
+            prop::option::of(0u8..3),
+            any_account(),
+        )
+            .prop_map(|(again, draw, holder, account)| Op::Join {
+                again,
+                draw,
+                holder,
+                account,
+            }),
         3 => prop::collection::vec(any_join(), 1..12).prop_map(Op::Joins),
         4 => (0usize..40).prop_map(Op::Status),
         1 => (0usize..40).prop_map(Op::Leave),
@@ -183,7 +214,7 @@ async fn same_answers(initial: RoomSettings, ops: Vec<Op>) -> Result<(), TestCas
     let memory: Arc<dyn QueueStore> = Arc::new(MemoryStore::with_fixed_clock(clock.clone()));
     let _cleanup = crate::common::TestStore {
         store: redis.clone(),
-        prefix,
+        prefix: prefix.clone(),
         kind: crate::common::Store::Redis,
     };
     let room = RoomId::parse("parity").unwrap();
@@ -201,17 +232,37 @@ async fn same_answers(initial: RoomSettings, ops: Vec<Op>) -> Result<(), TestCas
                 again,
                 draw,
                 holder,
+                account,
             } => {
                 let existing = again.map(|i| pick(&seqs, i));
                 let limit = limit_of(*holder);
-                let a = redis
-                    .join(&room, existing, *draw, limit.as_ref())
-                    .await
-                    .unwrap();
-                let b = memory
-                    .join(&room, existing, *draw, limit.as_ref())
-                    .await
-                    .unwrap();
+                // A join with an account is a batch of one; without, the
+                // trait's own join.
+                let (a, b) = match account_of(*account) {
+                    None => (
+                        redis
+                            .join(&room, existing, *draw, limit.as_ref())
+                            .await
+                            .unwrap(),
+                        memory
+                            .join(&room, existing, *draw, limit.as_ref())
+                            .await
+                            .unwrap(),
+                    ),
+                    Some(account) => {
+                        let one = [JoinRequest {
+                            existing,
+                            draw: *draw,
+                            limit,
+                            account: Some(account),
+                        }];
+                        let mut a = redis.join_many(&room, &one).await.unwrap();
+                        let mut b = memory.join_many(&room, &one).await.unwrap();
+                        prop_assert_eq!(a.len(), 1, "{}", ctx);
+                        prop_assert_eq!(b.len(), 1, "{}", ctx);
+                        (a.pop().unwrap(), b.pop().unwrap())
+                    }
+                };
                 prop_assert_eq!(a, b, "{}", ctx);
                 if let Some(seq) = a
                     .answer()
@@ -224,10 +275,11 @@ async fn same_answers(initial: RoomSettings, ops: Vec<Op>) -> Result<(), TestCas
             Op::Joins(joins) => {
                 let requests: Vec<JoinRequest> = joins
                     .iter()
-                    .map(|(again, draw, holder)| JoinRequest {
+                    .map(|(again, draw, holder, account)| JoinRequest {
                         existing: again.map(|i| pick(&seqs, i)),
                         draw: *draw,
                         limit: limit_of(*holder),
+                        account: account_of(*account),
                     })
                     .collect();
                 let a = redis.join_many(&room, &requests).await.unwrap();
@@ -327,10 +379,28 @@ async fn same_answers(initial: RoomSettings, ops: Vec<Op>) -> Result<(), TestCas
     let b = memory.figures(&room).await.unwrap();
     prop_assert_eq!(&a, &b, "figures once everyone left");
     prop_assert_eq!(
-        (a.waiting, a.active, a.capped_clients, a.capped_places),
-        (0, 0, 0, 0),
+        (
+            a.waiting,
+            a.active,
+            a.capped_clients,
+            a.capped_places,
+            a.accounts
+        ),
+        (0, 0, 0, 0, 0),
         "nothing held once everyone left"
     );
+    // And Redis holds nothing of the account index (an empty hash is no key).
+    let mut conn = redis::Client::open(redis_url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let left: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{prefix}wr:{{parity}}:acct*"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    prop_assert!(left.is_empty(), "account index left behind: {:?}", left);
     Ok(())
 }
 

@@ -75,6 +75,7 @@ fn ticket(room: &RoomId, seq: u64) -> String {
         seq,
         issued_at: now,
         expires_at: now + 3600,
+        account: None,
     })
 }
 

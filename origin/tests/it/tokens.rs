@@ -20,6 +20,7 @@ fn claims(kind: Kind, room: &str, seq: u64, expires_at: u64) -> Claims {
         seq,
         issued_at: unix_now() - 10,
         expires_at,
+        account: None,
     }
 }
 

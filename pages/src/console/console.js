@@ -21,7 +21,9 @@
   var SPAN_MS = 30 * 60 * 1000; // what the charts show at most
   var MIN_SPAN_MS = 60 * 1000;  // and at least
   var KEY = "wr-admin-key";     // sessionStorage: this tab only
-  var FIELDS = ["capacity", "admit_per_second", "session_seconds", "abandon_seconds"];
+  var FIELDS = ["capacity", "admit_per_second", "session_seconds", "abandon_seconds", "identity"];
+  // Fields picked from a list (a select) rather than typed; sent as text.
+  var CHOICES = { identity: ["off", "optional", "required"] };
 
   var num = new Intl.NumberFormat(cfg.lang, { maximumFractionDigits: 1 });
   var clockTime = new Intl.DateTimeFormat(cfg.lang, { hour: "numeric", minute: "2-digit", second: "2-digit" });
@@ -254,8 +256,15 @@
       var fid = "f-" + id + "-" + name;
       var box = el("div", { "class": "field" });
       box.appendChild(el("label", { "for": fid }, t["field_" + name]));
-      var input = el("input", { id: fid, name: name, type: "text", inputmode: name === "admit_per_second" ? "decimal" : "numeric", autocomplete: "off", "aria-describedby": fid + "-error" });
-      input.addEventListener("input", function () { r.dirty = true; });
+      var input;
+      if (CHOICES[name]) {
+        input = el("select", { id: fid, name: name, "aria-describedby": fid + "-error" });
+        CHOICES[name].forEach(function (v) { input.appendChild(el("option", { value: v }, t[name + "_" + v])); });
+        input.addEventListener("change", function () { r.dirty = true; });
+      } else {
+        input = el("input", { id: fid, name: name, type: "text", inputmode: name === "admit_per_second" ? "decimal" : "numeric", autocomplete: "off", "aria-describedby": fid + "-error" });
+        input.addEventListener("input", function () { r.dirty = true; });
+      }
       box.appendChild(input);
       var err = el("p", { id: fid + "-error", "class": "field-error", "data-error-for": name });
       err.hidden = true;
@@ -433,7 +442,7 @@
       // (ranges, whole numbers) decide and its words are shown; only text
       // that is no number is sent as text, which the API refuses too.
       var n = Number(raw);
-      body[name] = raw !== "" && isFinite(n) ? n : raw;
+      body[name] = !CHOICES[name] && raw !== "" && isFinite(n) ? n : raw;
     }
     if (!Object.keys(body).length) { r.dirty = false; say(r, t.msg_no_change, "info"); return; }
     busy(r, true);

@@ -209,6 +209,10 @@ mod tests {
             "field_admit_per_second",
             "field_session_seconds",
             "field_abandon_seconds",
+            "field_identity",
+            "identity_off",
+            "identity_optional",
+            "identity_required",
         ] {
             assert!(en.get(name).is_some(), "{name}");
         }

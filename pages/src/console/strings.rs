@@ -134,6 +134,14 @@ pub struct Strings {
     pub field_session_seconds: &'static str,
     /// Field label.
     pub field_abandon_seconds: &'static str,
+    /// Field label: whether joins name an account of the site.
+    pub field_identity: &'static str,
+    /// The identity field's choice.
+    pub identity_off: &'static str,
+    /// The identity field's choice.
+    pub identity_optional: &'static str,
+    /// The identity field's choice.
+    pub identity_required: &'static str,
     /// The settings form's button.
     pub label_apply: &'static str,
 }
@@ -197,6 +205,10 @@ static EN: Strings = Strings {
     field_admit_per_second: "Admissions per second",
     field_session_seconds: "Session length (s)",
     field_abandon_seconds: "Abandon after (s)",
+    field_identity: "Accounts (identity token)",
+    identity_off: "off: one place per browser",
+    identity_optional: "optional: one place per account when signed in",
+    identity_required: "required: signed-in accounts only",
     label_apply: "Apply",
 };
 
@@ -259,6 +271,10 @@ static KO: Strings = Strings {
     field_admit_per_second: "초당 입장 수",
     field_session_seconds: "세션 길이 (초)",
     field_abandon_seconds: "이탈 판정 (초)",
+    field_identity: "계정 (신원 토큰)",
+    identity_off: "끔: 브라우저마다 한 자리",
+    identity_optional: "선택: 로그인하면 계정마다 한 자리",
+    identity_required: "필수: 로그인한 계정만",
     label_apply: "적용",
 };
 

@@ -32,7 +32,7 @@ use crate::store::{
     Schedule, SeatsLeft, Snapshot, Standing, StoreError, TickReport, Watch, sample_ranks,
 };
 use room::clock::Clock;
-use room::{QueueingMethod, RoomId, RoomMap, RoomSettings, RoomState, unix_ms};
+use room::{AccountHash, QueueingMethod, RoomId, RoomMap, RoomSettings, RoomState, unix_ms};
 
 /// A visitor's number inside the store: 1, 2, 3, ... in order of joining.
 /// Its own type so that it is never mistaken for the sequence number a
@@ -81,6 +81,11 @@ struct Room {
     /// member -> client, for each place given under the cap (the clients'
     /// texts shared with `holders`).
     held_by: ByMember<Arc<str>>,
+    /// account -> the member of the place it was last given, while that
+    /// place stands (the `acct:` hashes).
+    accounts: HashMap<AccountHash, Member>,
+    /// member -> the account its place was given to (the `acct-of:` hashes).
+    account_of: ByMember<AccountHash>,
     /// member -> join time ms, one a second at most.
     marks: BTreeMap<Member, u64>,
     /// The early-leave measure as of the last tick (`turn_*`, `leaves`,
@@ -242,6 +247,12 @@ impl Room {
     /// client left holding nothing is forgotten. Every step that ends a
     /// place calls this.
     fn release(&mut self, member: Member) {
+        if let Some(account) = self.account_of.remove(&member)
+            && let hash_map::Entry::Occupied(entry) = self.accounts.entry(account)
+            && *entry.get() == member
+        {
+            entry.remove();
+        }
         let Some(client) = self.held_by.remove(&member) else {
             return;
         };
@@ -251,6 +262,16 @@ impl Room {
                 held.remove();
             }
         }
+    }
+
+    /// Indexes `account` to its new place, `member`, as `index_account` in
+    /// the prelude: a place it had that ended without being released yet
+    /// (a session past its time) is forgotten.
+    fn index_account(&mut self, account: AccountHash, member: Member) {
+        if let Some(old) = self.accounts.insert(account, member) {
+            self.account_of.remove(&old);
+        }
+        self.account_of.insert(member, account);
     }
 
     /// Places `client` holds now under the cap.
@@ -397,30 +418,52 @@ impl Room {
         stale
     }
 
+    /// The answer of a rejoin with the ticket of `mine`, when its place
+    /// still stands (as `rejoin` in `join.lua`): those inside stay inside
+    /// even when the room stops taking places.
+    fn rejoin(&mut self, e: &Effective, now: u64, mine: Member) -> Option<Joined> {
+        if let Some(until) = self.session_end(mine, now) {
+            return Some(Joined::Answer(self.view(
+                e,
+                now,
+                Some(mine),
+                Standing::Admitted { until_ms: until },
+            )));
+        }
+        if !self.waiters.contains_key(&mine) {
+            return None;
+        }
+        let standing = if Room::refusing(e) {
+            Standing::Closed
+        } else {
+            self.touch(mine, now);
+            if e.seats == SeatsLeft::SoldOut {
+                Standing::SoldOut
+            } else {
+                Standing::Waiting {
+                    position: self.position(e, now, mine),
+                }
+            }
+        };
+        Some(Joined::Answer(self.view(e, now, Some(mine), standing)))
+    }
+
     /// One join, as `join.lua`'s `join_one`.
     fn join(&mut self, now: u64, req: &JoinRequest) -> Joined {
         let r = self;
         let e = r.effective(now);
-        if let Some(mine) = req.existing.and_then(|seq| r.member_of(seq)) {
-            if let Some(until) = r.session_end(mine, now) {
-                return Joined::Answer(r.view(
-                    &e,
-                    now,
-                    Some(mine),
-                    Standing::Admitted { until_ms: until },
-                ));
-            }
-            if r.waiters.contains_key(&mine) {
-                if Room::refusing(&e) {
-                    return Joined::Answer(r.view(&e, now, Some(mine), Standing::Closed));
-                }
-                r.touch(mine, now);
-                if e.seats == SeatsLeft::SoldOut {
-                    return Joined::Answer(r.view(&e, now, Some(mine), Standing::SoldOut));
-                }
-                let position = r.position(&e, now, mine);
-                return Joined::Answer(r.view(&e, now, Some(mine), Standing::Waiting { position }));
-            }
+        // A valid ticket whose place still stands gets that place back;
+        // so does an account, when the ticket's place does not stand.
+        let mine = req.existing.and_then(|seq| r.member_of(seq));
+        if let Some(answer) = mine.and_then(|m| r.rejoin(&e, now, m)) {
+            return answer;
+        }
+        let theirs = req.account.and_then(|a| r.accounts.get(&a).copied());
+        if let Some(answer) = theirs
+            .filter(|&m| Some(m) != mine)
+            .and_then(|m| r.rejoin(&e, now, m))
+        {
+            return answer;
         }
         if Room::refusing(&e) {
             return Joined::Answer(r.view(&e, now, None, Standing::Closed));
@@ -445,6 +488,9 @@ impl Room {
         let member = Member(r.last_member);
         if let Some(l) = limit {
             r.hold(member, &l.holder);
+        }
+        if let Some(account) = req.account {
+            r.index_account(account, member);
         }
         r.mark(now, member);
         let is_open = Room::opened(&e, now);
@@ -713,6 +759,7 @@ impl QueueStore for MemoryStore {
                 oldest_wait_seconds,
                 capped_clients: r.holders.len() as u64,
                 capped_places: r.held_by.len() as u64,
+                accounts: r.accounts.len() as u64,
             }
         })
     }

@@ -7,8 +7,32 @@
 //! The sorted sets hold each visitor as its member (1, 2, 3, ... in order of
 //! joining), never as the sequence number its ticket carries (the room's base
 //! plus the member): the scripts' prelude says more.
+//!
+//! The account index (one place per account: `join.lua`) is not among the
+//! keys a script is given: the scripts name its keys themselves, after the
+//! room hash's name, so they share its tag and slot. Many small hashes
+//! rather than two big ones, because Redis keeps a hash of up to
+//! `hash-max-listpack-entries` (128 by default) fields as one compact
+//! listpack, where a big hash pays a table entry (~50 B) per field:
+//!
+//! - `wr:{room}:acct:<b>`: account (its 8 raw bytes) -> member, `b` the
+//!   account's first two bytes (big-endian) mod [`ACCOUNT_BUCKETS`]
+//!   ([`RoomKeys::account`]);
+//! - `wr:{room}:acct-of:<base>:<member div 128>`: member mod 128 ->
+//!   account ([`RoomKeys::account_of`]), so whatever ends a place forgets
+//!   its account. The room's base in the name keeps a room created anew
+//!   from reading the entries of an earlier life.
 
-use room::RoomId;
+use room::{AccountHash, RoomId};
+
+/// Buckets of the account index: a million accounts fill one with ~61 on
+/// average and none near 128, so every bucket stays a listpack up to about
+/// 1.5 million accounts in a room.
+pub const ACCOUNT_BUCKETS: u16 = 16384;
+
+/// Members per hash of the account index's reverse side (consecutive
+/// members share one).
+pub const MEMBERS_PER_REVERSE: u64 = 128;
 
 /// How many "still polling" bitmaps a room keeps, one per generation of
 /// abandon time / 6, reused in turn (`KEYS[10..17]`); more than the
@@ -88,6 +112,30 @@ impl RoomKeys {
         }
     }
 
+    /// The account index's hash that holds `account` (field: its 8 raw
+    /// bytes, value: its member), as `account_key` in the prelude.
+    pub fn account(&self, account: &AccountHash) -> String {
+        let [a, b, ..] = *account.as_bytes();
+        let bucket = u16::from_be_bytes([a, b]) % ACCOUNT_BUCKETS;
+        format!("{}acct:{bucket}", self.stem())
+    }
+
+    /// The account index's hash that holds the account of `member` (field:
+    /// the member mod [`MEMBERS_PER_REVERSE`]) in a room whose base is
+    /// `base`, as `account_of_key` in the prelude.
+    pub fn account_of(&self, base: u64, member: u64) -> String {
+        format!(
+            "{}acct-of:{base}:{}",
+            self.stem(),
+            member / MEMBERS_PER_REVERSE
+        )
+    }
+
+    /// What every key name of the room starts with.
+    fn stem(&self) -> &str {
+        self.room.strip_suffix("room").unwrap_or(&self.room)
+    }
+
     /// The keys in the order the scripts expect them.
     pub fn all(&self) -> Vec<&str> {
         let mut keys = vec![
@@ -131,5 +179,18 @@ mod tests {
         assert_eq!(keys.polled[7], "t1:wr:{concert}:polled:7");
         assert_eq!(keys.departed, "t1:wr:{concert}:departed");
         assert_eq!(rooms_index("t1:"), "t1:wr:rooms");
+    }
+
+    #[test]
+    fn account_keys_share_the_room_hash_tag() {
+        let room = RoomId::parse("concert").unwrap();
+        let keys = RoomKeys::new("t1:", &room);
+        let account = AccountHash([0xc1, 0x02, 3, 4, 5, 6, 7, 8]);
+        // 0xc102 = 49410 = 3 * 16384 + 258.
+        assert_eq!(keys.account(&account), "t1:wr:{concert}:acct:258");
+        assert_eq!(
+            keys.account_of(1_800_000_000_000_000, 300),
+            "t1:wr:{concert}:acct-of:1800000000000000:2"
+        );
     }
 }

@@ -282,7 +282,9 @@ impl QueueStore for RedisStore {
         let Joins(answers) = self
             .run_with(&self.scripts.join, room, |call| {
                 call.arg(PREQUEUE_SPAN);
-                let plain = |join: &JoinRequest| join.existing.is_none() && join.limit.is_none();
+                let plain = |join: &JoinRequest| {
+                    join.existing.is_none() && join.limit.is_none() && join.account.is_none()
+                };
                 let kinds: String = joins
                     .iter()
                     .map(|join| if plain(join) { 'p' } else { 'f' })
@@ -301,6 +303,10 @@ impl QueueStore for RedisStore {
                     match &join.limit {
                         Some(limit) => call.arg(limit.holder.as_str()).arg(limit.max),
                         None => call.arg("").arg(0u32),
+                    };
+                    match &join.account {
+                        Some(account) => call.arg(&account.as_bytes()[..]),
+                        None => call.arg(""),
                     };
                 }
             })

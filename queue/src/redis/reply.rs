@@ -351,6 +351,7 @@ impl FromRedisValue for RoomFigures {
             oldest_ms,
             capped_clients,
             capped_places,
+            accounts,
         ] = fields(value, "figures have the wrong length")?;
         let settings: RoomSettings = text(&settings)
             .and_then(|json| serde_json::from_str(json).ok())
@@ -368,6 +369,7 @@ impl FromRedisValue for RoomFigures {
             oldest_wait_seconds: optional(int(&oldest_ms)?).map(|ms| ms / 1000),
             capped_clients: count(&capped_clients)?,
             capped_places: count(&capped_places)?,
+            accounts: count(&accounts)?,
         })
     }
 }

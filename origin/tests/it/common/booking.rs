@@ -244,6 +244,7 @@ pub fn spec(sections: &[(&str, u32, u32, u64)]) -> PerformanceSpec {
         starts_at: time::OffsetDateTime::from_unix_timestamp(1_900_100_000).unwrap(),
         hold_seconds: 420,
         max_seats_per_hold: 4,
+        max_seats_per_account: None,
         sections: sections
             .iter()
             .map(|&(name, rows, seats_per_row, price)| SectionSpec {

@@ -29,6 +29,7 @@ macro_rules! every_scenario {
             rejoining_with_a_valid_ticket_keeps_the_place => "keep",
             pausing_stops_admissions_and_closing_takes_no_places => "gate",
             status_reports_an_eta_from_the_achieved_rate_and_paces_polls => "pace",
+            one_place_per_account => "acct",
         }
     };
 }
@@ -421,4 +422,52 @@ pub async fn status_reports_an_eta_from_the_achieved_rate_and_paces_polls(
     let later = api.status(&room, &last.ticket()).await;
     let eta = later.json["eta_seconds"].as_u64().unwrap();
     assert!(eta > 25, "the estimate follows the schedule: {eta}");
+}
+
+/// One place per account, on the store (the account index's keys are not
+/// among a script's declared keys, but in the room's slot): joins of one
+/// account, alone and in a batch, get one place, in line and inside; the
+/// place ended, the account's next join takes a new one at the back.
+pub async fn one_place_per_account(store: Arc<dyn QueueStore>, id: &str) {
+    use origin::queue::{JoinRequest, Standing};
+    use origin::room::AccountHash;
+
+    let room = make_paused_room(store.as_ref(), id, settings(1)).await;
+    let with = |n: u8| JoinRequest {
+        account: Some(AccountHash([n, 7, 7, 7, 7, 7, 7, n])),
+        ..JoinRequest::default()
+    };
+    let batch = [with(1), with(2), with(1), with(3), with(2)];
+    let answers = store.join_many(&room, &batch).await.unwrap();
+    let seqs: Vec<u64> = answers
+        .iter()
+        .map(|a| a.answer().unwrap().seq.unwrap())
+        .collect();
+    assert_eq!(seqs[0], seqs[2]);
+    assert_eq!(seqs[1], seqs[4]);
+    assert!(seqs[0] < seqs[1] && seqs[1] < seqs[3]);
+    let again = store.join_many(&room, &[with(2)]).await.unwrap();
+    let again = again[0].answer().unwrap();
+    assert_eq!(again.seq, Some(seqs[1]));
+    assert_eq!(again.standing, Standing::Waiting { position: Some(2) });
+
+    // The first is let in; its account gets its session back.
+    store.set_state(&room, RoomState::Open).await.unwrap();
+    assert_eq!(store.tick(&room).await.unwrap().admitted, vec![seqs[0]]);
+    let inside = store.join_many(&room, &[with(1)]).await.unwrap();
+    let inside = inside[0].answer().unwrap();
+    assert_eq!(inside.seq, Some(seqs[0]));
+    assert!(matches!(inside.standing, Standing::Admitted { .. }));
+    assert_eq!(store.figures(&room).await.unwrap().accounts, 3);
+
+    // Its session ends: a new place at the back.
+    assert!(store.leave(&room, seqs[0]).await.unwrap());
+    assert_eq!(store.figures(&room).await.unwrap().accounts, 2);
+    let back = store.join_many(&room, &[with(1)]).await.unwrap();
+    let back = back[0].answer().unwrap();
+    assert!(back.seq.unwrap() > seqs[3]);
+    for seq in [seqs[1], seqs[3], back.seq.unwrap()] {
+        assert!(store.leave(&room, seq).await.unwrap());
+    }
+    assert_eq!(store.figures(&room).await.unwrap().accounts, 0);
 }

@@ -1,8 +1,8 @@
 -- figures.lua: a room's settings and live figures, read in one atomic step.
 -- Returns {settings JSON, state, last member (places given), admitted,
 -- abandoned, rate_est, seats, rate_factor, waiting, active, oldest wait ms
--- or -1, clients holding places under the cap, places they hold}, all as
--- text, or UNKNOWN_ROOM.
+-- or -1, clients holding places under the cap, places they hold, accounts
+-- indexed}, all as text, or UNKNOWN_ROOM.
 
 local v = redis.call('HMGET', ROOM, 'settings', 'state', 'seq', 'admitted', 'abandoned', 'rate_est',
   'seats', 'rate_factor')
@@ -29,4 +29,5 @@ v[#v + 1] = tostring(redis.call('ZCOUNT', ACTIVE, '(' .. int(now), '+inf'))
 v[#v + 1] = int(oldest)
 v[#v + 1] = tostring(redis.call('HLEN', HOLDERS))
 v[#v + 1] = tostring(redis.call('HLEN', HELD_BY))
+v[#v + 1] = redis.call('HGET', ROOM, 'accounts') or '0'
 return v

@@ -1,15 +1,19 @@
 -- join.lua: a batch of joins, each of which gives a place in line, keeps an
 -- existing one, or admits at once; run in turn, in the order given, so each
 -- gets its own member from the one counter and exactly the answer it would
--- have got alone at that point.
+-- have got alone at that point. A join with an account gets the place the
+-- account holds when it stands (the account index: see the prelude), as a
+-- rejoin with that place's ticket would; a ticket's standing place wins
+-- over it.
 -- ARGV[2] span: places taken after the opening are ordered by span + member,
 --         behind every pre-queue draw
 -- ARGV[3] the batch's kinds, one letter per join in order: 'p' a plain join
---         (no ticket, no cap: most of an on-sale), 'f' any other
--- then, in the same order, one argument per plain join and four per other:
+--         (no ticket, no cap, no account: most of an on-sale), 'f' any other
+-- then, in the same order, one argument per plain join and five per other:
 --   seq of the visitor's valid ticket, or '' when it has none (f only)
 --   pre-queue draw: random integer in [0, span)
 --   the client (for the per-client cap)   its cap, 0 = none (f only)
+--   the account (its 8 raw bytes), or '' when it has none (f only)
 -- (A plain join's three constant arguments cost Redis's parser and Lua's
 -- strings a tenth of the join's work; they are not sent.)
 -- Returns room_figures(), then one text, values separated by spaces (the
@@ -121,11 +125,42 @@ end
 -- checks). Set once per batch: nothing a join does changes it.
 local plain_ok
 
-local function join_one(out, room, now, span, existing, draw, holder, max_places)
+-- Answers as a rejoin with the ticket of `mine` (a member as text) when its
+-- place still stands, and says whether it did. Those inside stay inside
+-- even when the room stops taking places.
+local function rejoin(out, room, now, mine)
+  if tonumber(mine) > before_batch then
+    -- Only a ticket not yet handed out, or an account, could name a place
+    -- of this batch; answer it from the store all the same.
+    flush(room, now)
+  end
+  local until_ms = tonumber(redis.call('ZSCORE', ACTIVE, mine))
+  if until_ms and until_ms > now then
+    answer(out, room, 'admitted', mine, nil, until_ms)
+    return true
+  end
+  if not redis.call('ZSCORE', WAITING, mine) then
+    return false
+  end
+  if refusing(room) then
+    answer(out, room, 'closed', mine)
+  else
+    touch(room, now, mine)
+    if room.seats == 'sold_out' then
+      answer(out, room, 'sold_out', mine)
+    else
+      answer(out, room, 'waiting', mine, position(room, now, mine))
+    end
+  end
+  return true
+end
+
+local function join_one(out, room, now, span, existing, draw, holder, max_places, account)
   -- The short way, most joins of an on-sale: exactly what the long way
   -- below does for them (a new place at the back of a non-empty line),
   -- without its checks that cannot apply.
-  if plain_ok and existing == '' and max_places == '0' and room.waiting and room.waiting > 0
+  if plain_ok and existing == '' and max_places == '0' and account == ''
+    and room.waiting and room.waiting > 0
     and not (room.max_line > 0 and room.last_member >= room.max_line) then -- the line cap, as below
     local member = room.last_member + 1
     room.last_member = member
@@ -146,27 +181,15 @@ local function join_one(out, room, now, span, existing, draw, holder, max_places
   -- draw and max_places arrive as text: most joins read neither as a
   -- number (Lua's tonumber is glibc's strtod).
   -- A valid ticket whose place still stands gets that place back, never a
-  -- second one; those inside stay inside even when the room stops taking places.
+  -- second one; so does an account, when the ticket's place does not stand.
   local mine = member_of(room, existing) -- nil: no ticket, or a seq never given
-  if mine then
-    if tonumber(mine) > before_batch then
-      -- Only a ticket not yet handed out could name a place of this batch;
-      -- answer it from the store all the same.
-      flush(room, now)
-    end
-    local until_ms = tonumber(redis.call('ZSCORE', ACTIVE, mine))
-    if until_ms and until_ms > now then
-      return answer(out, room, 'admitted', mine, nil, until_ms)
-    end
-    if redis.call('ZSCORE', WAITING, mine) then
-      if refusing(room) then
-        return answer(out, room, 'closed', mine)
-      end
-      touch(room, now, mine)
-      if room.seats == 'sold_out' then
-        return answer(out, room, 'sold_out', mine)
-      end
-      return answer(out, room, 'waiting', mine, position(room, now, mine))
+  if mine and rejoin(out, room, now, mine) then
+    return
+  end
+  if account ~= '' then
+    local theirs = account_place(room, account)
+    if theirs and theirs ~= mine and rejoin(out, room, now, theirs) then
+      return
     end
   end
 
@@ -183,7 +206,7 @@ local function join_one(out, room, now, span, existing, draw, holder, max_places
   end
   if max_places > 0 and held(holder) >= max_places then
     -- A session whose time is up holds nothing, even before a tick ends it.
-    expire(now)
+    expire(room, now)
     if held(holder) >= max_places then
       return answer(out, room, 'limit')
     end
@@ -197,6 +220,9 @@ local function join_one(out, room, now, span, existing, draw, holder, max_places
     redis.call('HINCRBY', HOLDERS, holder, 1)
     redis.call('HSET', HELD_BY, int(member), holder)
   end
+  if account ~= '' then
+    index_account(room, account, member)
+  end
   mark(room, now, member)
   local is_open = opened(room, now)
 
@@ -208,7 +234,7 @@ local function join_one(out, room, now, span, existing, draw, holder, max_places
     -- Nobody waits and there is room: let the visitor in now rather than make
     -- it wait a tick in an empty line.
     if line_length(room) == 0 then
-      expire(now)
+      expire(room, now)
       if redis.call('ZCARD', ACTIVE) < room.capacity then
         refill(room, now)
         if room.allow >= 1 then
@@ -256,11 +282,12 @@ local answers = { int(room.base) }
 local a = 4 -- the next join's first argument
 for k = 1, #kinds do
   if string.byte(kinds, k) == 112 then -- 'p'
-    join_one(answers, room, now, span, '', ARGV[a], '', '0')
+    join_one(answers, room, now, span, '', ARGV[a], '', '0', '')
     a = a + 1
   else
-    join_one(answers, room, now, span, ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3])
-    a = a + 4
+    join_one(answers, room, now, span, ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3],
+      ARGV[a + 4])
+    a = a + 5
   end
 end
 flush(room, now)

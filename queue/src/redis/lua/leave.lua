@@ -22,5 +22,5 @@ if waited == 1 then
   redis.call('ZADD', DEPARTED, int(now), mine)
   redis.call('ZREMRANGEBYSCORE', DEPARTED, '-inf', int(now - tonumber(ARGV[3])))
 end
-release({ mine })
+release(room, { mine })
 return n

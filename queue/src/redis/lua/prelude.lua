@@ -32,6 +32,22 @@
 --           polled during generation k (slot k mod 8); see touch()
 --   KEYS[18] departed zset: member = a member that left the line (leave.lua),
 --           score = when (ms); kept a minute for the snapshots (observe.lua)
+-- and, only for places given to an account (join.lua; keys.rs names them
+-- too), the account index: keys not in KEYS but named here after KEYS[1],
+-- so under the same hash tag and in the same slot (Redis Cluster allows a
+-- script those). Small hashes, so Redis keeps each one compact (a listpack
+-- up to hash-max-listpack-entries, 128 by default): a field costs its bytes,
+-- where a field of one big hash cost a hash table entry (~50 B) on top.
+--   acct:<b>  hash: account (its 8 raw bytes) -> member, b = the account's
+--           first two bytes mod ACCOUNT_BUCKETS (16384 buckets: a million
+--           accounts are ~61 a bucket, none near 128)
+--   acct-of:<base>:<member div 128>  hash: member mod 128 -> account, so
+--           whatever ends a place forgets its account (release); the room's
+--           base in the name keeps a room created anew from reading an
+--           earlier life's entries (an account's entry counts only when
+--           both agree)
+--   the room hash's field 'accounts' counts the accounts indexed: zero (or
+--   absent) means no index, and nothing is looked up
 -- Time always comes from Redis (TIME), so origin instances with skewed clocks
 -- agree on openings, expiry and the budget.
 
@@ -42,6 +58,11 @@ local RING = 8 -- polled bitmaps, KEYS[10 .. 9 + RING] (keys.rs: POLL_RING)
 local DEPARTED = KEYS[18]
 
 local CHUNK = 500 -- arguments per command, well under Lua's stack limit
+
+-- The account index's key names start as KEYS[1] does, without its 'room'.
+local STEM = string.sub(ROOM, 1, -5)
+local ACCOUNT_BUCKETS = 16384 -- a power of two: the bucket is the low 14 bits
+local PER_REVERSE = 128
 
 -- Every script that needs the room returns this bare string when the room
 -- does not exist, and no script returns a bare string otherwise (their
@@ -75,7 +96,7 @@ local function load_room(now)
   local v = redis.call('HMGET', ROOM, 'state', 'capacity', 'rate', 'session_ms',
     'abandon_ms', 'opens_at', 'max_line', 'seq', 'allow', 'refill_at', 'rate_est', 'rate_at',
     'method', 'windows', 'mark_at', 'base', 'seats', 'rate_factor', 'poll_g', 'poll_gen',
-    'swept', 'sweep_more')
+    'swept', 'sweep_more', 'accounts')
   if not v[1] then
     return nil
   end
@@ -105,6 +126,8 @@ local function load_room(now)
     -- sweep stopped at its bound
     swept = tonumber(v[21]) or 0,
     sweep_more = v[22] == '1',
+    -- accounts indexed (the account index; 0: none, nothing to look up)
+    accounts = tonumber(v[23]) or 0,
   }
   -- room.windows: the scheduled windows, decoded (observe.lua reads their
   -- edges); nil when there are none
@@ -178,11 +201,84 @@ local function save_budget(room)
   redis.call('HSET', ROOM, 'allow', real(room.allow), 'refill_at', int(room.refill_at))
 end
 
+-- The account index (the header above): where an account's member is,
+-- and where a member's account is.
+local function account_key(account)
+  local b = (string.byte(account, 1) * 256 + string.byte(account, 2)) % ACCOUNT_BUCKETS
+  return STEM .. 'acct:' .. int(b)
+end
+
+local function account_of_key(room, member)
+  return STEM .. 'acct-of:' .. int(room.base) .. ':' .. int(math.floor(member / PER_REVERSE))
+end
+
+-- The member (text) whose place the index gives `account` (its 8 raw
+-- bytes), standing or not, or nil. An entry counts only when the member's
+-- own entry names the account back.
+local function account_place(room, account)
+  if room.accounts <= 0 then
+    return nil
+  end
+  local m = tonumber(redis.call('HGET', account_key(account), account))
+  if not m or m < 1 or m > room.last_member or m ~= math.floor(m) then
+    return nil
+  end
+  if redis.call('HGET', account_of_key(room, m), int(m % PER_REVERSE)) ~= account then
+    return nil
+  end
+  return int(m)
+end
+
+-- Indexes `account` to its new place, `member` (a number); an entry it
+-- had (a place that ended without being released yet: a session past its
+-- time) is replaced, and that member's entry forgotten.
+local function index_account(room, account, member)
+  local key = account_key(account)
+  local old = account_place(room, account)
+  if old then
+    redis.call('HDEL', account_of_key(room, tonumber(old)), int(tonumber(old) % PER_REVERSE))
+  else
+    room.accounts = room.accounts + 1
+    redis.call('HINCRBY', ROOM, 'accounts', 1)
+  end
+  redis.call('HSET', key, account, int(member))
+  redis.call('HSET', account_of_key(room, member), int(member % PER_REVERSE), account)
+end
+
+-- Forgets the accounts of `members` (text), whose places ended.
+local function unindex_accounts(room, members)
+  local gone = 0
+  for _, m in ipairs(members) do
+    local n = tonumber(m)
+    local key, field = account_of_key(room, n), int(n % PER_REVERSE)
+    local account = redis.call('HGET', key, field)
+    if account then
+      redis.call('HDEL', key, field)
+      local forward = account_key(account)
+      if redis.call('HGET', forward, account) == int(n) then
+        redis.call('HDEL', forward, account)
+        gone = gone + 1
+      end
+    end
+  end
+  if gone > 0 then
+    room.accounts = room.accounts - gone
+    redis.call('HINCRBY', ROOM, 'accounts', -gone)
+  end
+end
+
 -- Gives the places of `members` (text), which no longer hold one, back to
--- the clients they were given to under the cap; a client left holding
--- nothing is forgotten. Every step that ends a place calls this.
-local function release(members)
-  if #members == 0 or redis.call('EXISTS', HELD_BY) == 0 then
+-- the clients they were given to under the cap (a client left holding
+-- nothing is forgotten), and forgets their accounts. Every step that ends
+-- a place calls this; a room with neither pays one EXISTS.
+local function release(room, members)
+  if #members == 0 then
+    return
+  end
+  if room.accounts > 0 then
+    unindex_accounts(room, members)
+  end
+  if redis.call('EXISTS', HELD_BY) == 0 then
     return
   end
   for i = 1, #members, CHUNK do
@@ -298,9 +394,9 @@ local function touch_all(room, now, members)
 end
 
 -- Ends the sessions whose time is up; returns how many.
-local function expire(now)
-  if redis.call('EXISTS', HELD_BY) == 1 then
-    release(redis.call('ZRANGEBYSCORE', ACTIVE, '-inf', int(now)))
+local function expire(room, now)
+  if room.accounts > 0 or redis.call('EXISTS', HELD_BY) == 1 then
+    release(room, redis.call('ZRANGEBYSCORE', ACTIVE, '-inf', int(now)))
   end
   return redis.call('ZREMRANGEBYSCORE', ACTIVE, '-inf', int(now))
 end

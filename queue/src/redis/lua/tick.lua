@@ -12,7 +12,7 @@ if not room then
   return UNKNOWN_ROOM
 end
 
-local expired = expire(now)
+local expired = expire(room, now)
 
 -- Waiters who stopped polling lose their place (paused rooms too): those
 -- present in line whose bit is in no live generation of the polled ring
@@ -109,7 +109,7 @@ for i = 1, #stale, CHUNK do
     redis.call('SETBIT', PRESENT, m, 0)
   end
 end
-release(stale)
+release(room, stale)
 if #stale > 0 then
   redis.call('HINCRBY', ROOM, 'abandoned', #stale)
 end
