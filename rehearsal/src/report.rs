@@ -1060,6 +1060,7 @@ mod tests {
             booking_calls: Vec::new(),
             errors: BTreeMap::new(),
             place_ended: Vec::new(),
+            hold_exists: 0,
             confirm_sent_ms: None,
             ended_ms: None,
             outcome,

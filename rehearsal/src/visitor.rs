@@ -190,6 +190,10 @@ pub struct VisitorLog {
     /// account booking ends the place they share; the report tells those
     /// from failures.
     pub place_ended: Vec<(u64, String)>,
+    /// A browser of an account: `409 hold_exists` answers, another browser
+    /// of the account holding seats for the place they share (one visitor
+    /// to the booking API); it waits and tries again, as for held seats.
+    pub hold_exists: u64,
     /// When the first confirm with the key that booked was sent.
     pub confirm_sent_ms: Option<u64>,
     /// When the visit ended.
@@ -250,6 +254,7 @@ pub async fn play(ctx: Arc<Ctx>, plan: Plan) -> VisitorLog {
             booking_calls: Vec::new(),
             errors: BTreeMap::new(),
             place_ended: Vec::new(),
+            hold_exists: 0,
             confirm_sent_ms: None,
             ended_ms: None,
             outcome: Outcome::TimedOut,
@@ -615,6 +620,12 @@ impl Visit<'_> {
                         return Outcome::AccountLimit;
                     }
                     want = k - 1;
+                }
+                // Another browser of the account holds seats for the place
+                // they share: it books them, or lets them go.
+                (409, "hold_exists") if self.plan.account.is_some() => {
+                    self.log.hold_exists += 1;
+                    self.sleep_ms(SEAT_RETRY.as_millis() as f64).await;
                 }
                 (429, "rate_limited") => {
                     // The session's allowance of booking writes: wait as told.

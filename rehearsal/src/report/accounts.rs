@@ -56,6 +56,10 @@ pub struct Accounts {
     pub over_limit: usize,
     /// `409 account_limit` answers: the limit refusing a hold, expected.
     pub account_limit_answers: u64,
+    /// `409 hold_exists` answers: another browser of the account held
+    /// seats for their place (one visitor to booking), expected; the
+    /// browser waited and tried again.
+    pub hold_exists_answers: u64,
     /// Answers that said a browser's place or session had ended after
     /// another browser of its account had sent the confirm that booked
     /// (expected; any other such answer is counted as an error).
@@ -135,6 +139,7 @@ pub fn build(
     let mut places: Vec<BTreeMap<u64, PlaceSeen>> = vec![BTreeMap::new(); n];
     let confirms = first_confirms(logs);
     let mut account_limit_answers = 0;
+    let mut hold_exists_answers = 0;
     let mut ended_by_account_booking = 0;
     let mut unexplained = BTreeMap::new();
     for l in logs {
@@ -156,6 +161,7 @@ pub fn build(
             *s += booked.len() as u64;
         }
         account_limit_answers += l.errors.get("409 account_limit").copied().unwrap_or(0);
+        hold_exists_answers += l.hold_exists;
         for (at, kind) in &l.place_ended {
             if ended_by_booking(&confirms, Some(a), *at) {
                 ended_by_account_booking += 1;
@@ -220,6 +226,7 @@ pub fn build(
             .max_seats_per_account
             .map_or(0, |k| seats.iter().filter(|s| **s > k).count()),
         account_limit_answers,
+        hold_exists_answers,
         ended_by_account_booking,
         fairness,
     };
@@ -268,6 +275,7 @@ mod tests {
             booking_calls: Vec::new(),
             errors: BTreeMap::new(),
             place_ended: Vec::new(),
+            hold_exists: 0,
             confirm_sent_ms: None,
             ended_ms: None,
             outcome,
@@ -312,6 +320,7 @@ mod tests {
         );
         b1.place_ended.push((1_600, "200 expired".into()));
         b1.errors.insert("409 account_limit".into(), 2);
+        b1.hold_exists = 3;
         let b2 = browser(
             0,
             vec![place(1, 300, 500, Some(400), None)],
@@ -336,8 +345,12 @@ mod tests {
         assert_eq!(a.seats_booked_per_account, vec![2, 0, 1]);
         assert_eq!((a.max_seats_booked, a.over_limit), (2, 0));
         assert_eq!(
-            (a.account_limit_answers, a.ended_by_account_booking),
-            (2, 1)
+            (
+                a.account_limit_answers,
+                a.hold_exists_answers,
+                a.ended_by_account_booking
+            ),
+            (2, 3, 1)
         );
         // Places 1 (waiting until 900, admitted by 1,000), 2 (1,050 /
         // 1,200) and 7: in order.
