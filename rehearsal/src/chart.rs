@@ -259,15 +259,15 @@ fn accounts_line(r: &Report) -> Option<String> {
             .join(", ")
     };
     Some(format!(
-        "accounts {} ({} admitted); browsers per account {}; places per account over the run {}; seats booked per account {}; 409 account_limit: {}; 409 hold_exists: {}; places ended by the account's booking: {}",
+        "accounts {} ({} admitted); browsers per account {}; places per account over the run {}; seats booked per account {}; 409 account_limit: {}; answers of a shared place {:?}; browsers whose session the account's booking ended: {}",
         a.accounts,
         a.admitted,
         counts(&a.browsers_per_account),
         counts(&a.places_per_account),
         counts(&a.seats_booked_per_account),
         a.account_limit_answers,
-        a.hold_exists_answers,
-        a.ended_by_account_booking,
+        a.shared_place_answers,
+        a.browsers_ended_by_account_booking,
     ))
 }
 
@@ -519,7 +519,7 @@ mod tests {
             booking_calls: vec![(admitted_ms + 1_000, 80), (admitted_ms + 2_000, 900)],
             errors: BTreeMap::new(),
             place_ended: Vec::new(),
-            hold_exists: 0,
+            shared: BTreeMap::new(),
             confirm_sent_ms: None,
             ended_ms: None,
             outcome: Outcome::Booked,

@@ -1060,7 +1060,7 @@ mod tests {
             booking_calls: Vec::new(),
             errors: BTreeMap::new(),
             place_ended: Vec::new(),
-            hold_exists: 0,
+            shared: BTreeMap::new(),
             confirm_sent_ms: None,
             ended_ms: None,
             outcome,
@@ -1165,8 +1165,12 @@ mod tests {
         let r = build(&inp, serde_json::Value::Null, Vec::new());
         let a = r.accounts.as_ref().unwrap();
         assert_eq!(
-            (a.account_limit_answers, a.ended_by_account_booking),
-            (1, 1)
+            (
+                a.account_limit_answers,
+                a.ended_by_account_booking,
+                a.browsers_ended_by_account_booking
+            ),
+            (1, 1, 1)
         );
         // The limit at work is expected; a place ended with no booking of
         // its account is not.

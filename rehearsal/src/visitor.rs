@@ -190,10 +190,12 @@ pub struct VisitorLog {
     /// account booking ends the place they share; the report tells those
     /// from failures.
     pub place_ended: Vec<(u64, String)>,
-    /// A browser of an account: `409 hold_exists` answers, another browser
-    /// of the account holding seats for the place they share (one visitor
-    /// to the booking API); it waits and tries again, as for held seats.
-    pub hold_exists: u64,
+    /// A browser of an account: answers its place's sharing caused, by
+    /// kind. Every browser of the account on the place is one visitor to
+    /// the booking API: another one's hold is `409 hold_exists` (it waits
+    /// and tries again, as for held seats), and they spend one session's
+    /// allowance of booking writes (`429 rate_limited`: it waits as told).
+    pub shared: BTreeMap<String, u64>,
     /// When the first confirm with the key that booked was sent.
     pub confirm_sent_ms: Option<u64>,
     /// When the visit ended.
@@ -254,7 +256,7 @@ pub async fn play(ctx: Arc<Ctx>, plan: Plan) -> VisitorLog {
             booking_calls: Vec::new(),
             errors: BTreeMap::new(),
             place_ended: Vec::new(),
-            hold_exists: 0,
+            shared: BTreeMap::new(),
             confirm_sent_ms: None,
             ended_ms: None,
             outcome: Outcome::TimedOut,
@@ -624,12 +626,16 @@ impl Visit<'_> {
                 // Another browser of the account holds seats for the place
                 // they share: it books them, or lets them go.
                 (409, "hold_exists") if self.plan.account.is_some() => {
-                    self.log.hold_exists += 1;
+                    *self.log.shared.entry(r.kind()).or_insert(0) += 1;
                     self.sleep_ms(SEAT_RETRY.as_millis() as f64).await;
                 }
                 (429, "rate_limited") => {
                     // The session's allowance of booking writes: wait as told.
-                    self.error(r.kind());
+                    if self.plan.account.is_some() {
+                        *self.log.shared.entry(r.kind()).or_insert(0) += 1;
+                    } else {
+                        self.error(r.kind());
+                    }
                     let wait = r.retry_after.unwrap_or(1).max(1);
                     self.sleep_ms(wait as f64 * 1000.0).await;
                 }

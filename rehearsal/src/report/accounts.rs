@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use super::{Fairness, fairness_of};
 use crate::stats::Admission;
-use crate::visitor::{PlaceSeen, VisitorLog};
+use crate::visitor::{Outcome, PlaceSeen, VisitorLog};
 
 /// What the account figures are computed from, besides the logs.
 pub struct Plan {
@@ -56,14 +56,18 @@ pub struct Accounts {
     pub over_limit: usize,
     /// `409 account_limit` answers: the limit refusing a hold, expected.
     pub account_limit_answers: u64,
-    /// `409 hold_exists` answers: another browser of the account held
-    /// seats for their place (one visitor to booking), expected; the
-    /// browser waited and tried again.
-    pub hold_exists_answers: u64,
+    /// Answers the sharing of a place caused, by kind, expected: `409
+    /// hold_exists` (another browser of the account held seats for their
+    /// place, which is one visitor to booking) and `429 rate_limited` (the
+    /// place's one session spent its allowance of booking writes).
+    pub shared_place_answers: BTreeMap<String, u64>,
     /// Answers that said a browser's place or session had ended after
     /// another browser of its account had sent the confirm that booked
     /// (expected; any other such answer is counted as an error).
     pub ended_by_account_booking: u64,
+    /// Browsers whose visit ended so: their session ended by the
+    /// account's booking while they were inside.
+    pub browsers_ended_by_account_booking: usize,
     /// Join order (the place's seq) against admission order, over the
     /// accounts' places seen waiting and then admitted: one item per
     /// place, its admission pinned by all its browsers' reads. None in a
@@ -139,7 +143,8 @@ pub fn build(
     let mut places: Vec<BTreeMap<u64, PlaceSeen>> = vec![BTreeMap::new(); n];
     let confirms = first_confirms(logs);
     let mut account_limit_answers = 0;
-    let mut hold_exists_answers = 0;
+    let mut shared_place_answers = BTreeMap::new();
+    let mut browsers_ended_by_account_booking = 0;
     let mut ended_by_account_booking = 0;
     let mut unexplained = BTreeMap::new();
     for l in logs {
@@ -161,7 +166,14 @@ pub fn build(
             *s += booked.len() as u64;
         }
         account_limit_answers += l.errors.get("409 account_limit").copied().unwrap_or(0);
-        hold_exists_answers += l.hold_exists;
+        for (kind, n) in &l.shared {
+            *shared_place_answers.entry(kind.clone()).or_insert(0) += n;
+        }
+        if matches!(l.outcome, Outcome::SessionEnded | Outcome::HoldExpired)
+            && ended_by_booking(&confirms, Some(a), l.ended_ms.unwrap_or(u64::MAX))
+        {
+            browsers_ended_by_account_booking += 1;
+        }
         for (at, kind) in &l.place_ended {
             if ended_by_booking(&confirms, Some(a), *at) {
                 ended_by_account_booking += 1;
@@ -226,8 +238,9 @@ pub fn build(
             .max_seats_per_account
             .map_or(0, |k| seats.iter().filter(|s| **s > k).count()),
         account_limit_answers,
-        hold_exists_answers,
+        shared_place_answers,
         ended_by_account_booking,
+        browsers_ended_by_account_booking,
         fairness,
     };
     (accounts, unexplained)
@@ -236,7 +249,6 @@ pub fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::visitor::Outcome;
 
     fn place(
         seq: u64,
@@ -275,7 +287,7 @@ mod tests {
             booking_calls: Vec::new(),
             errors: BTreeMap::new(),
             place_ended: Vec::new(),
-            hold_exists: 0,
+            shared: BTreeMap::new(),
             confirm_sent_ms: None,
             ended_ms: None,
             outcome,
@@ -320,7 +332,7 @@ mod tests {
         );
         b1.place_ended.push((1_600, "200 expired".into()));
         b1.errors.insert("409 account_limit".into(), 2);
-        b1.hold_exists = 3;
+        b1.shared.insert("409 hold_exists".into(), 3);
         let b2 = browser(
             0,
             vec![place(1, 300, 500, Some(400), None)],
@@ -347,10 +359,10 @@ mod tests {
         assert_eq!(
             (
                 a.account_limit_answers,
-                a.hold_exists_answers,
+                a.shared_place_answers.get("409 hold_exists"),
                 a.ended_by_account_booking
             ),
-            (2, 3, 1)
+            (2, Some(&3), 1)
         );
         // Places 1 (waiting until 900, admitted by 1,000), 2 (1,050 /
         // 1,200) and 7: in order.
