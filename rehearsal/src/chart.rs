@@ -241,15 +241,17 @@ fn draw_head(area: &Area, r: &Report, title: &str) -> DrawResult {
         (20, y + 18),
         font(13),
     ))?;
-    if let Some(line) = accounts_line(r) {
-        area.draw(&Text::new(line, (20, y + 36), font(13)))?;
+    for (line, dy) in accounts_lines(r).into_iter().zip((36..).step_by(18)) {
+        area.draw(&Text::new(line, (20, y + dy), font(13)))?;
     }
     Ok(())
 }
 
-/// The accounts' figures in one line, for a run of accounts.
-fn accounts_line(r: &Report) -> Option<String> {
-    let a = r.accounts.as_ref()?;
+/// The accounts' figures in two lines, for a run of accounts.
+fn accounts_lines(r: &Report) -> Vec<String> {
+    let Some(a) = r.accounts.as_ref() else {
+        return Vec::new();
+    };
     let counts = |h: &[u64]| {
         h.iter()
             .enumerate()
@@ -258,17 +260,32 @@ fn accounts_line(r: &Report) -> Option<String> {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    Some(format!(
-        "accounts {} ({} admitted); browsers per account {}; places per account over the run {}; seats booked per account {}; 409 account_limit: {}; answers of a shared place {:?}; browsers whose session the account's booking ended: {}",
-        a.accounts,
-        a.admitted,
-        counts(&a.browsers_per_account),
-        counts(&a.places_per_account),
-        counts(&a.seats_booked_per_account),
-        a.account_limit_answers,
-        a.shared_place_answers,
-        a.browsers_ended_by_account_booking,
-    ))
+    let shared = a
+        .shared_place_answers
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    vec![
+        format!(
+            "accounts {} ({} admitted); browsers per account {}; places per account over the run {}",
+            a.accounts,
+            a.admitted,
+            counts(&a.browsers_per_account),
+            counts(&a.places_per_account),
+        ),
+        format!(
+            "seats booked per account {}; 409 account_limit: {}; a shared place's answers: {}; sessions ended by the account's booking: {}",
+            counts(&a.seats_booked_per_account),
+            a.account_limit_answers,
+            if shared.is_empty() {
+                "none".into()
+            } else {
+                shared
+            },
+            a.browsers_ended_by_account_booking,
+        ),
+    ]
 }
 
 /// The panels of `r`, top to bottom.
@@ -468,7 +485,7 @@ pub fn svg(r: &Report, title: &str) -> Result<String, Error> {
         .collect();
     let panels = panels(r, &slow);
     let too_tall = |_| Error::Chart("too many checks to draw".into());
-    let lines = r.checks.len() + usize::from(r.accounts.is_some());
+    let lines = r.checks.len() + accounts_lines(r).len();
     let head = u32::try_from(98 + 18 * lines).map_err(too_tall)?;
     let height =
         u32::try_from(head as usize + PANEL_H as usize * panels.len()).map_err(too_tall)?;
@@ -708,10 +725,14 @@ mod tests {
         r.accounts = Some(crate::report::accounts::build(&plan, &[], false).0);
         let svg = svg(&r, "rehearsal").unwrap();
         let texts = texts(&svg);
-        let line = accounts_line(&r).unwrap();
-        assert!(texts.contains(&xml(&line).as_str()), "{line}");
-        assert!(line.starts_with("accounts 3 (0 admitted); browsers per account 0: 3;"));
-        assert!(accounts_line(&report(false)).is_none());
+        let lines = accounts_lines(&r);
+        assert_eq!(lines.len(), 2);
+        for line in &lines {
+            assert!(texts.contains(&xml(line).as_str()), "{line}");
+        }
+        assert!(lines[0].starts_with("accounts 3 (0 admitted); browsers per account 0: 3;"));
+        assert!(lines[1].contains("a shared place's answers: none;"));
+        assert!(accounts_lines(&report(false)).is_empty());
     }
 
     #[test]
