@@ -3,8 +3,8 @@
 //! (with adaptive admission: the configured rate × the origin's factor, and
 //! the slow-payment window shaded, then booking's latency against the
 //! target), the waiting line, inside against capacity, the wait
-//! distribution and the ETA error by wait length. A run of accounts adds a
-//! line of their figures under the checks. Drawn with plotters' SVG
+//! distribution and the ETA error by wait length. A run of accounts adds
+//! two lines of their figures under the others. Drawn with plotters' SVG
 //! backend, which writes text as `<text>` for the viewer to set (no font
 //! library); each panel has its axes with units and a legend on its right.
 
