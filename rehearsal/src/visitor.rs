@@ -666,6 +666,12 @@ impl Visit<'_> {
             {
                 if r.session_over() {
                     self.place_ended(r.kind());
+                } else if self.plan.account.is_some()
+                    && r.status == 429
+                    && r.code() == "rate_limited"
+                {
+                    // The shared session's allowance: the good card follows.
+                    *self.log.shared.entry(r.kind()).or_insert(0) += 1;
                 } else {
                     self.error(r.kind());
                 }
@@ -676,7 +682,9 @@ impl Visit<'_> {
         // A lost answer is sent again with the same key: never paid twice.
         // The booking may have been made by the first of them.
         let first_sent = self.ctx.now_ms();
-        for _ in 0..5 {
+        let mut tries = 0;
+        while tries < 5 {
+            tries += 1;
             if self.past_deadline() {
                 return Outcome::TimedOut;
             }
@@ -724,6 +732,15 @@ impl Visit<'_> {
                     // the planned declines, so it reads as unexpected.
                     self.error(format!("{} (good card)", r.kind()));
                     self.sleep_ms(1000.0).await;
+                }
+                // The shared session's allowance of booking writes, spent
+                // by the account's other browsers: wait as told, a try
+                // not counted.
+                (429, "rate_limited") if self.plan.account.is_some() => {
+                    *self.log.shared.entry(r.kind()).or_insert(0) += 1;
+                    tries -= 1;
+                    let wait = r.retry_after.unwrap_or(1).clamp(1, 60);
+                    self.sleep_ms(wait as f64 * 1000.0).await;
                 }
                 _ => {
                     self.error(r.kind());
