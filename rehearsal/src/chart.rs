@@ -275,7 +275,7 @@ fn accounts_lines(r: &Report) -> Vec<String> {
             counts(&a.places_per_account),
         ),
         format!(
-            "seats booked per account {}; 409 account_limit: {}; a shared place's answers: {}; sessions ended by the account's booking: {}",
+            "seats booked per account {}; 409 account_limit: {}; a shared place's answers: {}; sessions ended by another browser of the account: {}",
             counts(&a.seats_booked_per_account),
             a.account_limit_answers,
             if shared.is_empty() {
@@ -283,7 +283,7 @@ fn accounts_lines(r: &Report) -> Vec<String> {
             } else {
                 shared
             },
-            a.browsers_ended_by_account_booking,
+            a.browsers_ended_by_account,
         ),
     ]
 }
@@ -537,7 +537,7 @@ mod tests {
             errors: BTreeMap::new(),
             place_ended: Vec::new(),
             shared: BTreeMap::new(),
-            confirm_sent_ms: None,
+            ended_places: Vec::new(),
             ended_ms: None,
             outcome: Outcome::Booked,
         }

@@ -727,15 +727,15 @@ fn print_summary(r: &report::Report, out: &std::path::Path) {
             a.max_places_at_once
         );
         println!(
-            "  seats booked per account {:?} (max {}, limit {}, {} over it); 409 account_limit: {}; answers of a shared place {:?}; answers that the place ended with the account's booking: {}, browsers whose session it ended: {}",
+            "  seats booked per account {:?} (max {}, limit {}, {} over it); 409 account_limit: {}; answers of a shared place {:?}; answers that the account's other browser ended the place: {}, browsers whose session it ended: {}",
             a.seats_booked_per_account,
             a.max_seats_booked,
             a.seats_limit.map_or("none".into(), |k| k.to_string()),
             a.over_limit,
             a.account_limit_answers,
             a.shared_place_answers,
-            a.ended_by_account_booking,
-            a.browsers_ended_by_account_booking
+            a.ended_by_account,
+            a.browsers_ended_by_account
         );
     }
     println!("  errors: {:?}", r.errors);

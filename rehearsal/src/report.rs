@@ -251,8 +251,8 @@ pub struct Holds {
     /// too slow for the hold's time shows here.
     pub ran_out_while_buying: usize,
     /// Ended with the session another browser of the visitor's account
-    /// ended by booking (the place they share).
-    pub ended_by_account_booking: usize,
+    /// ended by booking (or leaving) the place they share.
+    pub ended_by_account: usize,
     /// Still unpaid when the visitor gave up after failed answers or the
     /// run's time ran out.
     pub unfinished: usize,
@@ -638,7 +638,7 @@ pub fn holds(logs: &[VisitorLog], hold_seconds: u64) -> Holds {
         ..Holds::default()
     };
     let mut to_booking = Vec::new();
-    let confirms = accounts::first_confirms(logs);
+    let ends = accounts::place_ends(logs);
     for l in logs {
         let Some(held) = l.held_ms else { continue };
         h.taken += 1;
@@ -651,13 +651,14 @@ pub fn holds(logs: &[VisitorLog], hold_seconds: u64) -> Holds {
             }
             Outcome::LetHoldExpire => h.let_run_out += 1,
             Outcome::HoldExpired | Outcome::SessionEnded
-                if accounts::ended_by_booking(
-                    &confirms,
+                if accounts::ended_by_account(
+                    &ends,
                     l.account,
+                    l.seq,
                     l.ended_ms.unwrap_or(u64::MAX),
                 ) =>
             {
-                h.ended_by_account_booking += 1
+                h.ended_by_account += 1
             }
             Outcome::HoldExpired | Outcome::SessionEnded => h.ran_out_while_buying += 1,
             // Nobody holds seats while waiting, abandoning or reading
@@ -983,12 +984,8 @@ fn checks(r: &Report, sold_out: bool) -> Vec<Check> {
         "holds that ran out while buying",
         "0",
         format!(
-            "{} of {} ({} let run out on purpose; {} ended with the account's booking; {} unfinished: gave up after failed answers or out of time)",
-            h.ran_out_while_buying,
-            h.taken,
-            h.let_run_out,
-            h.ended_by_account_booking,
-            h.unfinished
+            "{} of {} ({} let run out on purpose; {} ended by the account's other browser; {} unfinished: gave up after failed answers or out of time)",
+            h.ran_out_while_buying, h.taken, h.let_run_out, h.ended_by_account, h.unfinished
         ),
         h.ran_out_while_buying == 0,
     );
@@ -1061,7 +1058,7 @@ mod tests {
             errors: BTreeMap::new(),
             place_ended: Vec::new(),
             shared: BTreeMap::new(),
-            confirm_sent_ms: None,
+            ended_places: Vec::new(),
             ended_ms: None,
             outcome,
         }
@@ -1128,30 +1125,38 @@ mod tests {
 
     #[test]
     fn a_hold_ended_by_the_accounts_own_booking_is_not_one_that_ran_out() {
-        let of = |account, mut l: VisitorLog| {
+        let of = |account, seq, mut l: VisitorLog| {
             l.account = Some(account);
+            l.seq = Some(seq);
             l.ended_ms = Some(1_600);
             l
         };
-        let mut buyer = of(0, log(Outcome::Booked, Some(1_000), Some(1_550)));
-        buyer.confirm_sent_ms = Some(1_500);
+        let ended = |seq, kind: &str| crate::visitor::PlaceEnd {
+            at_ms: 1_600,
+            seq: Some(seq),
+            kind: kind.into(),
+        };
+        let mut buyer = of(0, 1, log(Outcome::Booked, Some(1_000), Some(1_550)));
+        buyer.ended_places.push((1_500, 1));
         buyer.booked = Some((1_550, vec!["A-1-1".into(), "A-1-2".into()]));
         // Its sibling's hold ended with the shared session at 1,600, and
-        // its confirm read so; another account's simply ran out.
-        let mut sibling = of(0, log(Outcome::SessionEnded, Some(1_100), None));
-        sibling
-            .place_ended
-            .push((1_600, "401 invalid_entry".into()));
+        // its confirm read so; another account's simply ran out, and a
+        // browser of the first account on a later place was not ended by
+        // that booking.
+        let mut sibling = of(0, 1, log(Outcome::SessionEnded, Some(1_100), None));
+        sibling.place_ended.push(ended(1, "401 invalid_entry"));
         sibling.errors.insert("409 account_limit".into(), 1);
-        let mut other = of(1, log(Outcome::HoldExpired, Some(1_000), None));
-        other.place_ended.push((1_600, "409 hold_expired".into()));
-        let logs = [buyer, sibling, other];
+        let mut other = of(1, 2, log(Outcome::HoldExpired, Some(1_000), None));
+        other.place_ended.push(ended(2, "409 hold_expired"));
+        let mut later = of(0, 3, log(Outcome::SoldOut, None, None));
+        later.place_ended.push(ended(3, "200 expired"));
+        let logs = [buyer, sibling, other, later];
         let h = holds(&logs, 20);
         assert_eq!(
             (
                 h.taken,
                 h.booked,
-                h.ended_by_account_booking,
+                h.ended_by_account,
                 h.ran_out_while_buying
             ),
             (3, 1, 1, 1)
@@ -1167,8 +1172,8 @@ mod tests {
         assert_eq!(
             (
                 a.account_limit_answers,
-                a.ended_by_account_booking,
-                a.browsers_ended_by_account_booking
+                a.ended_by_account,
+                a.browsers_ended_by_account
             ),
             (1, 1, 1)
         );
@@ -1177,7 +1182,10 @@ mod tests {
         assert_eq!(r.errors.get("409 account_limit"), Some(&1));
         assert_eq!(
             r.unexpected_errors,
-            BTreeMap::from([("409 hold_expired".to_owned(), 1)])
+            BTreeMap::from([
+                ("200 expired".to_owned(), 1),
+                ("409 hold_expired".to_owned(), 1)
+            ])
         );
         for name in [
             "places one account held at once",

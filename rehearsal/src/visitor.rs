@@ -146,6 +146,17 @@ pub struct PlaceSeen {
     pub admitted_ms: Option<u64>,
 }
 
+/// An answer that said a browser's place or session had ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlaceEnd {
+    /// When it came back, ms after the run's zero.
+    pub at_ms: u64,
+    /// The place the browser was on (its ticket's seq).
+    pub seq: Option<u64>,
+    /// `"200 expired"`, `"401 invalid_entry"`, `"409 hold_expired"`.
+    pub kind: String,
+}
+
 /// Everything one visitor saw. Times are ms after the run's zero.
 #[derive(Clone, Debug)]
 pub struct VisitorLog {
@@ -185,19 +196,19 @@ pub struct VisitorLog {
     /// Failed answers by kind (`"409 seat_unavailable"`, `"timeout"`, ...).
     pub errors: BTreeMap<String, u64>,
     /// A browser of an account: answers that said its place or session
-    /// had ended (`"200 expired"`, `"401 invalid_entry"`, `"409
-    /// hold_expired"`), with when they came back. Another browser of the
-    /// account booking ends the place they share; the report tells those
-    /// from failures.
-    pub place_ended: Vec<(u64, String)>,
+    /// had ended. Another browser of the account booking, or leaving, ends
+    /// the place they share; the report tells those from failures.
+    pub place_ended: Vec<PlaceEnd>,
     /// A browser of an account: answers its place's sharing caused, by
     /// kind. Every browser of the account on the place is one visitor to
     /// the booking API: another one's hold is `409 hold_exists` (it waits
     /// and tries again, as for held seats), and they spend one session's
     /// allowance of booking writes (`429 rate_limited`: it waits as told).
     pub shared: BTreeMap<String, u64>,
-    /// When the first confirm with the key that booked was sent.
-    pub confirm_sent_ms: Option<u64>,
+    /// The requests by which it ended its own place, with when they were
+    /// sent and the place's seq: the confirm that booked (the first send
+    /// of its key), a leave.
+    pub ended_places: Vec<(u64, u64)>,
     /// When the visit ended.
     pub ended_ms: Option<u64>,
     /// How it ended.
@@ -257,7 +268,7 @@ pub async fn play(ctx: Arc<Ctx>, plan: Plan) -> VisitorLog {
             errors: BTreeMap::new(),
             place_ended: Vec::new(),
             shared: BTreeMap::new(),
-            confirm_sent_ms: None,
+            ended_places: Vec::new(),
             ended_ms: None,
             outcome: Outcome::TimedOut,
         },
@@ -298,7 +309,11 @@ impl Visit<'_> {
     /// browser of the account may have booked); else a failed answer.
     fn place_ended(&mut self, kind: String) {
         if self.plan.account.is_some() {
-            self.log.place_ended.push((self.ctx.now_ms(), kind));
+            self.log.place_ended.push(PlaceEnd {
+                at_ms: self.ctx.now_ms(),
+                seq: self.log.seq,
+                kind,
+            });
         } else {
             self.error(kind);
         }
@@ -713,7 +728,9 @@ impl Visit<'_> {
                         })
                         .unwrap_or_default();
                     let n = Vec::len(&seats) as u64;
-                    self.log.confirm_sent_ms = Some(first_sent);
+                    if let Some(seq) = self.log.seq {
+                        self.log.ended_places.push((first_sent, seq));
+                    }
                     self.log.booked = Some((self.ctx.now_ms(), seats));
                     self.ctx.counters.booked.fetch_add(1, Relaxed);
                     self.ctx.counters.seats_sold.fetch_add(n, Relaxed);
@@ -753,6 +770,9 @@ impl Visit<'_> {
 
     async fn leave(&mut self) {
         let path = format!("/queue/{}/leave", self.ctx.room);
+        if let Some(seq) = self.log.seq {
+            self.log.ended_places.push((self.ctx.now_ms(), seq));
+        }
         if let Ok(r) = self.send(Method::POST, &path, None, &[]).await
             && r.status != 204
         {

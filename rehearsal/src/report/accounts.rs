@@ -4,10 +4,10 @@
 //! admission order over the accounts' places.
 //!
 //! An account's browsers share its place, each with a ticket of its own
-//! carrying the place's seq. When one of them books, the place ends for
-//! all of them: their next answers say so (`expired`, 401), which is the
-//! place working as it should, and a browser that joins again takes a new
-//! place at the back. So an account may hold several places over a run,
+//! carrying the place's seq. When one of them books (or leaves), the place
+//! ends for all of them: their next answers on it say so (`expired`, 401),
+//! which is the place working as it should, and a browser that joins again
+//! takes a new place at the back. So an account may hold several places over a run,
 //! one after another, never two at once.
 
 use std::collections::{BTreeMap, HashMap};
@@ -61,13 +61,14 @@ pub struct Accounts {
     /// place, which is one visitor to booking) and `429 rate_limited` (the
     /// place's one session spent its allowance of booking writes).
     pub shared_place_answers: BTreeMap<String, u64>,
-    /// Answers that said a browser's place or session had ended after
-    /// another browser of its account had sent the confirm that booked
-    /// (expected; any other such answer is counted as an error).
-    pub ended_by_account_booking: u64,
-    /// Browsers whose visit ended so: their session ended by the
-    /// account's booking while they were inside.
-    pub browsers_ended_by_account_booking: usize,
+    /// Answers that said a browser's place or session had ended after a
+    /// browser of its account on that place had ended it: sent the confirm
+    /// that booked (a booking ends the session) or left (expected; any
+    /// other such answer is counted as an error).
+    pub ended_by_account: u64,
+    /// Browsers whose visit ended so: inside, their session ended by the
+    /// account's booking (or leave) on their place.
+    pub browsers_ended_by_account: usize,
     /// Join order (the place's seq) against admission order, over the
     /// accounts' places seen waiting and then admitted: one item per
     /// place, its admission pinned by all its browsers' reads. None in a
@@ -75,24 +76,33 @@ pub struct Accounts {
     pub fairness: Option<Fairness>,
 }
 
-/// When each account's first booking confirm was sent: a browser's place
-/// or session that ended after it ended with that booking.
-pub fn first_confirms(logs: &[VisitorLog]) -> HashMap<usize, u64> {
-    let mut first: HashMap<usize, u64> = HashMap::new();
+/// When each place of an account was ended by one of its browsers (the
+/// confirm that booked, or a leave, sent), by account and seq: the
+/// earliest.
+pub fn place_ends(logs: &[VisitorLog]) -> HashMap<(usize, u64), u64> {
+    let mut ends: HashMap<(usize, u64), u64> = HashMap::new();
     for l in logs {
-        if let (Some(a), Some(t)) = (l.account, l.confirm_sent_ms) {
-            let at = first.entry(a).or_insert(t);
-            *at = (*at).min(t);
+        let Some(a) = l.account else { continue };
+        for &(sent, seq) in &l.ended_places {
+            let at = ends.entry((a, seq)).or_insert(sent);
+            *at = (*at).min(sent);
         }
     }
-    first
+    ends
 }
 
-/// Whether a browser of `account` reading its place over at `at` read the
-/// end of its account's booking.
-pub fn ended_by_booking(confirms: &HashMap<usize, u64>, account: Option<usize>, at: u64) -> bool {
+/// Whether a browser of `account` on place `seq`, told at `at` that its
+/// place or session was over, was told of an end one of the account's
+/// browsers made.
+pub fn ended_by_account(
+    ends: &HashMap<(usize, u64), u64>,
+    account: Option<usize>,
+    seq: Option<u64>,
+    at: u64,
+) -> bool {
     account
-        .and_then(|a| confirms.get(&a))
+        .zip(seq)
+        .and_then(|key| ends.get(&key))
         .is_some_and(|&sent| sent <= at)
 }
 
@@ -141,11 +151,11 @@ pub fn build(
     let mut seats = vec![0u64; n];
     // Every place of every account, merged over its browsers.
     let mut places: Vec<BTreeMap<u64, PlaceSeen>> = vec![BTreeMap::new(); n];
-    let confirms = first_confirms(logs);
+    let ends = place_ends(logs);
     let mut account_limit_answers = 0;
     let mut shared_place_answers = BTreeMap::new();
-    let mut browsers_ended_by_account_booking = 0;
-    let mut ended_by_account_booking = 0;
+    let mut browsers_ended_by_account = 0;
+    let mut ended = 0;
     let mut unexplained = BTreeMap::new();
     for l in logs {
         let Some(a) = l.account else { continue };
@@ -170,15 +180,15 @@ pub fn build(
             *shared_place_answers.entry(kind.clone()).or_insert(0) += n;
         }
         if matches!(l.outcome, Outcome::SessionEnded | Outcome::HoldExpired)
-            && ended_by_booking(&confirms, Some(a), l.ended_ms.unwrap_or(u64::MAX))
+            && ended_by_account(&ends, Some(a), l.seq, l.ended_ms.unwrap_or(u64::MAX))
         {
-            browsers_ended_by_account_booking += 1;
+            browsers_ended_by_account += 1;
         }
-        for (at, kind) in &l.place_ended {
-            if ended_by_booking(&confirms, Some(a), *at) {
-                ended_by_account_booking += 1;
+        for e in &l.place_ended {
+            if ended_by_account(&ends, Some(a), e.seq, e.at_ms) {
+                ended += 1;
             } else {
-                *unexplained.entry(kind.clone()).or_insert(0) += 1;
+                *unexplained.entry(e.kind.clone()).or_insert(0) += 1;
             }
         }
         let Some(mine) = places.get_mut(a) else {
@@ -239,8 +249,8 @@ pub fn build(
             .map_or(0, |k| seats.iter().filter(|s| **s > k).count()),
         account_limit_answers,
         shared_place_answers,
-        ended_by_account_booking,
-        browsers_ended_by_account_booking,
+        ended_by_account: ended,
+        browsers_ended_by_account,
         fairness,
     };
     (accounts, unexplained)
@@ -249,6 +259,7 @@ pub fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::visitor::PlaceEnd;
 
     fn place(
         seq: u64,
@@ -288,14 +299,15 @@ mod tests {
             errors: BTreeMap::new(),
             place_ended: Vec::new(),
             shared: BTreeMap::new(),
-            confirm_sent_ms: None,
+            ended_places: Vec::new(),
             ended_ms: None,
             outcome,
         }
     }
 
     fn booked(mut l: VisitorLog, confirm_sent: u64, seats: usize) -> VisitorLog {
-        l.confirm_sent_ms = Some(confirm_sent);
+        let seq = l.places.last().map_or(0, |p| p.seq);
+        l.ended_places.push((confirm_sent, seq));
         l.booked = Some((
             confirm_sent + 50,
             (0..seats).map(|i| format!("A-1-{i}")).collect(),
@@ -330,7 +342,11 @@ mod tests {
             ],
             Outcome::AccountLimit,
         );
-        b1.place_ended.push((1_600, "200 expired".into()));
+        b1.place_ended.push(PlaceEnd {
+            at_ms: 1_600,
+            seq: Some(1),
+            kind: "200 expired".into(),
+        });
         b1.errors.insert("409 account_limit".into(), 2);
         b1.shared.insert("409 hold_exists".into(), 3);
         let b2 = browser(
@@ -360,7 +376,7 @@ mod tests {
             (
                 a.account_limit_answers,
                 a.shared_place_answers.get("409 hold_exists"),
-                a.ended_by_account_booking
+                a.ended_by_account
             ),
             (2, Some(&3), 1)
         );
@@ -391,7 +407,11 @@ mod tests {
             vec![place(4, 200, 600, Some(300), Some(500))],
             Outcome::SessionEnded,
         );
-        a1.place_ended.push((100, "401 invalid_entry".into()));
+        a1.place_ended.push(PlaceEnd {
+            at_ms: 100,
+            seq: Some(4),
+            kind: "401 invalid_entry".into(),
+        });
         // Touching spans share no moment.
         let b0 = browser(1, vec![place(5, 100, 200, None, None)], Outcome::SoldOut);
         let b1 = browser(1, vec![place(6, 200, 300, None, None)], Outcome::SoldOut);
