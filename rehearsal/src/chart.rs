@@ -4,7 +4,7 @@
 //! the slow-payment window shaded, then booking's latency against the
 //! target), the waiting line, inside against capacity, the wait
 //! distribution and the ETA error by wait length. A run of accounts adds
-//! two lines of their figures under the others. Drawn with plotters' SVG
+//! three lines of their figures under the others. Drawn with plotters' SVG
 //! backend, which writes text as `<text>` for the viewer to set (no font
 //! library); each panel has its axes with units and a legend on its right.
 
@@ -247,7 +247,7 @@ fn draw_head(area: &Area, r: &Report, title: &str) -> DrawResult {
     Ok(())
 }
 
-/// The accounts' figures in two lines, for a run of accounts.
+/// The accounts' figures in three lines, for a run of accounts.
 fn accounts_lines(r: &Report) -> Vec<String> {
     let Some(a) = r.accounts.as_ref() else {
         return Vec::new();
@@ -268,15 +268,18 @@ fn accounts_lines(r: &Report) -> Vec<String> {
         .join(", ");
     vec![
         format!(
-            "accounts {} ({} admitted); browsers per account {}; places per account over the run {}",
+            "accounts {} ({} admitted); browsers per account {}",
             a.accounts,
             a.admitted,
             counts(&a.browsers_per_account),
-            counts(&a.places_per_account),
         ),
         format!(
-            "seats booked per account {}; 409 account_limit: {}; a shared place's answers: {}; sessions ended by another browser of the account: {}",
+            "places per account over the run {}; seats booked per account {}",
+            counts(&a.places_per_account),
             counts(&a.seats_booked_per_account),
+        ),
+        format!(
+            "409 account_limit: {}; a shared place: {}; sessions ended by another browser of the account: {}",
             a.account_limit_answers,
             if shared.is_empty() {
                 "none".into()
@@ -726,12 +729,15 @@ mod tests {
         let svg = svg(&r, "rehearsal").unwrap();
         let texts = texts(&svg);
         let lines = accounts_lines(&r);
-        assert_eq!(lines.len(), 2);
+        assert_eq!(lines.len(), 3);
         for line in &lines {
             assert!(texts.contains(&xml(line).as_str()), "{line}");
         }
-        assert!(lines[0].starts_with("accounts 3 (0 admitted); browsers per account 0: 3;"));
-        assert!(lines[1].contains("a shared place's answers: none;"));
+        assert_eq!(
+            lines[0],
+            "accounts 3 (0 admitted); browsers per account 0: 3"
+        );
+        assert!(lines[2].contains("a shared place: none;"));
         assert!(accounts_lines(&report(false)).is_empty());
     }
 
