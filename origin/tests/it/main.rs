@@ -45,6 +45,7 @@ mod on_redis {
     mod fifo;
     mod held_polls;
     mod joins;
+    mod leave_entry;
     mod limits;
     mod line;
     mod methods;
@@ -74,6 +75,7 @@ mod on_memory {
     mod fifo;
     mod held_polls;
     mod joins;
+    mod leave_entry;
     mod limits;
     mod line;
     mod methods;
