@@ -6,7 +6,7 @@
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -19,9 +19,13 @@ use utoipa_axum::routes;
 
 use super::api_doc::{PreferWait, RoomPath};
 use super::client::Client;
-use super::extract::{IdentityToken, Presented, RoomTicket, SmallBody, optional_object, verify};
+use super::extract::{
+    IdentityToken, Presented, RoomTicket, SmallBody, optional_object, presented_entry, verify,
+};
 use super::issue::{Holder, Issued, issue};
-use super::responses::{BadBody, BadTicket, CrossSite, JoinLimits, NoRoom, StoreDown, TicketAuth};
+use super::responses::{
+    BadBody, BadTicket, CrossSite, JoinLimits, LeaveAuth, NoRoom, StoreDown, TicketAuth,
+};
 use super::session_end::{end_session, end_shared};
 use super::site::SameSite;
 use crate::cookies::clear_cookie;
@@ -885,18 +889,22 @@ async fn used_from(
 
 /// Give up the place in line or the session.
 ///
-/// The slot is free at once; the room's cookies are deleted.
+/// The slot is free at once; the room's cookies are deleted. Without a
+/// ticket, the session's entry token (cookie `wr_entry_{room}` or header
+/// `Entry-Token`) ends the session it names: the edge's way when the site
+/// answers a visitor with `Waiting-Room-Command: revoke`. A ticket, when
+/// there is one, is what counts.
 #[utoipa::path(
     post,
     path = "/queue/{room}/leave",
     tag = "queue",
     params(RoomPath),
     request_body(content = EmptyBody, description = "Nothing, or `{}`"),
-    security(("ticket" = [])),
+    security(("ticket" = []), ("entry_token" = [])),
     responses(
-        (status = 204, description = "Left",
+        (status = 204, description = "Left (also when already gone)",
             headers(("Set-Cookie" = String, description = "Deletes `wr_ticket_{room}` and `wr_entry_{room}`"))),
-        BadBody, TicketAuth, CrossSite, NoRoom, StoreDown,
+        BadBody, LeaveAuth, CrossSite, NoRoom, StoreDown,
     ),
 )]
 // At debug, as join's span.
@@ -905,10 +913,25 @@ async fn leave(
     State(state): State<AppState>,
     _: SameSite,
     RoomTicket { room, presented }: RoomTicket,
+    headers: HeaderMap,
     SmallBody(body): SmallBody<MAX_BODY>,
 ) -> Result<Response, ApiError> {
     let EmptyBody {} = optional_object(body?)?;
-    let claims = required_claims(&state, presented, &room, state.clock.now_secs()).await?;
+    let now = state.clock.now_secs();
+    let entry = match presented {
+        Ok(None) => presented_entry(&headers, &room),
+        _ => None,
+    };
+    let claims = match entry {
+        Some(token) => match verify(&state.keys, &token, Kind::Entry, &room, now) {
+            Ok(claims) => claims,
+            Err(reason) => {
+                let refused = ApiError::InvalidEntry(reason);
+                return Err(Box::pin(unknown_room_first(&state, &room, refused)).await);
+            }
+        },
+        None => required_claims(&state, presented, &room, now).await?,
+    };
     end_session(&state, &room, claims.seq, claims.visitor).await?;
     state.snapshots.forget(&room, claims.seq);
     let mut response = StatusCode::NO_CONTENT.into_response();

@@ -47,6 +47,7 @@ mod on_redis {
     mod fifo;
     mod held_polls;
     mod joins;
+    mod leave_entry;
     mod limits;
     mod line;
     mod methods;
@@ -77,6 +78,7 @@ mod on_memory {
     mod fifo;
     mod held_polls;
     mod joins;
+    mod leave_entry;
     mod limits;
     mod line;
     mod methods;
