@@ -46,6 +46,7 @@ mod on_redis {
     mod eta;
     mod fifo;
     mod held_polls;
+    mod identity;
     mod joins;
     mod limits;
     mod line;
@@ -76,6 +77,7 @@ mod on_memory {
     mod eta;
     mod fifo;
     mod held_polls;
+    mod identity;
     mod joins;
     mod limits;
     mod line;
