@@ -974,3 +974,53 @@ async fn the_raw_account_is_never_stored() {
         );
     }
 }
+
+/// A rejoin with a ticket whose place stands gets that place back even
+/// with another account's token (the ticket wins, as for the store), and
+/// the place keeps the account and visitor it was given with: its tokens
+/// never name the other account, whose own join gets its own place. The
+/// account's tokens name one place only.
+#[tokio::test]
+async fn a_standing_place_keeps_its_account_whatever_token_comes_with_it() {
+    let t = test_store(STORE);
+    let api = Api::new(identified_state(t.store.clone()));
+    let room = identity_room(
+        t.store.as_ref(),
+        "relabel",
+        IdentityMode::Required,
+        10,
+        false,
+    )
+    .await;
+    let r = api.join_as(&room, &hs("alice", &room)).await;
+    let alice_ticket = r.ticket();
+    let alice = claims_of(&alice_ticket, Kind::Ticket, &room);
+    let bob = api.join_as(&room, &hs("bob", &room)).await;
+    let bob = claims_of(&bob.ticket(), Kind::Ticket, &room);
+    assert_ne!(alice.account, bob.account);
+
+    // Alice's browser, her ticket, and Bob's token (Bob signed in there).
+    for identity in [
+        Identity::Header(&hs("bob", &room)),
+        Identity::Cookie(&ed("bob", &room)),
+    ] {
+        let r = api
+            .join_identified(&room, Some(&alice_ticket), Some(identity))
+            .await;
+        assert_eq!(r.status, 200, "{}", r.json);
+        let ticket = claims_of(&r.ticket(), Kind::Ticket, &room);
+        let entry = entered_status(&r, &room);
+        for c in [&ticket, &entry] {
+            assert_eq!(
+                (c.seq, c.visitor, c.account),
+                (alice.seq, alice.visitor, alice.account),
+                "{identity:?}: Alice's place, as it was given"
+            );
+        }
+    }
+    // Bob's own browsers still get Bob's one place.
+    let r = api.join_as_cookie(&room, &hs("bob", &room)).await;
+    let again = entered_status(&r, &room);
+    assert_eq!((again.seq, again.account), (bob.seq, bob.account));
+    assert_eq!(figures(t.store.as_ref(), &room).await.1, 2);
+}
