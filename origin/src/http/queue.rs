@@ -482,13 +482,17 @@ async fn join(
     let Joined::Answer(mut snap) = joined else {
         return Err(ApiError::TooManyPlaces);
     };
-    // The same place keeps the same visitor; a new place gets a new visitor
-    // id. Every browser of an account on its one place is one visitor (its
-    // hold is theirs), named by the account and the place.
-    let visitor = match (&claims, account, snap.seq) {
-        (Some(c), _, Some(seq)) if c.seq == seq => c.visitor,
-        (_, Some(account), Some(seq)) => account_visitor(account, seq),
-        _ => rand::random(),
+    // The same place keeps the same visitor and account: a ticket's standing
+    // place wins over the account a token names (as in the store, which
+    // leaves that account's own place as it was), so its tokens keep naming
+    // the account it was given to, and the other account's tokens name only
+    // that account's one place. A new place gets a new visitor id. Every
+    // browser of an account on its one place is one visitor (its hold is
+    // theirs), named by the account and the place.
+    let (visitor, place_account) = match (&claims, account, snap.seq) {
+        (Some(c), _, Some(seq)) if c.seq == seq => (c.visitor, c.account),
+        (_, Some(account), Some(seq)) => (account_visitor(account, seq), Some(account.0)),
+        _ => (rand::random(), None),
     };
     // An admission shown again (its ticket, or its account from another
     // browser) from one more address counts as a status does (a ticket or
@@ -511,7 +515,7 @@ async fn join(
     };
     let holder = Holder {
         visitor,
-        account: account.map(|a| a.0),
+        account: place_account,
     };
     let ticket = snap.seq.map(|seq| {
         let expires_at = ticket_expiry(now, snap.line.opens_at_ms);

@@ -46,6 +46,7 @@ mod on_redis {
     mod eta;
     mod fifo;
     mod held_polls;
+    mod identity;
     mod joins;
     mod leave_entry;
     mod limits;
@@ -77,6 +78,7 @@ mod on_memory {
     mod eta;
     mod fifo;
     mod held_polls;
+    mod identity;
     mod joins;
     mod leave_entry;
     mod limits;
