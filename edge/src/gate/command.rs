@@ -198,6 +198,7 @@ mod tests {
             seq,
             issued_at: NOW - 10,
             expires_at,
+            account: None,
         })
     }
 
