@@ -42,8 +42,11 @@ inputs_hash() {
   {
     echo "${mode[*]} $CARGO_PROFILE_RELEASE_OPT_LEVEL"
     cd "$ROOT"
-    find edge/src token/src -type f -print0 | sort -z | xargs -0 sha256sum
-    sha256sum Cargo.toml Cargo.lock edge/Cargo.toml token/Cargo.toml package-lock.json
+    # Every crate the worker is built from: the edge, the token format and
+    # the pages it serves.
+    find edge/src token/src pages/src -type f -print0 | sort -z | xargs -0 sha256sum
+    sha256sum Cargo.toml Cargo.lock edge/Cargo.toml token/Cargo.toml pages/Cargo.toml \
+      package-lock.json
   } | sha256sum | cut -d' ' -f1
 }
 want="$(inputs_hash)"

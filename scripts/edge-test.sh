@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The edge's whole test: native unit tests of the gate, the worker built to
 # wasm, then end to end in workerd (`wrangler dev`) in front of the real
-# origin on a private Redis (tests/edge/gate.test.mjs), and in a real
-# browser, Debian's chromium (tests/edge/browser.test.mjs): through the
+# origin on a private Redis (tests/edge/gate.test.mjs; the site ending a
+# visit with Waiting-Room-Command: revoke, tests/edge/revoke.test.mjs), and
+# in a real browser, Debian's chromium (tests/edge/browser.test.mjs): through the
 # waiting page to the seat page the edge gates (/book/concert/, with the
 # booking API under /api/concert/), two seats held, paid and booked, in
 # English and Korean. Each origin books on a SQLite file in its test's temp
@@ -37,6 +38,6 @@ mkdir -p target/e2e-artifacts
 # One file at a time: each starts its own Redis, origin and workerd, and the
 # machine has two cores. timeout bounds the whole run.
 run_guarded timeout --signal=TERM 600 node --test --test-concurrency=1 --test-reporter=spec \
-  tests/edge/gate.test.mjs tests/edge/browser.test.mjs
+  tests/edge/gate.test.mjs tests/edge/revoke.test.mjs tests/edge/browser.test.mjs
 
 log "passed in $((SECONDS - started)) s; screenshots in target/e2e-artifacts/"

@@ -41,7 +41,11 @@ cli=(redis-cli -p "$port")
 
 # The script text of revision $1 ('.' is the working tree): prelude, then join.
 script_of() {
-  local lua=origin/src/queue/redis/lua
+  # Where the scripts live in that revision (the queue left origin/ once).
+  local lua=queue/src/redis/lua
+  if [ "$1" != . ] && ! git cat-file -e "$1:$lua/join.lua" 2>/dev/null; then
+    lua=origin/src/queue/redis/lua
+  fi
   if [ "$1" = . ]; then
     cat "$lua/prelude.lua"; echo; cat "$lua/join.lua"
   else

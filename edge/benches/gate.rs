@@ -16,11 +16,13 @@
 )]
 
 use std::hint::black_box;
+use std::sync::LazyLock;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use edge::health::QueueHealth;
 use edge::page::Page;
 use edge::reply::Reply;
+use edge::revoked::Revoked;
 use edge::{Decision, EdgeConfig, Input, Pass, decide};
 use token::{Claims, Keyring, Kind};
 
@@ -62,8 +64,12 @@ fn input<'r>(path: &'r str, accept: &'r str, cookie: Option<&'r str>) -> Input<'
         bypass: None,
         now: NOW,
         queue: QueueHealth::Up,
+        revoked: &NONE_REVOKED,
     }
 }
+
+/// No session revoked: what almost every request sees.
+static NONE_REVOKED: LazyLock<Revoked> = LazyLock::new(Revoked::default);
 
 fn bench(c: &mut Criterion) {
     let cfg = config();

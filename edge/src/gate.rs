@@ -26,8 +26,9 @@
 //! 7. A path no room protects passes.
 //! 8. A protected path passes with the bypass secret, or with a valid entry
 //!    token (cookie `wr_entry_{room}` or header `Entry-Token`) for its room,
-//!    for each room if its readings fall under different ones. Any method,
-//!    `OPTIONS` included, is gated alike.
+//!    for each room if its readings fall under different ones, of a session
+//!    this isolate has not revoked for the site ([`crate::revoked`]). Any
+//!    method, `OPTIONS` included, is gated alike.
 //! 9. Otherwise the request is held. A CORS preflight (`OPTIONS` with
 //!    `Origin` and `Access-Control-Request-Method`) is answered by the edge
 //!    itself, 204 with no CORS allowance ([`Decision::Preflight`]): a
@@ -41,7 +42,9 @@
 //!
 //! What a forwarded request carries is a rule too: [`forwards_method`]
 //! says which methods go out as sent, [`forwards_body`] which carry the
-//! body, and [`forwards_header`] which request headers are copied.
+//! body, and [`forwards_header`] which request headers are copied. What
+//! the edge does with the site's `Waiting-Room-Command` in a response is
+//! in [`command`].
 
 use token::{BYPASS_HEADER, EDGE_HEADER, Kind};
 
@@ -49,6 +52,9 @@ use crate::config::{ADMIN_PREFIX, EdgeConfig, FailMode, PAGE_PREFIX, QUEUE_PREFI
 use crate::health::QueueHealth;
 use crate::http::{self, Lang, Want};
 use crate::path;
+use crate::revoked::Revoked;
+
+pub mod command;
 
 /// What the gate looks at in a request. Header values are as received
 /// (`None` when absent); nothing here has been checked yet.
@@ -80,6 +86,8 @@ pub struct Input<'r> {
     pub now: u64,
     /// What is known about the queue API (see [`crate::health`]).
     pub queue: QueueHealth,
+    /// Sessions this isolate revoked: their entry tokens open nothing.
+    pub revoked: &'r Revoked,
 }
 
 /// Why a request goes to the origin.
@@ -180,12 +188,7 @@ pub fn decide<'c>(cfg: &'c EdgeConfig, input: &Input<'_>) -> Decision<'c> {
     if paths.iter().all(|p| cfg.is_bypass_path(p)) {
         return Decision::Forward(Pass::BypassPath);
     }
-    let mut rooms: Vec<&'c str> = Vec::new();
-    for room in paths.iter().filter_map(|p| cfg.room_for(p)) {
-        if !rooms.contains(&room) {
-            rooms.push(room);
-        }
-    }
+    let rooms = rooms_of(cfg, &paths);
     let Some(&first) = rooms.first() else {
         return Decision::Forward(Pass::Unprotected);
     };
@@ -224,6 +227,18 @@ pub fn decide<'c>(cfg: &'c EdgeConfig, input: &Input<'_>) -> Decision<'c> {
     }
 }
 
+/// The rooms protecting any reading of the path, each once, in the
+/// readings' order.
+fn rooms_of<'c>(cfg: &'c EdgeConfig, paths: &path::Readings) -> Vec<&'c str> {
+    let mut rooms: Vec<&'c str> = Vec::new();
+    for room in paths.iter().filter_map(|p| cfg.room_for(p)) {
+        if !rooms.contains(&room) {
+            rooms.push(room);
+        }
+    }
+    rooms
+}
+
 /// Whether the request is a CORS preflight: `OPTIONS` with both `Origin`
 /// and `Access-Control-Request-Method`, as browsers send it. A bare
 /// `OPTIONS` is an ordinary request some origins answer with content, and
@@ -234,23 +249,39 @@ fn is_preflight(input: &Input<'_>) -> bool {
         && input.access_control_request_method.is_some()
 }
 
-/// Whether the request carries a genuine, unexpired entry token for `room`,
-/// in its `Entry-Token` header or any of its `wr_entry_{room}` cookies.
-/// Overlong values need no check here: the keyring refuses anything over
-/// [`token::MAX_TOKEN_LEN`] before decoding it.
+/// Whether the request carries a genuine, unexpired entry token for `room`
+/// of a session this isolate has not revoked.
 fn has_entry(cfg: &EdgeConfig, input: &Input<'_>, room: &str) -> bool {
-    let verifies = |token: &str| {
-        cfg.keys
-            .verify(token.trim(), Kind::Entry, room, input.now)
-            .is_ok()
-    };
-    if input.entry_token.is_some_and(verifies) {
-        return true;
-    }
+    entry_tokens(cfg, input, room).next().is_some()
+}
+
+/// The request's genuine, unexpired entry tokens for `room` of sessions
+/// this isolate has not revoked, with their claims: its `Entry-Token`
+/// header first, then its `wr_entry_{room}` cookies. Overlong values need
+/// no check here: the keyring refuses anything over
+/// [`token::MAX_TOKEN_LEN`] before decoding it.
+fn entry_tokens<'r>(
+    cfg: &EdgeConfig,
+    input: &Input<'r>,
+    room: &str,
+) -> impl Iterator<Item = (&'r str, token::Claims)> {
     let name = token::entry_cookie(room);
-    input
+    let cookies: Vec<&'r str> = input
         .cookie
-        .is_some_and(|cookie| http::cookie_values(cookie, &name).any(verifies))
+        .map(|cookie| http::cookie_values(cookie, &name).collect())
+        .unwrap_or_default();
+    input
+        .entry_token
+        .into_iter()
+        .chain(cookies)
+        .map(str::trim)
+        .filter_map(move |token| {
+            cfg.keys
+                .verify(token, Kind::Entry, room, input.now)
+                .ok()
+                .filter(|claims| !input.revoked.contains(room, claims.seq, input.now))
+                .map(|claims| (token, claims))
+        })
 }
 
 /// Longest method the edge forwards; registered methods are at most 17

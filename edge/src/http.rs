@@ -61,7 +61,7 @@ pub const MAX_SAME_NAME_COOKIES: usize = 4;
 
 /// The values of every cookie called `name` in a `Cookie` header, at most
 /// [`MAX_SAME_NAME_COOKIES`], with surrounding double quotes removed.
-pub fn cookie_values<'a>(cookie: &'a str, name: &'a str) -> impl Iterator<Item = &'a str> {
+pub fn cookie_values<'a>(cookie: &'a str, name: &str) -> impl Iterator<Item = &'a str> {
     cookie
         .split(';')
         .filter_map(move |pair| {

@@ -1,12 +1,12 @@
 //! The glue to the Workers runtime (wasm only): reading the settings from
 //! `Env`, copying what the gate looks at out of a `Request`, forwarding to
-//! the origin, checking the queue's health, and turning a [`Reply`] into a
-//! `Response`.
+//! the origin, carrying out the site's `Waiting-Room-Command`, checking the
+//! queue's health, and turning a [`Reply`] into a `Response`.
 //!
 //! No decisions here: everything that could be a rule lives in
 //! [`crate::gate`], where it is tested natively.
 
-use std::cell::{Cell, OnceCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::pin::pin;
 use std::rc::Rc;
 use std::time::Duration;
@@ -14,15 +14,17 @@ use std::time::Duration;
 use futures_util::future::{Either, select};
 use token::{BYPASS_HEADER, EDGE_HEADER, ENTRY_TOKEN_HEADER};
 use worker::{
-    AbortController, Date, Delay, Env, Fetch, Headers, Request, RequestInit, RequestRedirect,
-    Response, Result, console_error, console_warn, web_sys,
+    AbortController, Date, Delay, Env, Fetch, Headers, Method, Request, RequestInit,
+    RequestRedirect, Response, Result, console_error, console_warn, web_sys,
 };
 
 use crate::config::EdgeConfig;
+use crate::gate::command::{self, COMMAND_HEADER, REVOKE_TIMEOUT_MS, Revocation};
 use crate::gate::{Input, Pass, forwards_body, forwards_header};
 use crate::health::{HealthMemory, PROBE_TIMEOUT_MS, QueueHealth, status_means_down};
 use crate::page::Page;
 use crate::reply::Reply;
+use crate::revoked::Revoked;
 
 /// The settings and the prepared page, built once per isolate.
 pub struct State {
@@ -48,6 +50,12 @@ thread_local! {
     // wasm32 has one thread: these are per-isolate memories.
     static STATE: OnceCell<Option<Rc<State>>> = const { OnceCell::new() };
     static HEALTH: Cell<HealthMemory> = Cell::new(HealthMemory::default());
+    static REVOKED: RefCell<Revoked> = RefCell::new(Revoked::default());
+}
+
+/// Runs `f` with the sessions this isolate has revoked (for the gate).
+pub fn with_revoked<R>(f: impl FnOnce(&Revoked) -> R) -> R {
+    REVOKED.with_borrow(f)
 }
 
 /// The isolate's settings, parsed on first use; `None` when they are
@@ -130,7 +138,7 @@ impl Seen {
     }
 
     /// The gate's view of the request.
-    pub fn input(&self, now: u64, queue: QueueHealth) -> Input<'_> {
+    pub fn input<'r>(&'r self, now: u64, queue: QueueHealth, revoked: &'r Revoked) -> Input<'r> {
         Input {
             method: &self.method,
             path: &self.path,
@@ -145,6 +153,7 @@ impl Seen {
             bypass: self.bypass.as_deref(),
             now,
             queue,
+            revoked,
         }
     }
 }
@@ -203,6 +212,106 @@ pub async fn forward(req: Request, cfg: &EdgeConfig, pass: Pass<'_>) -> Result<R
                 record_health(false);
             }
             respond(Reply::origin_unreachable(queue))
+        }
+    }
+}
+
+/// Carries out the site's `Waiting-Room-Command` in a response to a
+/// request forwarded as `pass` (see [`crate::gate::command`]); a response
+/// without one is returned as it is. For `revoke` each session the request
+/// carried a token of is ended at the origin before the browser gets the
+/// answer (so its next request finds it ended), and refused here from then
+/// on; a failed call is logged and the answer goes out all the same. The
+/// header is removed, and the entry cookie deleted, in a copy of the
+/// response's headers (a fetched response's own cannot change).
+pub async fn obey(
+    response: Response,
+    cfg: &EdgeConfig,
+    seen: &Seen,
+    pass: &Pass<'_>,
+) -> Result<Response> {
+    let Some(value) = response.headers().get(COMMAND_HEADER)? else {
+        return Ok(response);
+    };
+    let now = now_ms() / 1000;
+    // Not the isolate's memory: a session revoked before (a staff request
+    // can carry one) is revoked again, which changes nothing.
+    let none = Revoked::default();
+    let input = seen.input(now, QueueHealth::Unknown, &none);
+    let orders = command::orders(cfg, &input, pass, &value);
+    for revocation in &orders.revoke {
+        if revoke(cfg, revocation).await {
+            REVOKED.with_borrow_mut(|revoked| {
+                revoked.insert(
+                    revocation.room,
+                    revocation.seq,
+                    revocation.refuse_until,
+                    now,
+                );
+            });
+        }
+    }
+    let headers = Headers::new();
+    for (name, value) in response.headers().entries() {
+        if command::keeps_header(&name) {
+            headers.append(&name, &value)?;
+        }
+    }
+    let cookies = response.headers().get_all("Set-Cookie")?;
+    for cookie in command::set_cookies(cookies, &orders.expire) {
+        headers.append("Set-Cookie", &cookie)?;
+    }
+    Ok(response.with_headers(headers))
+}
+
+/// Ends one session at the origin: its room's leave with the entry token,
+/// as the edge (`Waiting-Room-Edge`), with a timeout. Whether the origin
+/// answered 2xx; anything else is logged.
+async fn revoke(cfg: &EdgeConfig, revocation: &Revocation<'_, '_>) -> bool {
+    let room = revocation.room;
+    let headers = Headers::new();
+    let set = headers
+        .set(EDGE_HEADER, &cfg.edge_secret)
+        .and_then(|()| headers.set(ENTRY_TOKEN_HEADER, revocation.token))
+        .and_then(|()| headers.set("Accept", "application/json"));
+    if let Err(e) = set {
+        console_warn!("waiting-room edge: revoke in {room}: {e}");
+        return false;
+    }
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post)
+        .with_headers(headers)
+        .with_redirect(RequestRedirect::Manual);
+    let url = format!("{}{}", cfg.origin, revocation.leave_path());
+    let request = match Request::new_with_init(&url, &init) {
+        Ok(request) => request,
+        Err(e) => {
+            console_warn!("waiting-room edge: revoke in {room}: {e}");
+            return false;
+        }
+    };
+    let controller = AbortController::default();
+    let signal = controller.signal();
+    let fetch = Fetch::Request(request);
+    let send = pin!(fetch.send_with_signal(&signal));
+    let timeout = pin!(Delay::from(Duration::from_millis(REVOKE_TIMEOUT_MS)));
+    match select(send, timeout).await {
+        Either::Left((Ok(response), _)) if (200..300).contains(&response.status_code()) => true,
+        Either::Left((Ok(response), _)) => {
+            let status = response.status_code();
+            console_warn!("waiting-room edge: revoke in {room}: the origin answered {status}");
+            false
+        }
+        Either::Left((Err(e), _)) => {
+            console_warn!("waiting-room edge: revoke in {room}: origin unreachable: {e}");
+            false
+        }
+        Either::Right(_) => {
+            controller.abort();
+            console_warn!(
+                "waiting-room edge: revoke in {room}: no answer within {REVOKE_TIMEOUT_MS} ms"
+            );
+            false
         }
     }
 }

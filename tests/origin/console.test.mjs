@@ -154,6 +154,18 @@ test("the console: key, live figures, pause, rate, resume, close", { timeout: 12
     assert.equal(await rate.getAttribute("aria-invalid"), "true");
     assert.equal((await room()).settings.admit_per_second, 1.0);
 
+    // Identity is picked from a list; this origin has no identity keys, so
+    // the API refuses it by the field and nothing changes.
+    const identity = roomEl.locator('select[name="identity"]');
+    assert.equal(await identity.inputValue(), "off");
+    await identity.selectOption("required");
+    await roomEl.locator('button[data-action="apply"]').click();
+    const identityError = roomEl.locator('[data-error-for="identity"]');
+    await identityError.waitFor({ state: "visible" });
+    assert.match(await identityError.textContent(), /identity: "required" needs identity keys/);
+    assert.equal((await room()).settings.identity, "off");
+    await identity.selectOption("off");
+
     // Raise the rate, then resume: admissions run again, faster.
     await rate.fill("20");
     await rate.press("Enter");

@@ -7,7 +7,9 @@
 //!    of a line of `--line` visitors, and at the back again as the waiting
 //!    page polls (`Prefer: wait=20`, which a view's answer must not make
 //!    dearer); each phase is `--requests` requests, cut short after
-//!    `--seconds`.
+//!    `--seconds`. `join (identity)` joins a room whose `identity` is
+//!    `required`, each join with an HS256 identity token of an account of its
+//!    own (minted before the timed phases), against `join` in a room without.
 //! 2. Store memory per waiting visitor with `--line` waiting in one room
 //!    (Redis `INFO memory`, or this process's resident memory on the
 //!    embedded store, before and after filling the line); with
@@ -39,7 +41,7 @@
 use std::net::SocketAddr;
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bench::commandstats;
@@ -47,17 +49,22 @@ use clap::{Parser, ValueEnum};
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
+use origin::identity::Identities;
 use origin::queue::joins::{JoinStats, Joins};
 use origin::queue::memory::MemoryStore;
 use origin::queue::redis::{RedisConfig, RedisStore};
 use origin::queue::{JoinRequest, QueueStore};
-use origin::room::{AccountHash, RoomId, RoomSettings, RoomState};
+use origin::room::{AccountHash, IdentityMode, RoomId, RoomSettings, RoomState};
 use origin::state::AppState;
-use token::{Claims, Keyring, Kind};
+use token::{Claims, IdentityKeys, Keyring, Kind};
 
 /// The signing key of this run (tickets for the status phases are signed
 /// here with the origin's key, for visitors placed through the store).
 const KEYS: &str = "bench:bench-secret-0123456789abcdef";
+/// The operator's HS256 identity key of this run (`kid`, secret): the
+/// origin checks with it, the bench mints with it.
+const IDENTITY_KID: &str = "site";
+const IDENTITY_SECRET: &[u8] = b"bench-identity-secret-0123456789";
 /// The room of the big line.
 const LINE_ROOM: &str = "bench-line";
 
@@ -158,6 +165,9 @@ enum PhaseName {
     Healthz,
     /// `POST /queue/{room}/join` to a paused room.
     Join,
+    /// The same join, to a room that requires identity, each with a token
+    /// of its own account.
+    JoinIdentity,
     /// Status of the first in a line of `--line`.
     StatusFront,
     /// Status of the last in a line of `--line`.
@@ -168,9 +178,10 @@ enum PhaseName {
 }
 
 impl PhaseName {
-    const ALL: [PhaseName; 5] = [
+    const ALL: [PhaseName; 6] = [
         PhaseName::Healthz,
         PhaseName::Join,
+        PhaseName::JoinIdentity,
         PhaseName::StatusFront,
         PhaseName::StatusBack,
         PhaseName::StatusBackPage,
@@ -262,7 +273,8 @@ fn run(args: &Args) -> Result<(), Error> {
     let (addr, joins): (SocketAddr, Joins) = server_rt.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
-        let mut state = AppState::new(origin_store.clone(), keys.clone());
+        let mut state =
+            AppState::new(origin_store.clone(), keys.clone()).with_identities(bench_identities()?);
         if args.status_snapshot == origin::config::OnOff::On {
             state = state.with_status_snapshots(TICK);
         }
@@ -662,6 +674,7 @@ async fn measure(
     redis: Option<&RedisProcess>,
 ) -> Result<Report, Error> {
     let joins = RoomId::parse("bench-join").ok_or("room id")?;
+    let identified = RoomId::parse("bench-join-identity").ok_or("room id")?;
     let line = RoomId::parse(LINE_ROOM).ok_or("room id")?;
     // Paused: every join takes a place (nobody is let in at once), the
     // promoter admits nobody during the HTTP phases, and nobody is dropped
@@ -677,6 +690,12 @@ async fn measure(
         store.put_room(room, &paused).await?;
         store.set_state(room, RoomState::Paused).await?;
     }
+    let paused_identified = RoomSettings {
+        identity: IdentityMode::Required,
+        ..paused.clone()
+    };
+    store.put_room(&identified, &paused_identified).await?;
+    store.set_state(&identified, RoomState::Paused).await?;
 
     // Fill the line through the store API, many joins in flight.
     // Redis's own accounting, or this process's resident memory for the
@@ -728,6 +747,14 @@ async fn measure(
         (
             PhaseName::Join,
             ("join", Target::post(addr, &format!("/queue/{joins}/join"))?),
+        ),
+        (
+            PhaseName::JoinIdentity,
+            (
+                "join (identity)",
+                Target::post(addr, &format!("/queue/{identified}/join"))?
+                    .identities(identity_tokens(&identified, args)?),
+            ),
         ),
         (
             PhaseName::StatusFront,
@@ -929,6 +956,46 @@ struct Target {
     host: hyper::header::HeaderValue,
     authorization: Option<hyper::header::HeaderValue>,
     prefer: Option<hyper::header::HeaderValue>,
+    /// Identity tokens sent in turn, one a request (never one twice).
+    identities: Option<Arc<IdentityPool>>,
+}
+
+/// Identity tokens minted before the timed phases, handed out in turn.
+#[derive(Debug)]
+struct IdentityPool {
+    tokens: Vec<hyper::header::HeaderValue>,
+    next: AtomicUsize,
+}
+
+/// The origin's identity keys and account hasher in this run.
+fn bench_identities() -> Result<Identities, Error> {
+    let spec = format!(
+        "{IDENTITY_KID}:{}",
+        std::str::from_utf8(IDENTITY_SECRET).map_err(|e| e.to_string())?
+    );
+    let keys = IdentityKeys::parse(Some(&spec), None).map_err(|e| e.to_string())?;
+    Ok(Identities::new(
+        Some(keys),
+        b"bench-account-hash-key-0123456789",
+    ))
+}
+
+/// One identity token for each identity join the run may send (warm-up and
+/// every round), each naming an account of its own, valid for an hour.
+fn identity_tokens(room: &RoomId, args: &Args) -> Result<Vec<hyper::header::HeaderValue>, Error> {
+    let warm = (args.requests / 20).clamp(200, 5_000);
+    let count = warm + args.requests * u64::from(args.rounds);
+    let now = unix_now();
+    (0..count)
+        .map(|i| {
+            let claims = serde_json::json!({
+                "sub": format!("account-{i}"), "aud": room.as_str(),
+                "iat": now, "exp": now + 3_600,
+            });
+            let jwt = token::sign_hs256(IDENTITY_KID, IDENTITY_SECRET, &claims);
+            Ok(hyper::header::HeaderValue::try_from(jwt)?)
+        })
+        .collect()
 }
 
 impl Target {
@@ -954,7 +1021,20 @@ impl Target {
                 .map(|t| format!("Bearer {t}").try_into())
                 .transpose()?,
             prefer: None,
+            identities: None,
         })
+    }
+
+    /// The same request, carrying each of `tokens` in turn as its
+    /// `Waiting-Room-Identity`.
+    fn identities(self, tokens: Vec<hyper::header::HeaderValue>) -> Target {
+        Target {
+            identities: Some(Arc::new(IdentityPool {
+                tokens,
+                next: AtomicUsize::new(0),
+            })),
+            ..self
+        }
     }
 
     /// The same request with a `Prefer` header.
@@ -977,11 +1057,19 @@ impl Target {
         if let Some(value) = &self.prefer {
             headers.insert(PREFER, value.clone());
         }
+        if let Some(pool) = &self.identities {
+            let i = pool.next.fetch_add(1, Ordering::Relaxed);
+            if let Some(value) = pool.tokens.get(i % pool.tokens.len().max(1)) {
+                headers.insert(IDENTITY, value.clone());
+            }
+        }
         req
     }
 }
 
 const PREFER: hyper::header::HeaderName = hyper::header::HeaderName::from_static("prefer");
+const IDENTITY: hyper::header::HeaderName =
+    hyper::header::HeaderName::from_static("waiting-room-identity");
 
 type Sender = hyper::client::conn::http1::SendRequest<Empty<Bytes>>;
 
@@ -1105,6 +1193,21 @@ fn print_http(args: &Args, r: &Report) {
                 ratios[ratios.len() / 2]
             );
         }
+    }
+    // The identity join against the plain one, round by round (target: at
+    // least 0.8).
+    if let (Some(id), Some(plain)) = (phase("join (identity)"), phase("join")) {
+        let listed: Vec<String> = id
+            .rounds
+            .iter()
+            .zip(&plain.rounds)
+            .map(|(x, y)| format!("{:.2}", x / y))
+            .collect();
+        println!(
+            "\njoin (identity) against join: {:.2} (rounds: {})",
+            id.per_second() / plain.per_second(),
+            listed.join(", ")
+        );
     }
     let us = |x: Option<f64>| x.map_or("-".to_owned(), |v| format!("{v:.0}"));
     println!("\nCPU time per request, µs (100 Hz accounting, so rough):");

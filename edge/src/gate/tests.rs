@@ -6,6 +6,7 @@ use token::{Claims, Keyring, Kind};
 use super::*;
 use crate::config::EdgeConfig;
 use crate::http::Lang;
+use crate::revoked::Revoked;
 
 const NOW: u64 = 1_800_000_000;
 const KEYS: &str = "k2:edge-gate-new-secret-0123,k1:edge-gate-old-secret-0123";
@@ -65,6 +66,7 @@ struct Req {
     header_token: Option<String>,
     bypass: Option<&'static str>,
     queue: QueueHealth,
+    revoked: Revoked,
 }
 
 fn nav(path: &'static str) -> Req {
@@ -81,6 +83,7 @@ fn nav(path: &'static str) -> Req {
         header_token: None,
         bypass: None,
         queue: QueueHealth::Up,
+        revoked: Revoked::default(),
     }
 }
 
@@ -134,6 +137,7 @@ impl Req {
                 bypass: self.bypass,
                 now: NOW,
                 queue: self.queue,
+                revoked: &self.revoked,
             },
         )
     }

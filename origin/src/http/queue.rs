@@ -6,7 +6,7 @@
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -19,9 +19,13 @@ use utoipa_axum::routes;
 
 use super::api_doc::{PreferWait, RoomPath};
 use super::client::Client;
-use super::extract::{IdentityToken, Presented, RoomTicket, SmallBody, optional_object, verify};
+use super::extract::{
+    IdentityToken, Presented, RoomTicket, SmallBody, optional_object, presented_entry, verify,
+};
 use super::issue::{Holder, Issued, issue};
-use super::responses::{BadBody, BadTicket, CrossSite, JoinLimits, NoRoom, StoreDown, TicketAuth};
+use super::responses::{
+    BadBody, BadTicket, CrossSite, JoinLimits, LeaveAuth, NoRoom, StoreDown, TicketAuth,
+};
 use super::session_end::{end_session, end_shared};
 use super::site::SameSite;
 use crate::cookies::clear_cookie;
@@ -478,13 +482,17 @@ async fn join(
     let Joined::Answer(mut snap) = joined else {
         return Err(ApiError::TooManyPlaces);
     };
-    // The same place keeps the same visitor; a new place gets a new visitor
-    // id. Every browser of an account on its one place is one visitor (its
-    // hold is theirs), named by the account and the place.
-    let visitor = match (&claims, account, snap.seq) {
-        (Some(c), _, Some(seq)) if c.seq == seq => c.visitor,
-        (_, Some(account), Some(seq)) => account_visitor(account, seq),
-        _ => rand::random(),
+    // The same place keeps the same visitor and account: a ticket's standing
+    // place wins over the account a token names (as in the store, which
+    // leaves that account's own place as it was), so its tokens keep naming
+    // the account it was given to, and the other account's tokens name only
+    // that account's one place. A new place gets a new visitor id. Every
+    // browser of an account on its one place is one visitor (its hold is
+    // theirs), named by the account and the place.
+    let (visitor, place_account) = match (&claims, account, snap.seq) {
+        (Some(c), _, Some(seq)) if c.seq == seq => (c.visitor, c.account),
+        (_, Some(account), Some(seq)) => (account_visitor(account, seq), Some(account.0)),
+        _ => (rand::random(), None),
     };
     // An admission shown again (its ticket, or its account from another
     // browser) from one more address counts as a status does (a ticket or
@@ -507,7 +515,7 @@ async fn join(
     };
     let holder = Holder {
         visitor,
-        account: account.map(|a| a.0),
+        account: place_account,
     };
     let ticket = snap.seq.map(|seq| {
         let expires_at = ticket_expiry(now, snap.line.opens_at_ms);
@@ -885,18 +893,22 @@ async fn used_from(
 
 /// Give up the place in line or the session.
 ///
-/// The slot is free at once; the room's cookies are deleted.
+/// The slot is free at once; the room's cookies are deleted. Without a
+/// ticket, the session's entry token (cookie `wr_entry_{room}` or header
+/// `Entry-Token`) ends the session it names: the edge's way when the site
+/// answers a visitor with `Waiting-Room-Command: revoke`. A ticket, when
+/// there is one, is what counts.
 #[utoipa::path(
     post,
     path = "/queue/{room}/leave",
     tag = "queue",
     params(RoomPath),
     request_body(content = EmptyBody, description = "Nothing, or `{}`"),
-    security(("ticket" = [])),
+    security(("ticket" = []), ("entry_token" = [])),
     responses(
-        (status = 204, description = "Left",
+        (status = 204, description = "Left (also when already gone)",
             headers(("Set-Cookie" = String, description = "Deletes `wr_ticket_{room}` and `wr_entry_{room}`"))),
-        BadBody, TicketAuth, CrossSite, NoRoom, StoreDown,
+        BadBody, LeaveAuth, CrossSite, NoRoom, StoreDown,
     ),
 )]
 // At debug, as join's span.
@@ -905,10 +917,25 @@ async fn leave(
     State(state): State<AppState>,
     _: SameSite,
     RoomTicket { room, presented }: RoomTicket,
+    headers: HeaderMap,
     SmallBody(body): SmallBody<MAX_BODY>,
 ) -> Result<Response, ApiError> {
     let EmptyBody {} = optional_object(body?)?;
-    let claims = required_claims(&state, presented, &room, state.clock.now_secs()).await?;
+    let now = state.clock.now_secs();
+    let entry = match presented {
+        Ok(None) => presented_entry(&headers, &room),
+        _ => None,
+    };
+    let claims = match entry {
+        Some(token) => match verify(&state.keys, &token, Kind::Entry, &room, now) {
+            Ok(claims) => claims,
+            Err(reason) => {
+                let refused = ApiError::InvalidEntry(reason);
+                return Err(Box::pin(unknown_room_first(&state, &room, refused)).await);
+            }
+        },
+        None => required_claims(&state, presented, &room, now).await?,
+    };
     end_session(&state, &room, claims.seq, claims.visitor).await?;
     state.snapshots.forget(&room, claims.seq);
     let mut response = StatusCode::NO_CONTENT.into_response();

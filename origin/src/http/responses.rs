@@ -92,6 +92,15 @@ error_set!(
 );
 
 error_set!(
+    /// 401 for a leave without a good ticket or entry token.
+    LeaveAuth {
+        "401" => "`missing_ticket` (neither a ticket nor an entry token), `invalid_ticket`: \
+            the ticket presented is forged, malformed, expired or for another room, or \
+            `invalid_entry`: with no ticket, the entry token presented is so; nothing changed", [];
+    }
+);
+
+error_set!(
     /// 401 for a bad ticket where none is needed (join).
     BadTicket {
         "401" => "`invalid_ticket`: the ticket presented is forged, malformed, expired or \

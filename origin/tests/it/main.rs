@@ -46,7 +46,9 @@ mod on_redis {
     mod eta;
     mod fifo;
     mod held_polls;
+    mod identity;
     mod joins;
+    mod leave_entry;
     mod limits;
     mod line;
     mod methods;
@@ -76,7 +78,9 @@ mod on_memory {
     mod eta;
     mod fifo;
     mod held_polls;
+    mod identity;
     mod joins;
+    mod leave_entry;
     mod limits;
     mod line;
     mod methods;

@@ -121,7 +121,7 @@ impl RoomKeys {
     }
 
     /// The account index's hash that holds the account of `member` (field:
-    /// the member mod [`MEMBERS_PER_REVERSE`]) in a room whose base is
+    /// the member mod `MEMBERS_PER_REVERSE`) in a room whose base is
     /// `base`, as `account_of_key` in the prelude.
     pub fn account_of(&self, base: u64, member: u64) -> String {
         format!(

@@ -200,6 +200,15 @@ impl Reply {
     }
 }
 
+/// How a join carries an identity token of the operator's site.
+#[derive(Clone, Copy, Debug)]
+pub enum Identity<'a> {
+    /// The `Waiting-Room-Identity` header (apps).
+    Header(&'a str),
+    /// The `wr_identity` cookie (browsers).
+    Cookie(&'a str),
+}
+
 /// Drives the real router with `oneshot`.
 pub struct Api {
     pub app: Router,
@@ -244,6 +253,43 @@ impl Api {
     pub async fn join(&self, room: &RoomId, ticket: Option<&str>) -> Reply {
         self.call("POST", &format!("/queue/{room}/join"), ticket)
             .await
+    }
+
+    /// A join with an identity token in `Waiting-Room-Identity`, as an app
+    /// sends it, and no ticket.
+    pub async fn join_as(&self, room: &RoomId, jwt: &str) -> Reply {
+        self.join_identified(room, None, Some(Identity::Header(jwt)))
+            .await
+    }
+
+    /// A join with an identity token in the `wr_identity` cookie, as a
+    /// browser on the operator's site sends it, and no ticket.
+    pub async fn join_as_cookie(&self, room: &RoomId, jwt: &str) -> Reply {
+        self.join_identified(room, None, Some(Identity::Cookie(jwt)))
+            .await
+    }
+
+    /// A join with an optional ticket (as a bearer) and an optional
+    /// identity token.
+    pub async fn join_identified(
+        &self,
+        room: &RoomId,
+        ticket: Option<&str>,
+        identity: Option<Identity<'_>>,
+    ) -> Reply {
+        let mut req = Request::builder()
+            .method("POST")
+            .uri(format!("/queue/{room}/join"))
+            .header("host", "127.0.0.1:8080");
+        if let Some(t) = ticket {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        req = match identity {
+            Some(Identity::Header(jwt)) => req.header("waiting-room-identity", jwt),
+            Some(Identity::Cookie(jwt)) => req.header("cookie", format!("wr_identity={jwt}")),
+            None => req,
+        };
+        self.send(req.body(Body::empty()).unwrap()).await
     }
 
     pub async fn status(&self, room: &RoomId, ticket: &str) -> Reply {
