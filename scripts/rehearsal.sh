@@ -6,10 +6,11 @@
 # (127.0.0.1:3306, a fresh wr_rehearsal_* database, dropped after). The
 # report and chart land in --out (default target/rehearsal/).
 #
-#   scripts/rehearsal.sh --smoke          # CI: 300 visitors, 200 seats, debug build, a few seconds
+#   scripts/rehearsal.sh --smoke          # CI: 300 visitors, 200 seats, then 300 browsers of 100 accounts; debug build
 #   scripts/rehearsal.sh --edge           # CI: 1,000 visitors through the worker in workerd
 #   scripts/rehearsal.sh --full           # BENCHMARKS.md: 20,000 visitors in 10 s, 2,000 seats, release
 #   scripts/rehearsal.sh --slow-payment   # BENCHMARKS.md: payment slowed mid-sale, adaptive admission, release
+#   scripts/rehearsal.sh --accounts       # 20,000 browsers of 5,000 accounts, identity required, 2 seats each, release
 #   scripts/rehearsal.sh --release -- --visitors 5000 --seats 600   # anything else
 #
 # Everything after `--` goes to the rehearsal tool (see `rehearsal --help`).
@@ -33,6 +34,7 @@ while (($#)); do
     --edge) mode=edge ;;
     --full) mode=full; profile=release ;;
     --slow-payment) mode=slow_payment; profile=release ;;
+    --accounts) mode=accounts; profile=release ;;
     --release) profile=release ;;
     --) shift; break ;;
     *) echo "unknown option $1 (tool flags go after --)" >&2; exit 2 ;;
@@ -77,6 +79,9 @@ db="wr_rehearsal_${run_id//-/_}"
 prefix="rehearsal-$run_id:"
 admin_key="rehearsal-admin-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 signing_keys="r1:$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')"
+# The operator's site's key for identity tokens: the origin checks them
+# with it, the tool mints them with it (runs of accounts).
+identity_keys="site1:$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')"
 origin_pid=""
 redis_pid=""
 edge_pid=""
@@ -122,8 +127,8 @@ if [[ $mode == edge ]]; then
   edge_args=(--edge-secret "$edge_secret")
 fi
 # shellcheck disable=SC2086 # the extra origin flags are words on purpose
-WR_ADMIN_KEY="$admin_key" WR_SIGNING_KEYS="$signing_keys" RUST_LOG="${RUST_LOG:-warn}" \
-  WR_MAX_CONNECTIONS="$max_connections" WR_MAX_HELD_POLLS="$((max_connections - 1000))" \
+WR_ADMIN_KEY="$admin_key" WR_SIGNING_KEYS="$signing_keys" WR_IDENTITY_KEYS="$identity_keys" \
+  RUST_LOG="${RUST_LOG:-warn}" WR_MAX_CONNECTIONS="$max_connections" WR_MAX_HELD_POLLS="$((max_connections - 1000))" \
   "$origin_bin" "${edge_args[@]}" "${knob_args[@]}" --listen "127.0.0.1:$port" --redis-url "redis://127.0.0.1:$redis_port" \
   --redis-prefix "$prefix" --database-url "mysql://root@127.0.0.1:3306/$db" \
   ${WR_REHEARSAL_ORIGIN_ARGS:-} >target/rehearsal/origin.log 2>&1 &
@@ -162,6 +167,10 @@ case $mode in
     --session-seconds 60 --hold-seconds 15 --abandon-seconds 15 --max-seconds 150 --no-progress --check
     --out target/rehearsal/edge) ;;
   full) preset=(--visitors 20000 --arrive-within 10 --seats 2000 --abandon-seconds 15 --out docs/rehearsal/full) ;;
+  # The full run's sale, its visitors now 1 to 8 browsers each of 5,000
+  # accounts, in a room that requires identity; 2 seats per account.
+  accounts) preset=(--visitors 20000 --accounts 5000 --max-seats-per-account 2 --arrive-within 10
+    --seats 2000 --abandon-seconds 15 --out docs/rehearsal/accounts) ;;
   # Payment takes 1.5 s from 25 s to 40 s (the arrivals long over): adaptive admission (target p99
   # 400 ms) slows the rate, then brings it back. Seats enough (2,400, about
   # 960 buyers at 20 a second) that the climb back shows at the full rate.
@@ -170,5 +179,15 @@ case $mode in
     --hold-seconds 20 --abandon-seconds 15 --max-seconds 180 --out docs/rehearsal/slow-payment) ;;
   *) preset=() ;;
 esac
-WR_ADMIN_KEY="$admin_key" WR_SIGNING_KEYS="$signing_keys" \
-  "$rehearsal_bin" "${target[@]}" "${preset[@]}" "$@"
+tool_env=(WR_ADMIN_KEY="$admin_key" WR_SIGNING_KEYS="$signing_keys")
+[[ $mode != accounts ]] || tool_env+=(WR_REHEARSAL_IDENTITY_KEY="$identity_keys")
+env "${tool_env[@]}" "$rehearsal_bin" "${target[@]}" "${preset[@]}" "$@"
+if [[ $mode == smoke ]]; then
+  # Accounts, cheaply: 300 browsers of 100 accounts on the same origin, in
+  # a room of their own that requires identity, 2 seats per account.
+  WR_ADMIN_KEY="$admin_key" WR_SIGNING_KEYS="$signing_keys" WR_REHEARSAL_IDENTITY_KEY="$identity_keys" \
+    "$rehearsal_bin" "${target[@]}" --room "rehearsal-accounts-$run_id" --visitors 300 --accounts 100 \
+    --max-seats-per-account 2 --arrive-within 2 --seats 100 --capacity 60 --admit-per-second 60 \
+    --session-seconds 30 --hold-seconds 10 --abandon-seconds 4 --max-seconds 60 --no-progress --check \
+    --out target/rehearsal/accounts
+fi

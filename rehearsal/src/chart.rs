@@ -3,7 +3,8 @@
 //! (with adaptive admission: the configured rate × the origin's factor, and
 //! the slow-payment window shaded, then booking's latency against the
 //! target), the waiting line, inside against capacity, the wait
-//! distribution and the ETA error by wait length. Drawn with plotters' SVG
+//! distribution and the ETA error by wait length. A run of accounts adds
+//! three lines of their figures under the others. Drawn with plotters' SVG
 //! backend, which writes text as `<text>` for the viewer to set (no font
 //! library); each panel has its axes with units and a legend on its right.
 
@@ -240,7 +241,54 @@ fn draw_head(area: &Area, r: &Report, title: &str) -> DrawResult {
         (20, y + 18),
         font(13),
     ))?;
+    for (line, dy) in accounts_lines(r).into_iter().zip((36..).step_by(18)) {
+        area.draw(&Text::new(line, (20, y + dy), font(13)))?;
+    }
     Ok(())
+}
+
+/// The accounts' figures in three lines, for a run of accounts.
+fn accounts_lines(r: &Report) -> Vec<String> {
+    let Some(a) = r.accounts.as_ref() else {
+        return Vec::new();
+    };
+    let counts = |h: &[u64]| {
+        h.iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(i, n)| format!("{i}: {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let shared = a
+        .shared_place_answers
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    vec![
+        format!(
+            "accounts {} ({} admitted); browsers per account {}",
+            a.accounts,
+            a.admitted,
+            counts(&a.browsers_per_account),
+        ),
+        format!(
+            "places per account over the run {}; seats booked per account {}",
+            counts(&a.places_per_account),
+            counts(&a.seats_booked_per_account),
+        ),
+        format!(
+            "409 account_limit: {}; a shared place: {}; sessions ended by another browser of the account: {}",
+            a.account_limit_answers,
+            if shared.is_empty() {
+                "none".into()
+            } else {
+                shared
+            },
+            a.browsers_ended_by_account,
+        ),
+    ]
 }
 
 /// The panels of `r`, top to bottom.
@@ -440,7 +488,8 @@ pub fn svg(r: &Report, title: &str) -> Result<String, Error> {
         .collect();
     let panels = panels(r, &slow);
     let too_tall = |_| Error::Chart("too many checks to draw".into());
-    let head = u32::try_from(98 + 18 * r.checks.len()).map_err(too_tall)?;
+    let lines = r.checks.len() + accounts_lines(r).len();
+    let head = u32::try_from(98 + 18 * lines).map_err(too_tall)?;
     let height =
         u32::try_from(head as usize + PANEL_H as usize * panels.len()).map_err(too_tall)?;
     let mut out = String::new();
@@ -473,7 +522,9 @@ mod tests {
     fn log(index: usize, joined_ms: u64, admitted_ms: u64, eta_s: u64) -> VisitorLog {
         VisitorLog {
             index,
+            account: None,
             seq: None,
+            places: Vec::new(),
             joined_ms: Some(joined_ms),
             last_waiting_sent_ms: Some(admitted_ms),
             admitted_ms: Some(admitted_ms),
@@ -487,6 +538,10 @@ mod tests {
             booked: Some((admitted_ms + 2_000, vec!["A-1-1".to_owned()])),
             booking_calls: vec![(admitted_ms + 1_000, 80), (admitted_ms + 2_000, 900)],
             errors: BTreeMap::new(),
+            place_ended: Vec::new(),
+            shared: BTreeMap::new(),
+            ended_places: Vec::new(),
+            ended_ms: None,
             outcome: Outcome::Booked,
         }
     }
@@ -542,6 +597,7 @@ mod tests {
             hold_seconds: 10,
             target_booking_p99_ms: adaptive.then_some(400),
             slow_payment_s: adaptive.then_some((10.0, 20.0)),
+            accounts: None,
         };
         let scenario = serde_json::json!({ "slow_payment": { "latency_ms": 1500 } });
         build(&inputs, scenario, Vec::new())
@@ -660,6 +716,29 @@ mod tests {
         assert_eq!(fmt(25_000.0), "25k");
         assert_eq!(fmt(40.0), "40");
         assert_eq!(fmt(0.5), "0.5");
+    }
+
+    #[test]
+    fn a_run_of_accounts_shows_their_checks_and_figures() {
+        let mut r = report(false);
+        let plan = crate::report::accounts::Plan {
+            accounts: 3,
+            max_seats_per_account: Some(2),
+        };
+        r.accounts = Some(crate::report::accounts::build(&plan, &[], false).0);
+        let svg = svg(&r, "rehearsal").unwrap();
+        let texts = texts(&svg);
+        let lines = accounts_lines(&r);
+        assert_eq!(lines.len(), 3);
+        for line in &lines {
+            assert!(texts.contains(&xml(line).as_str()), "{line}");
+        }
+        assert_eq!(
+            lines[0],
+            "accounts 3 (0 admitted); browsers per account 0: 3"
+        );
+        assert!(lines[2].contains("a shared place: none;"));
+        assert!(accounts_lines(&report(false)).is_empty());
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! HTTP as a visitor's browser does it: one shared connection pool (the
 //! origin cannot tell), but each visitor's own cookies (`wr_ticket_{room}`,
 //! `wr_entry_{room}`), sent back as the browser would and replaced or
-//! cleared by every `Set-Cookie`. No `Origin` header: like an app, so the
-//! origin's cross-site check has nothing to refuse.
+//! cleared by every `Set-Cookie`, and the identity cookie `wr_identity` the
+//! operator's site set for a visitor of an account. No `Origin` header:
+//! like an app, so the origin's cross-site check has nothing to refuse.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -19,7 +20,12 @@ pub struct Jar {
     pub ticket: Option<String>,
     /// The entry token (`wr_entry_{room}`).
     pub entry: Option<String>,
+    /// The identity token the operator's site set (`wr_identity`).
+    pub identity: Option<Arc<str>>,
 }
+
+/// The cookie the operator's site sets with a visitor's identity token.
+pub const IDENTITY_COOKIE: &str = "wr_identity";
 
 /// One answer.
 #[derive(Debug)]
@@ -237,11 +243,12 @@ impl Http {
             .request(method, format!("{}{path}", self.base))
             .header("Accept", "application/json");
         let cookies: Vec<String> = [
-            (&self.ticket_name, &jar.ticket),
-            (&self.entry_name, &jar.entry),
+            (self.ticket_name.as_str(), jar.ticket.as_deref()),
+            (self.entry_name.as_str(), jar.entry.as_deref()),
+            (IDENTITY_COOKIE, jar.identity.as_deref()),
         ]
         .into_iter()
-        .filter_map(|(name, value)| value.as_ref().map(|v| format!("{name}={v}")))
+        .filter_map(|(name, value)| value.map(|v| format!("{name}={v}")))
         .collect();
         if !cookies.is_empty() {
             req = req.header(COOKIE, cookies.join("; "));
@@ -436,6 +443,38 @@ mod tests {
             .expect("answered");
         assert_eq!((reply.status, reply.dev_restart), (200, false));
         assert_eq!(http.resets_retried(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_visitor_of_an_account_sends_its_identity_cookie_with_the_others() {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let seen = std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().expect("accept");
+            let mut buf = [0u8; 4096];
+            let n = conn.read(&mut buf).expect("read");
+            let _ = conn.write_all(
+                b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+            );
+            String::from_utf8_lossy(&buf[..n]).to_lowercase()
+        });
+        let http = Http::new(&format!("http://{addr}"), "r", 16).expect("client");
+        let mut jar = Jar {
+            ticket: Some("t.1".into()),
+            entry: None,
+            identity: Some("h.c.s".into()),
+        };
+        let reply = http
+            .send(Method::POST, "/queue/r/join", &mut jar, None, &[])
+            .await
+            .expect("answered");
+        assert_eq!(reply.status, 204);
+        let request = seen.join().expect("server");
+        assert!(
+            request.contains("cookie: wr_ticket_r=t.1; wr_identity=h.c.s\r\n"),
+            "{request}"
+        );
     }
 
     #[tokio::test]

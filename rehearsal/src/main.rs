@@ -11,17 +11,23 @@
 //! Bounded: at most `--visitors` visitors and `--max-seconds` of run, and
 //! only loopback targets unless `--allow-remote`.
 //!
+//! With `--accounts`, the visitors are browsers of the operator's site's
+//! accounts, several each, joining with identity tokens the tool mints.
+//!
 //! Layout: `curve` (arrivals), `visitor` (one visitor's play), `client`
 //! (HTTP with a visitor's cookies), `admin` (the operator's calls),
+//! `accounts` (whose browser each visitor is), `identity` (the tokens),
 //! `stats` (percentiles, Kendall's tau), `report` (the JSON), `chart` (the
 //! SVG), `progress` (the live counts while it plays), `rng` (seeded, so a
 //! `--seed` replays a run), `error` (what stops a run).
 
+mod accounts;
 mod admin;
 mod chart;
 mod client;
 mod curve;
 mod error;
+mod identity;
 mod progress;
 mod report;
 mod rng;
@@ -44,6 +50,7 @@ use serde_json::{Value, json};
 use crate::admin::Admin;
 use crate::curve::{Curve, CurveKind};
 use crate::error::Error;
+use crate::identity::IdentityKey;
 use crate::rng::Rng;
 use crate::visitor::{Ctx, Plan};
 
@@ -134,6 +141,24 @@ struct Args {
     #[arg(long, default_value_t = 4)]
     max_seats: usize,
 
+    /// Accounts of the operator's site the visitors are browsers of: each
+    /// account has 1 to 8 (`--visitors` in all), arriving at random places
+    /// of the curve, and joins with an identity token for the room.
+    #[arg(long, requires = "identity_key")]
+    accounts: Option<usize>,
+    /// The HS256 key (`kid:secret`) identity tokens are minted with: one
+    /// of the origin's `--identity-keys`.
+    #[arg(long, env = "WR_REHEARSAL_IDENTITY_KEY", hide_env_values = true)]
+    identity_key: Option<String>,
+    /// Room: the `identity` setting (default: `required` with --accounts,
+    /// else left out).
+    #[arg(long, value_enum)]
+    identity: Option<IdentityMode>,
+    /// Performance: most seats one account holds and books
+    /// (`max_seats_per_account`; unset: no limit).
+    #[arg(long)]
+    max_seats_per_account: Option<u32>,
+
     /// Share of visitors who close the tab while waiting (after 2-60 s).
     #[arg(long, default_value_t = 0.05)]
     abandon_share: f64,
@@ -178,6 +203,18 @@ struct Args {
     /// twice, no unexpected error (timing targets are reported, not judged).
     #[arg(long)]
     check: bool,
+}
+
+/// A room's `identity` setting.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+enum IdentityMode {
+    /// Identities are not read.
+    Off,
+    /// A join may carry one.
+    Optional,
+    /// Every join carries one.
+    Required,
 }
 
 fn main() -> ExitCode {
@@ -266,6 +303,26 @@ fn validate(a: &Args) -> Result<(), Error> {
     if a.room.as_deref().is_some_and(|r| !token::is_valid_room(r)) {
         return Err(Error::Config("--room: ^[a-z0-9][a-z0-9-]{0,63}$".into()));
     }
+    if let Some(n) = a.accounts {
+        if n == 0 || a.visitors < n || a.visitors > n * accounts::MAX_BROWSERS {
+            return Err(Error::Config(format!(
+                "--accounts {n}: 1 to --visitors ({}), each with 1 to {} browsers",
+                a.visitors,
+                accounts::MAX_BROWSERS
+            )));
+        }
+        // The places per account are read off the tickets.
+        if a.signing_keys.is_none() {
+            return Err(Error::Config(
+                "--accounts needs --signing-keys, to read each ticket's place".into(),
+            ));
+        }
+    } else if a.identity_key.is_some() {
+        return Err(Error::Config("--identity-key is for --accounts".into()));
+    }
+    if a.max_seats_per_account == Some(0) {
+        return Err(Error::Config("--max-seats-per-account: at least 1".into()));
+    }
     Ok(())
 }
 
@@ -293,6 +350,11 @@ async fn run(args: Args) -> Result<bool, Error> {
         ),
         None => None,
     };
+    let identity_key = args
+        .identity_key
+        .as_deref()
+        .map(IdentityKey::parse)
+        .transpose()?;
     let admin = Admin::new(&admin_url, &args.admin_key, args.metrics_key.clone())?;
     let now = std::time::SystemTime::now();
     let room = args.room.clone().unwrap_or_else(|| {
@@ -313,7 +375,7 @@ async fn run(args: Args) -> Result<bool, Error> {
     } else {
         0
     };
-    let room_settings = json!({
+    let mut room_settings = json!({
         "capacity": args.capacity,
         "admit_per_second": args.admit_per_second,
         "session_seconds": args.session_seconds,
@@ -321,6 +383,13 @@ async fn run(args: Args) -> Result<bool, Error> {
         "opens_at": (opens_ms > 0).then(|| rfc3339(now + Duration::from_millis(opens_ms))),
         "target_booking_p99_ms": args.target_booking_p99_ms,
     });
+    // Only when asked for: an origin without accounts refuses the field.
+    let identity_mode = args
+        .identity
+        .or(args.accounts.map(|_| IdentityMode::Required));
+    if let (Some(mode), Some(obj)) = (identity_mode, room_settings.as_object_mut()) {
+        obj.insert("identity".into(), json!(mode));
+    }
     let start = Instant::now();
     let (settings, seats_total, hold_max) = if args.existing {
         let (room_v, _) = admin.room(&room).await?;
@@ -331,10 +400,13 @@ async fn run(args: Args) -> Result<bool, Error> {
         let map = admin::seat_map(args.seats)?;
         let room_v = admin.put_room(&room, &room_settings).await?;
         let starts_at = rfc3339(now + Duration::from_secs(30 * 86_400));
-        let spec = json!({
+        let mut spec = json!({
             "title": "Rehearsal", "starts_at": starts_at, "hold_seconds": args.hold_seconds,
             "max_seats_per_hold": args.max_seats, "sections": map,
         });
+        if let (Some(k), Some(obj)) = (args.max_seats_per_account, spec.as_object_mut()) {
+            obj.insert("max_seats_per_account".into(), json!(k));
+        }
         admin.put_performance(&room, &perf, &spec).await?;
         (settings_of(&room_v), args.seats, args.max_seats)
     };
@@ -355,6 +427,29 @@ async fn run(args: Args) -> Result<bool, Error> {
         spike_at_ms: (args.spike_at * 1000.0) as u64,
     };
     let mut rng = Rng::new(args.seed);
+    // Whose browser each visitor is, and each account's identity token.
+    let (browsers, account_of, tokens) = match (args.accounts, &identity_key) {
+        (Some(n), Some(key)) => {
+            let mut draw = Rng::new(args.seed ^ 0xacc0_u64);
+            let browsers = accounts::browsers(args.visitors, n, &mut draw)?;
+            let account_of = accounts::assign(&browsers, &mut draw);
+            let iat = now
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            let tokens = (0..n)
+                .map(|i| {
+                    Ok(Arc::<str>::from(key.mint(
+                        &accounts::account_id(i),
+                        &room,
+                        iat,
+                    )?))
+                })
+                .collect::<Result<Vec<_>, Error>>()?;
+            (browsers, account_of, tokens)
+        }
+        _ => Default::default(),
+    };
     let plans: Vec<Plan> = (0..args.visitors)
         .map(|i| Plan {
             index: i,
@@ -366,6 +461,9 @@ async fn run(args: Args) -> Result<bool, Error> {
             declined_first: rng.chance(args.decline_share),
             lets_hold_expire: rng.chance(args.expire_share),
             seed: rng.next_u64(),
+            account: account_of
+                .get(i)
+                .and_then(|&a| Some((a, tokens.get(a)?.clone()))),
         })
         .collect();
 
@@ -476,6 +574,12 @@ async fn run(args: Args) -> Result<bool, Error> {
             "latency_ms": ms, "from_s": args.slow_payment_at,
             "to_s": args.slow_payment_at + args.slow_payment_for,
         })),
+        "accounts": args.accounts.map(|n| json!({
+            "accounts": n, "browsers_per_account_max": accounts::MAX_BROWSERS,
+            "browsers_drawn": browsers.iter().copied().max(),
+            "identity": identity_mode, "identity_kid": identity_key.as_ref().map(IdentityKey::kid),
+            "max_seats_per_account": args.max_seats_per_account,
+        })),
     });
     let inputs = report::Inputs {
         logs: &logs,
@@ -496,6 +600,10 @@ async fn run(args: Args) -> Result<bool, Error> {
                 args.slow_payment_at,
                 args.slow_payment_at + args.slow_payment_for,
             )
+        }),
+        accounts: args.accounts.map(|n| report::accounts::Plan {
+            accounts: n,
+            max_seats_per_account: args.max_seats_per_account.map(u64::from),
         }),
     };
     let report = report::build(&inputs, scenario, metrics);
@@ -606,6 +714,28 @@ fn print_summary(r: &report::Report, out: &std::path::Path) {
             a.admitted_per_second.before,
             a.admitted_per_second.slowed,
             a.admitted_per_second.peak_after_recovery
+        );
+    }
+    if let Some(a) = &r.accounts {
+        println!(
+            "  accounts: {} ({} joined, {} admitted); browsers per account {:?}; places per account over the run {:?}, at most {} at once",
+            a.accounts,
+            a.joined,
+            a.admitted,
+            a.browsers_per_account,
+            a.places_per_account,
+            a.max_places_at_once
+        );
+        println!(
+            "  seats booked per account {:?} (max {}, limit {}, {} over it); 409 account_limit: {}; answers of a shared place {:?}; answers that the account's other browser ended the place: {}, browsers whose session it ended: {}",
+            a.seats_booked_per_account,
+            a.max_seats_booked,
+            a.seats_limit.map_or("none".into(), |k| k.to_string()),
+            a.over_limit,
+            a.account_limit_answers,
+            a.shared_place_answers,
+            a.ended_by_account,
+            a.browsers_ended_by_account
         );
     }
     println!("  errors: {:?}", r.errors);

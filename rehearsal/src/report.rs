@@ -1,6 +1,9 @@
 //! The report: every figure the run shows, computed from the visitors'
 //! logs and the operator's samples (pure; `chart.rs` draws it, `main.rs`
-//! writes it), and the checks that say whether the on-sale held.
+//! writes it), and the checks that say whether the on-sale held. A run
+//! whose visitors share accounts has its own figures (`accounts`).
+
+pub mod accounts;
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -11,8 +14,13 @@ use crate::stats::{self, Admission, Spread};
 use crate::visitor::{Outcome, VisitorLog};
 
 /// Errors the scenario causes on purpose (declined cards, seats taken by
-/// someone faster); every other failed answer is unexpected.
-pub const EXPECTED_ERRORS: [&str; 2] = ["402 payment_declined", "409 seat_unavailable"];
+/// someone faster, an account's seat limit); every other failed answer is
+/// unexpected.
+pub const EXPECTED_ERRORS: [&str; 3] = [
+    "402 payment_declined",
+    "409 seat_unavailable",
+    "409 account_limit",
+];
 /// Waiters must read `sold_out` this soon after the last seat is sold.
 pub const SOLD_OUT_NOTICE_MS: u64 = 2_000;
 /// ETA accuracy is judged on visitors who waited longer than this.
@@ -56,6 +64,8 @@ pub struct Inputs<'a> {
     pub target_booking_p99_ms: Option<u64>,
     /// When the payment was slowed (seconds after zero: from, to), if it was.
     pub slow_payment_s: Option<(f64, f64)>,
+    /// The accounts the visitors are browsers of, if they are.
+    pub accounts: Option<accounts::Plan>,
 }
 
 /// The whole report (written as JSON).
@@ -81,6 +91,8 @@ pub struct Report {
     pub polling: Polling,
     /// Join order against admission order.
     pub fairness: Fairness,
+    /// The accounts' figures, when the visitors are browsers of accounts.
+    pub accounts: Option<accounts::Accounts>,
     /// Inside against capacity.
     pub capacity: Capacity,
     /// Seats.
@@ -171,9 +183,10 @@ pub struct Fairness {
     /// Which order: `ticket_seq` (join order, read off the signed ticket),
     /// `draw_estimate` (pre-queue: the first position after the opening
     /// plus those admitted before), or `join_answer` (no keys: the order
-    /// the joins were answered, an approximation).
+    /// the joins were answered, an approximation); over accounts,
+    /// `account_place_seq` (each account's place, its seq).
     pub order: &'static str,
-    /// Admitted visitors compared.
+    /// Admitted visitors (or accounts' places) compared.
     pub admitted: usize,
     /// Pairs among them.
     pub pairs: u64,
@@ -237,6 +250,9 @@ pub struct Holds {
     /// `hold_expired`, or the session ended with the hold unpaid. Booking
     /// too slow for the hold's time shows here.
     pub ran_out_while_buying: usize,
+    /// Ended with the session another browser of the visitor's account
+    /// ended by booking (or leaving) the place they share.
+    pub ended_by_account: usize,
     /// Still unpaid when the visitor gave up after failed answers or the
     /// run's time ran out.
     pub unfinished: usize,
@@ -436,6 +452,13 @@ pub fn build(inp: &Inputs, scenario: serde_json::Value, metrics: Vec<String>) ->
     };
 
     let fairness = fairness(inp, &admitted);
+    let (accounts, unexplained_ends) = match &inp.accounts {
+        Some(plan) => {
+            let (a, e) = accounts::build(plan, logs, inp.prequeue);
+            (Some(a), e)
+        }
+        None => (None, BTreeMap::new()),
+    };
 
     let capacity = Capacity {
         capacity: inp.capacity,
@@ -535,7 +558,9 @@ pub fn build(inp: &Inputs, scenario: serde_json::Value, metrics: Vec<String>) ->
     let adaptive = (inp.target_booking_p99_ms.is_some() || inp.slow_payment_s.is_some())
         .then(|| adaptive(inp, &per_second));
 
-    let mut errors = BTreeMap::new();
+    // Answers that said a place had ended that no booking of its account
+    // explains are failed answers like any other.
+    let mut errors = unexplained_ends;
     for l in logs {
         for (k, n) in &l.errors {
             *errors.entry(k.clone()).or_insert(0) += n;
@@ -568,6 +593,7 @@ pub fn build(inp: &Inputs, scenario: serde_json::Value, metrics: Vec<String>) ->
         eta,
         polling,
         fairness,
+        accounts,
         capacity,
         seats,
         holds,
@@ -612,6 +638,7 @@ pub fn holds(logs: &[VisitorLog], hold_seconds: u64) -> Holds {
         ..Holds::default()
     };
     let mut to_booking = Vec::new();
+    let ends = accounts::place_ends(logs);
     for l in logs {
         let Some(held) = l.held_ms else { continue };
         h.taken += 1;
@@ -623,6 +650,16 @@ pub fn holds(logs: &[VisitorLog], hold_seconds: u64) -> Holds {
                 }
             }
             Outcome::LetHoldExpire => h.let_run_out += 1,
+            Outcome::HoldExpired | Outcome::SessionEnded
+                if accounts::ended_by_account(
+                    &ends,
+                    l.account,
+                    l.seq,
+                    l.ended_ms.unwrap_or(u64::MAX),
+                ) =>
+            {
+                h.ended_by_account += 1
+            }
             Outcome::HoldExpired | Outcome::SessionEnded => h.ran_out_while_buying += 1,
             // Nobody holds seats while waiting, abandoning or reading
             // sold_out; those outcomes cannot follow a hold.
@@ -631,7 +668,8 @@ pub fn holds(logs: &[VisitorLog], hold_seconds: u64) -> Holds {
             | Outcome::Abandoned
             | Outcome::SoldOut
             | Outcome::Closed
-            | Outcome::NoSeat => h.unfinished += 1,
+            | Outcome::NoSeat
+            | Outcome::AccountLimit => h.unfinished += 1,
         }
     }
     h.hold_to_booking_s = stats::spread(to_booking);
@@ -792,6 +830,11 @@ fn fairness(inp: &Inputs, admitted: &[&VisitorLog]) -> Fairness {
             })
         })
         .collect();
+    fairness_of(order, items)
+}
+
+/// Join order against admission order over `items` (in `order`).
+fn fairness_of(order: &'static str, items: Vec<Admission>) -> Fairness {
     let out_of_order_pairs = stats::proven_inversions(&items);
     // Later visitors in an inversion: admitted (hi) before some earlier one's lo.
     let mut by_order = items.clone();
@@ -863,6 +906,43 @@ fn checks(r: &Report, sold_out: bool) -> Vec<Check> {
         r.seats.oversold.to_string(),
         r.seats.oversold == 0,
     );
+    if let Some(a) = &r.accounts {
+        add(
+            "places one account held at once",
+            "1",
+            format!(
+                "at most {} ({} accounts held two or more)",
+                a.max_places_at_once, a.accounts_with_places_at_once
+            ),
+            a.max_places_at_once <= 1,
+        );
+        let most = a.max_seats_booked;
+        let (value, ok) = match a.seats_limit {
+            Some(k) => (
+                format!(
+                    "{} (limit {k}; most booked by one account: {most})",
+                    a.over_limit
+                ),
+                a.over_limit == 0,
+            ),
+            None => (
+                format!("no limit set (most booked by one account: {most})"),
+                true,
+            ),
+        };
+        add("accounts over their seat limit", "0", value, ok);
+        if let Some(f) = &a.fairness {
+            add(
+                "kendall tau over accounts",
+                "1.0",
+                format!(
+                    "{:.6} ({} places compared, {} pairs out of order)",
+                    f.kendall_tau, f.admitted, f.out_of_order_pairs
+                ),
+                f.out_of_order_pairs == 0,
+            );
+        }
+    }
     add(
         "sold out",
         "every seat booked",
@@ -904,8 +984,8 @@ fn checks(r: &Report, sold_out: bool) -> Vec<Check> {
         "holds that ran out while buying",
         "0",
         format!(
-            "{} of {} ({} let run out on purpose; {} unfinished: gave up after failed answers or out of time)",
-            h.ran_out_while_buying, h.taken, h.let_run_out, h.unfinished
+            "{} of {} ({} let run out on purpose; {} ended by the account's other browser; {} unfinished: gave up after failed answers or out of time)",
+            h.ran_out_while_buying, h.taken, h.let_run_out, h.ended_by_account, h.unfinished
         ),
         h.ran_out_while_buying == 0,
     );
@@ -960,7 +1040,9 @@ mod tests {
     fn log(outcome: Outcome, held_ms: Option<u64>, booked_ms: Option<u64>) -> VisitorLog {
         VisitorLog {
             index: 0,
+            account: None,
             seq: None,
+            places: Vec::new(),
             joined_ms: Some(0),
             last_waiting_sent_ms: Some(0),
             admitted_ms: held_ms.map(|_| 0),
@@ -974,6 +1056,10 @@ mod tests {
             booked: booked_ms.map(|t| (t, vec!["A-1-1".to_owned()])),
             booking_calls: Vec::new(),
             errors: BTreeMap::new(),
+            place_ended: Vec::new(),
+            shared: BTreeMap::new(),
+            ended_places: Vec::new(),
+            ended_ms: None,
             outcome,
         }
     }
@@ -1004,6 +1090,7 @@ mod tests {
             hold_seconds: 20,
             target_booking_p99_ms: Some(400),
             slow_payment_s: Some((3.0, 6.0)),
+            accounts: None,
         }
     }
 
@@ -1034,6 +1121,85 @@ mod tests {
         assert_eq!(h.hold_to_booking_s.count, 2);
         assert_eq!(h.hold_to_booking_s.max, 3.0);
         assert_eq!(h.hold_seconds, 20);
+    }
+
+    #[test]
+    fn a_hold_ended_by_the_accounts_own_booking_is_not_one_that_ran_out() {
+        let of = |account, seq, mut l: VisitorLog| {
+            l.account = Some(account);
+            l.seq = Some(seq);
+            l.ended_ms = Some(1_600);
+            l
+        };
+        let ended = |seq, kind: &str| crate::visitor::PlaceEnd {
+            at_ms: 1_600,
+            seq: Some(seq),
+            kind: kind.into(),
+        };
+        let mut buyer = of(0, 1, log(Outcome::Booked, Some(1_000), Some(1_550)));
+        buyer.ended_places.push((1_500, 1));
+        buyer.booked = Some((1_550, vec!["A-1-1".into(), "A-1-2".into()]));
+        // Its sibling's hold ended with the shared session at 1,600, and
+        // its confirm read so; another account's simply ran out, and a
+        // browser of the first account on a later place was not ended by
+        // that booking.
+        let mut sibling = of(0, 1, log(Outcome::SessionEnded, Some(1_100), None));
+        sibling.place_ended.push(ended(1, "401 invalid_entry"));
+        sibling.errors.insert("409 account_limit".into(), 1);
+        let mut other = of(1, 2, log(Outcome::HoldExpired, Some(1_000), None));
+        other.place_ended.push(ended(2, "409 hold_expired"));
+        let mut later = of(0, 3, log(Outcome::SoldOut, None, None));
+        later.place_ended.push(ended(3, "200 expired"));
+        let logs = [buyer, sibling, other, later];
+        let h = holds(&logs, 20);
+        assert_eq!(
+            (
+                h.taken,
+                h.booked,
+                h.ended_by_account,
+                h.ran_out_while_buying
+            ),
+            (3, 1, 1, 1)
+        );
+        let samples = [sample(0.0, 0), sample(2.0, 3)];
+        let mut inp = inputs(&logs, &samples);
+        inp.accounts = Some(accounts::Plan {
+            accounts: 2,
+            max_seats_per_account: Some(2),
+        });
+        let r = build(&inp, serde_json::Value::Null, Vec::new());
+        let a = r.accounts.as_ref().unwrap();
+        assert_eq!(
+            (
+                a.account_limit_answers,
+                a.ended_by_account,
+                a.browsers_ended_by_account
+            ),
+            (1, 1, 1)
+        );
+        // The limit at work is expected; a place ended with no booking of
+        // its account is not.
+        assert_eq!(r.errors.get("409 account_limit"), Some(&1));
+        assert_eq!(
+            r.unexpected_errors,
+            BTreeMap::from([
+                ("200 expired".to_owned(), 1),
+                ("409 hold_expired".to_owned(), 1)
+            ])
+        );
+        for name in [
+            "places one account held at once",
+            "accounts over their seat limit",
+            "kendall tau over accounts",
+        ] {
+            let c = r.checks.iter().find(|c| c.name == name).unwrap();
+            assert!(c.ok && c.invariant, "{c:?}");
+        }
+        // Without accounts, none of their checks.
+        inp.accounts = None;
+        let r = build(&inp, serde_json::Value::Null, Vec::new());
+        assert!(r.accounts.is_none());
+        assert!(!r.checks.iter().any(|c| c.name.contains("account")));
     }
 
     #[test]

@@ -3,6 +3,13 @@
 //! abandon, and once admitted lists the seats, holds some, pays (perhaps
 //! declined first) and confirms, or walks away and lets the hold run out.
 //! Everything it saw goes into its [`VisitorLog`]; nothing here judges it.
+//!
+//! A visitor of an account (`--accounts`) is one of that account's
+//! browsers: it joins with the account's identity token and shares the
+//! account's one place with its other browsers, each with a ticket of its
+//! own. It plays as any other; what its place's sharing causes (the place
+//! ending when another browser of the account books, the account's seat
+//! limit) is logged for the report to judge.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -89,6 +96,9 @@ pub struct Plan {
     pub lets_hold_expire: bool,
     /// Its own random stream.
     pub seed: u64,
+    /// The account it is a browser of (`--accounts`), and that account's
+    /// identity token.
+    pub account: Option<(usize, Arc<str>)>,
 }
 
 /// How a visitor's visit ended.
@@ -113,8 +123,38 @@ pub enum Outcome {
     HoldExpired,
     /// Admitted, but the session ended before it could book.
     SessionEnded,
+    /// Admitted, but its account's seat limit left it nothing to hold.
+    AccountLimit,
     /// Gave up after failed answers.
     Failed,
+}
+
+/// One place in line as a visitor's answers showed it (its ticket's seq),
+/// ms after the run's zero. The place existed at some moment of every
+/// answer that showed it alive, so at least from `first_ms` to `last_ms`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlaceSeen {
+    /// The place's seq.
+    pub seq: u64,
+    /// When the first answer that showed it alive came back.
+    pub first_ms: u64,
+    /// When the last request answered with it alive was sent.
+    pub last_ms: u64,
+    /// When the last request answered with it waiting was sent.
+    pub waiting_sent_ms: Option<u64>,
+    /// When the first answer saying it was admitted came back.
+    pub admitted_ms: Option<u64>,
+}
+
+/// An answer that said a browser's place or session had ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlaceEnd {
+    /// When it came back, ms after the run's zero.
+    pub at_ms: u64,
+    /// The place the browser was on (its ticket's seq).
+    pub seq: Option<u64>,
+    /// `"200 expired"`, `"401 invalid_entry"`, `"409 hold_expired"`.
+    pub kind: String,
 }
 
 /// Everything one visitor saw. Times are ms after the run's zero.
@@ -122,8 +162,12 @@ pub enum Outcome {
 pub struct VisitorLog {
     /// Arrival order.
     pub index: usize,
-    /// The ticket's seq (join order), when the keys were given.
+    /// The account it is a browser of.
+    pub account: Option<usize>,
+    /// The seq (join order) of its current ticket, when the keys were given.
     pub seq: Option<u64>,
+    /// Every place it held, in order (with the keys).
+    pub places: Vec<PlaceSeen>,
     /// When the first answered join came back.
     pub joined_ms: Option<u64>,
     /// When the last request that still found it waiting (or the join) was sent.
@@ -151,6 +195,22 @@ pub struct VisitorLog {
     pub booking_calls: Vec<(u64, u32)>,
     /// Failed answers by kind (`"409 seat_unavailable"`, `"timeout"`, ...).
     pub errors: BTreeMap<String, u64>,
+    /// A browser of an account: answers that said its place or session
+    /// had ended. Another browser of the account booking, or leaving, ends
+    /// the place they share; the report tells those from failures.
+    pub place_ended: Vec<PlaceEnd>,
+    /// A browser of an account: answers its place's sharing caused, by
+    /// kind. Every browser of the account on the place is one visitor to
+    /// the booking API: another one's hold is `409 hold_exists` (it waits
+    /// and tries again, as for held seats), and they spend one session's
+    /// allowance of booking writes (`429 rate_limited`: it waits as told).
+    pub shared: BTreeMap<String, u64>,
+    /// The requests by which it ended its own place, with when they were
+    /// sent and the place's seq: the confirm that booked (the first send
+    /// of its key), a leave.
+    pub ended_places: Vec<(u64, u64)>,
+    /// When the visit ended.
+    pub ended_ms: Option<u64>,
     /// How it ended.
     pub outcome: Outcome,
 }
@@ -162,6 +222,17 @@ struct Visit<'a> {
     jar: Jar,
     rng: Rng,
     log: VisitorLog,
+    /// The ticket whose seq `log.seq` is.
+    ticket_read: Option<String>,
+}
+
+/// What an answer showed of the visitor's place.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Alive {
+    Waiting,
+    Admitted,
+    /// A booking call its session answered.
+    Inside,
 }
 
 /// Plays one visitor to its end.
@@ -171,11 +242,17 @@ pub async fn play(ctx: Arc<Ctx>, plan: Plan) -> VisitorLog {
     let mut v = Visit {
         ctx: &ctx,
         plan: &plan,
-        jar: Jar::default(),
+        jar: Jar {
+            identity: plan.account.as_ref().map(|(_, jwt)| jwt.clone()),
+            ..Jar::default()
+        },
         rng: Rng::new(plan.seed),
+        ticket_read: None,
         log: VisitorLog {
             index: plan.index,
+            account: plan.account.as_ref().map(|(a, _)| *a),
             seq: None,
+            places: Vec::new(),
             joined_ms: None,
             last_waiting_sent_ms: None,
             admitted_ms: None,
@@ -189,6 +266,10 @@ pub async fn play(ctx: Arc<Ctx>, plan: Plan) -> VisitorLog {
             booked: None,
             booking_calls: Vec::new(),
             errors: BTreeMap::new(),
+            place_ended: Vec::new(),
+            shared: BTreeMap::new(),
+            ended_places: Vec::new(),
+            ended_ms: None,
             outcome: Outcome::TimedOut,
         },
     };
@@ -197,6 +278,7 @@ pub async fn play(ctx: Arc<Ctx>, plan: Plan) -> VisitorLog {
         v.log.outcome = v.book().await;
         ctx.counters.inside.fetch_sub(1, Relaxed);
     }
+    v.log.ended_ms = Some(ctx.now_ms());
     v.log
 }
 
@@ -220,6 +302,49 @@ impl Visit<'_> {
     fn error(&mut self, kind: String) {
         self.ctx.counters.errors.fetch_add(1, Relaxed);
         *self.log.errors.entry(kind).or_insert(0) += 1;
+    }
+
+    /// An answer that said the place or session is over: for a browser of
+    /// an account, kept with its time for the report to judge (another
+    /// browser of the account may have booked); else a failed answer.
+    fn place_ended(&mut self, kind: String) {
+        if self.plan.account.is_some() {
+            self.log.place_ended.push(PlaceEnd {
+                at_ms: self.ctx.now_ms(),
+                seq: self.log.seq,
+                kind,
+            });
+        } else {
+            self.error(kind);
+        }
+    }
+
+    /// Notes what an answer (sent at `sent`, back at `got`) showed of the
+    /// visitor's place: its seq is read off the ticket when that changed.
+    fn saw_place(&mut self, sent: u64, got: u64, alive: Alive) {
+        if self.jar.ticket != self.ticket_read {
+            self.ticket_read.clone_from(&self.jar.ticket);
+            self.log.seq = self.seq();
+        }
+        let Some(seq) = self.log.seq else { return };
+        if self.log.places.last().is_none_or(|p| p.seq != seq) {
+            self.log.places.push(PlaceSeen {
+                seq,
+                first_ms: got,
+                last_ms: sent,
+                waiting_sent_ms: None,
+                admitted_ms: None,
+            });
+        }
+        if let Some(p) = self.log.places.last_mut() {
+            p.first_ms = p.first_ms.min(got);
+            p.last_ms = p.last_ms.max(sent);
+            match alive {
+                Alive::Waiting => p.waiting_sent_ms = p.waiting_sent_ms.max(Some(sent)),
+                Alive::Admitted => p.admitted_ms = p.admitted_ms.or(Some(got)),
+                Alive::Inside => {}
+            }
+        }
     }
 
     async fn send(
@@ -290,15 +415,22 @@ impl Visit<'_> {
                     failures = 0;
                     if self.log.joined_ms.is_none() {
                         self.log.joined_ms = Some(got);
-                        self.log.last_waiting_sent_ms = Some(sent);
-                        self.log.seq = self.seq();
+                        // A join that gave a new place: admitted after it
+                        // was sent. One of an account may be given the
+                        // account's place, which may have been admitted
+                        // long before: only its waiting reads bound it.
+                        if self.plan.account.is_none() {
+                            self.log.last_waiting_sent_ms = Some(sent);
+                        }
                     }
                     match r.body.get("state").and_then(Value::as_str).unwrap_or("") {
                         "admitted" => {
+                            self.saw_place(sent, got, Alive::Admitted);
                             self.log.admitted_ms = Some(got);
                             break true;
                         }
                         "waiting" => {
+                            self.saw_place(sent, got, Alive::Waiting);
                             set_in_line(self, true, &mut in_line);
                             self.log.last_waiting_sent_ms = Some(sent);
                             if let Some(eta) = r.body.get("eta_seconds").and_then(Value::as_u64) {
@@ -328,7 +460,7 @@ impl Visit<'_> {
                         }
                         "expired" => {
                             // The page offers "join again"; a visitor clicks it.
-                            self.error("200 expired".into());
+                            self.place_ended("200 expired".into());
                             step = Step::Join;
                             retried_join = false;
                             let d = self.rng.jitter(500.0, 0.5);
@@ -401,6 +533,8 @@ impl Visit<'_> {
         let mut available: Vec<String> = Vec::new();
         let mut tries = 0;
         let mut failures = 0;
+        // Seats it asks for: fewer after its account's limit refused more.
+        let mut want = self.plan.seats;
         let hold_id = loop {
             if self.past_deadline() {
                 return Outcome::TimedOut;
@@ -410,6 +544,7 @@ impl Visit<'_> {
             }
             if available.is_empty() || tries >= HOLD_TRIES {
                 tries = 0;
+                let sent = self.ctx.now_ms();
                 let r = match self.send(Method::GET, &seats_path, None, &[]).await {
                     Ok(r) => r,
                     Err(_) => {
@@ -419,7 +554,7 @@ impl Visit<'_> {
                     }
                 };
                 match r.status {
-                    200 => {}
+                    200 => self.saw_place(sent, self.ctx.now_ms(), Alive::Inside),
                     _ if r.session_over() => return Outcome::SessionEnded,
                     // The session's map loads are limited: wait as told,
                     // as the seat page does.
@@ -457,10 +592,11 @@ impl Visit<'_> {
                 }
             }
             // Seats together: a run of the list from a random place.
-            let k = self.plan.seats.min(available.len()).max(1);
+            let k = want.min(available.len()).max(1);
             let from = self.rng.below((available.len() - k + 1) as u64) as usize;
             let pick: Vec<String> = available.iter().skip(from).take(k).cloned().collect();
             tries += 1;
+            let sent = self.ctx.now_ms();
             let r = match self
                 .send(
                     Method::POST,
@@ -478,6 +614,7 @@ impl Visit<'_> {
             };
             match (r.status, r.code()) {
                 (201, _) => {
+                    self.saw_place(sent, self.ctx.now_ms(), Alive::Inside);
                     self.log.held_ms = Some(self.ctx.now_ms());
                     break r
                         .body
@@ -491,9 +628,29 @@ impl Visit<'_> {
                     self.error(r.kind());
                     available.retain(|s| !pick.contains(s));
                 }
+                // The account holds and has booked what it may with its
+                // other browsers: one seat fewer, as a person told so
+                // would, until not even one is left to it.
+                (409, "account_limit") => {
+                    self.error(r.kind());
+                    if k <= 1 {
+                        return Outcome::AccountLimit;
+                    }
+                    want = k - 1;
+                }
+                // Another browser of the account holds seats for the place
+                // they share: it books them, or lets them go.
+                (409, "hold_exists") if self.plan.account.is_some() => {
+                    *self.log.shared.entry(r.kind()).or_insert(0) += 1;
+                    self.sleep_ms(SEAT_RETRY.as_millis() as f64).await;
+                }
                 (429, "rate_limited") => {
                     // The session's allowance of booking writes: wait as told.
-                    self.error(r.kind());
+                    if self.plan.account.is_some() {
+                        *self.log.shared.entry(r.kind()).or_insert(0) += 1;
+                    } else {
+                        self.error(r.kind());
+                    }
                     let wait = r.retry_after.unwrap_or(1).max(1);
                     self.sleep_ms(wait as f64 * 1000.0).await;
                 }
@@ -522,13 +679,27 @@ impl Visit<'_> {
                 .await
                 && r.status != 201
             {
-                self.error(r.kind());
+                if r.session_over() {
+                    self.place_ended(r.kind());
+                } else if self.plan.account.is_some()
+                    && r.status == 429
+                    && r.code() == "rate_limited"
+                {
+                    // The shared session's allowance: the good card follows.
+                    *self.log.shared.entry(r.kind()).or_insert(0) += 1;
+                } else {
+                    self.error(r.kind());
+                }
             }
         }
         let key = format!("rehearsal-{index}");
         let body = json!({"payment_token": "tok_rehearsal"});
         // A lost answer is sent again with the same key: never paid twice.
-        for _ in 0..5 {
+        // The booking may have been made by the first of them.
+        let first_sent = self.ctx.now_ms();
+        let mut tries = 0;
+        while tries < 5 {
+            tries += 1;
             if self.past_deadline() {
                 return Outcome::TimedOut;
             }
@@ -557,17 +728,20 @@ impl Visit<'_> {
                         })
                         .unwrap_or_default();
                     let n = Vec::len(&seats) as u64;
+                    if let Some(seq) = self.log.seq {
+                        self.log.ended_places.push((first_sent, seq));
+                    }
                     self.log.booked = Some((self.ctx.now_ms(), seats));
                     self.ctx.counters.booked.fetch_add(1, Relaxed);
                     self.ctx.counters.seats_sold.fetch_add(n, Relaxed);
                     return Outcome::Booked;
                 }
                 (409, "hold_expired") => {
-                    self.error(r.kind());
+                    self.place_ended(r.kind());
                     return Outcome::HoldExpired;
                 }
                 _ if r.session_over() => {
-                    self.error(r.kind());
+                    self.place_ended(r.kind());
                     return Outcome::SessionEnded;
                 }
                 (402, "payment_declined") => {
@@ -575,6 +749,15 @@ impl Visit<'_> {
                     // the planned declines, so it reads as unexpected.
                     self.error(format!("{} (good card)", r.kind()));
                     self.sleep_ms(1000.0).await;
+                }
+                // The shared session's allowance of booking writes, spent
+                // by the account's other browsers: wait as told, a try
+                // not counted.
+                (429, "rate_limited") if self.plan.account.is_some() => {
+                    *self.log.shared.entry(r.kind()).or_insert(0) += 1;
+                    tries -= 1;
+                    let wait = r.retry_after.unwrap_or(1).clamp(1, 60);
+                    self.sleep_ms(wait as f64 * 1000.0).await;
                 }
                 _ => {
                     self.error(r.kind());
@@ -587,6 +770,9 @@ impl Visit<'_> {
 
     async fn leave(&mut self) {
         let path = format!("/queue/{}/leave", self.ctx.room);
+        if let Some(seq) = self.log.seq {
+            self.log.ended_places.push((self.ctx.now_ms(), seq));
+        }
         if let Ok(r) = self.send(Method::POST, &path, None, &[]).await
             && r.status != 204
         {
