@@ -109,6 +109,56 @@ impl IdentityMode {
     }
 }
 
+/// What a join must show before it takes a place, so that a place costs a
+/// bot real work while a person barely notices.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ChallengeKind {
+    /// Nothing: a join is one request (the default).
+    #[default]
+    Off,
+    /// A proof of work: a SHA-256 with `challenge_bits` leading zero bits
+    /// over a seed the origin issued.
+    Pow,
+    /// Cloudflare Turnstile: the widget's token, checked with Cloudflare.
+    Turnstile,
+}
+
+impl ChallengeKind {
+    /// The name used in the API and the rooms file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChallengeKind::Off => "off",
+            ChallengeKind::Pow => "pow",
+            ChallengeKind::Turnstile => "turnstile",
+        }
+    }
+}
+
+/// What a Turnstile room does when Cloudflare's verify URL fails or does
+/// not answer in time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ChallengeFail {
+    /// Joins are refused (503) until it answers again: no place unchecked
+    /// (the default).
+    #[default]
+    Closed,
+    /// Joins take places unchecked: the sale goes on, bots included.
+    Open,
+}
+
+/// A room's join challenge, as the join reads it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Challenge {
+    /// Which challenge.
+    pub kind: ChallengeKind,
+    /// Proof-of-work difficulty: leading zero bits.
+    pub bits: u8,
+    /// A Turnstile room's answer when the verify URL fails.
+    pub fail: ChallengeFail,
+}
+
 /// A scheduled phase of an event: between `starts_at` and `ends_at` the
 /// given settings replace the room's own (fields left out keep the room's).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -189,6 +239,18 @@ pub struct RoomSettings {
     /// default), `optional` or `required`. The origin refuses a room with
     /// identity on while it has no identity key to check tokens with.
     pub identity: IdentityMode,
+    /// What a join must show before it takes a place: `off` (the default),
+    /// `pow` (proof of work) or `turnstile`. A join with a valid ticket for
+    /// a standing place (or an account's) needs none.
+    pub challenge: ChallengeKind,
+    /// Proof-of-work difficulty, in leading zero bits of SHA-256: each bit
+    /// doubles the work (20: about a million hashes, a second or two in a
+    /// browser).
+    #[schema(minimum = 8, maximum = 32)]
+    pub challenge_bits: u8,
+    /// A Turnstile room's answer when the verify URL fails or times out:
+    /// `closed` (joins refused, the default) or `open` (joins pass unchecked).
+    pub challenge_fail: ChallengeFail,
 }
 
 impl Default for RoomSettings {
@@ -206,6 +268,9 @@ impl Default for RoomSettings {
             max_session_addresses: 3,
             target_booking_p99_ms: None,
             identity: IdentityMode::Off,
+            challenge: ChallengeKind::Off,
+            challenge_bits: Self::DEFAULT_CHALLENGE_BITS,
+            challenge_fail: ChallengeFail::Closed,
         }
     }
 }
@@ -229,6 +294,18 @@ impl RoomSettings {
     /// Highest admit rate and capacity accepted; beyond this a typo is likelier
     /// than a real event.
     pub const MAX_RATE: f64 = 1_000_000.0;
+
+    /// Proof-of-work difficulty unless set.
+    pub const DEFAULT_CHALLENGE_BITS: u8 = 20;
+
+    /// The join challenge these settings ask for.
+    pub fn challenge(&self) -> Challenge {
+        Challenge {
+            kind: self.challenge,
+            bits: self.challenge_bits,
+            fail: self.challenge_fail,
+        }
+    }
 
     /// Checks every range; the first failure wins.
     pub fn validate(&self) -> Result<(), SettingsError> {
@@ -280,6 +357,9 @@ impl RoomSettings {
                 "target_booking_p99_ms",
                 "must be between 10 and 60000 milliseconds, or null for off",
             );
+        }
+        if !(8..=32).contains(&self.challenge_bits) {
+            return err("challenge_bits", "must be between 8 and 32");
         }
         if self.windows.len() > Self::MAX_WINDOWS {
             return err("windows", "at most 32 windows");
@@ -370,6 +450,14 @@ mod tests {
             },
             RoomSettings {
                 abandon_seconds: 2,
+                ..Default::default()
+            },
+            RoomSettings {
+                challenge_bits: 7,
+                ..Default::default()
+            },
+            RoomSettings {
+                challenge_bits: 33,
                 ..Default::default()
             },
             RoomSettings {

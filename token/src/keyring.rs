@@ -30,7 +30,7 @@ pub const MAX_TOKEN_LEN: usize = 512;
 // Every token this crate signs must pass its own length check.
 const _: () = assert!(wire::MAX_WIRE_TOKEN_LEN <= MAX_TOKEN_LEN);
 
-type HmacSha256 = Hmac<Sha256>;
+pub(crate) type HmacSha256 = Hmac<Sha256>;
 
 /// One key: its id and its precomputed keyed HMAC state.
 #[derive(Clone)]
@@ -194,6 +194,20 @@ impl Keyring {
     /// The signing key: the first in the list.
     fn signer(&self) -> Option<&Key> {
         self.keys.first()
+    }
+
+    /// The signing key's kid and a fresh copy of its keyed MAC state.
+    pub(crate) fn signing_mac(&self) -> Option<(&str, HmacSha256)> {
+        self.signer().map(|k| (k.kid.as_str(), k.mac.clone()))
+    }
+
+    /// A fresh copy of the keyed MAC state of the key `kid` (kids are
+    /// public: a plain lookup).
+    pub(crate) fn mac_of(&self, kid: &[u8]) -> Option<HmacSha256> {
+        self.keys
+            .iter()
+            .find(|k| k.kid.as_bytes() == kid)
+            .map(|k| k.mac.clone())
     }
 
     /// The kid new tokens are signed with (the first key).

@@ -80,6 +80,7 @@
 //! - `wire`: the byte layout above, encoding and decoding; no keys.
 //! - `keyring`: [`Keyring`], parsing `kid:secret,...`, signing, verifying.
 //! - `error`: [`TokenError`] and [`KeyringError`], never carrying secrets.
+//! - `challenge`: the join challenge's proof-of-work seeds and solutions.
 //! - `names`: cookie and header names the origin and the edge share.
 //! - `secret`: [`Secret`], other shared secrets compared in constant time.
 //! - `identity` (feature `identity`, off by default): identity tokens, the
@@ -92,6 +93,7 @@ extern crate alloc;
 #[cfg(feature = "identity")]
 extern crate std;
 
+mod challenge;
 mod claims;
 mod error;
 #[cfg(feature = "identity")]
@@ -104,6 +106,9 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
+pub use challenge::{
+    ChallengeError, MAX_NONCE_LEN, MAX_SOLUTION_LEN, SEED_RANDOM_LEN, Solved, solve, zero_bits,
+};
 pub use claims::{Claims, Kind, MAX_ROOM_LEN, is_valid_room};
 pub use error::{KeyringError, TokenError};
 #[cfg(feature = "identity")]
@@ -113,8 +118,8 @@ pub use identity::{
 };
 pub use keyring::{Keyring, MAX_TOKEN_LEN};
 pub use names::{
-    BYPASS_HEADER, EDGE_HEADER, ENTRY_COOKIE_PREFIX, ENTRY_TOKEN_HEADER, TICKET_COOKIE_PREFIX,
-    entry_cookie, ticket_cookie,
+    BYPASS_HEADER, CHALLENGE_HEADER, EDGE_HEADER, ENTRY_COOKIE_PREFIX, ENTRY_TOKEN_HEADER,
+    TICKET_COOKIE_PREFIX, entry_cookie, ticket_cookie,
 };
 pub use secret::{MIN_SECRET_LEN, Secret};
 pub use wire::MAX_KID_LEN;

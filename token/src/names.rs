@@ -39,6 +39,10 @@ pub fn entry_cookie(room: &str) -> String {
 /// The request header an app puts its entry token in, for a protected path.
 pub const ENTRY_TOKEN_HEADER: &str = "Entry-Token";
 
+/// The request header a join carries its challenge's solution in (proof of
+/// work `seed.nonce`, or the Turnstile widget's token).
+pub const CHALLENGE_HEADER: &str = "Waiting-Room-Challenge";
+
 /// The request header the edge adds to everything it forwards, carrying the
 /// secret it shares with the origin; it proves a request came through the
 /// edge, so only such requests may name the client address.

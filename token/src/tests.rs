@@ -758,3 +758,122 @@ proptest! {
         prop_assert_eq!(keys.verify(&token, kind, &room, expires_at - 1), Ok(c));
     }
 }
+
+mod challenge {
+    use super::*;
+    use crate::{ChallengeError, solve, zero_bits};
+    use sha2::Digest as _;
+
+    fn seed(keys: &Keyring, room: &str) -> String {
+        keys.sign_seed(room, NOW + 300, [7; 12])
+    }
+
+    fn solved(seed: &str, bits: u8) -> String {
+        let (nonce, _) = solve(seed, bits, 0).expect("a nonce");
+        format!("{seed}.{nonce}")
+    }
+
+    #[test]
+    fn a_solution_passes_and_names_its_seed() {
+        let keys = k1();
+        let s = seed(&keys, "launch");
+        let sol = solved(&s, 12);
+        let got = keys
+            .check_solution(&sol, "launch", 12, NOW)
+            .expect("passes");
+        assert_eq!(got.expires_at, NOW + 300);
+        // Another nonce of the same seed names the same seed.
+        let (n2, _) = solve(
+            &s,
+            12,
+            1 + sol.rsplit('.').next().unwrap().parse::<u64>().unwrap(),
+        )
+        .expect("a second nonce");
+        let again = keys
+            .check_solution(&format!("{s}.{n2}"), "launch", 12, NOW)
+            .expect("passes");
+        assert_eq!(again.key, got.key);
+        // Seeds differ by their randomness.
+        let other = keys.sign_seed("launch", NOW + 300, [8; 12]);
+        let o = keys
+            .check_solution(&solved(&other, 8), "launch", 8, NOW)
+            .expect("passes");
+        assert_ne!(o.key, got.key);
+    }
+
+    #[test]
+    fn refusals() {
+        let keys = k1();
+        let s = seed(&keys, "launch");
+        let sol = solved(&s, 12);
+        let check =
+            |sol: &str, room: &str, bits: u8, now: u64| keys.check_solution(sol, room, bits, now);
+        assert_eq!(
+            check(&sol, "other", 12, NOW),
+            Err(ChallengeError::BadSignature)
+        );
+        assert_eq!(
+            check(&sol, "launch", 12, NOW + 300),
+            Err(ChallengeError::Expired)
+        );
+        // Too few bits: a nonce whose hash has exactly fewer than 30.
+        assert!(
+            zero_bits(&sha2::Sha256::digest(sol.as_bytes())) < 30
+                && check(&sol, "launch", 30, NOW) == Err(ChallengeError::TooFewBits)
+        );
+        let other_key = ring("k1:another-secret-0123456789");
+        assert_eq!(
+            other_key.check_solution(&sol, "launch", 12, NOW),
+            Err(ChallengeError::BadSignature)
+        );
+        let unknown = ring("k9:another-secret-0123456789");
+        assert_eq!(
+            unknown.check_solution(&sol, "launch", 12, NOW),
+            Err(ChallengeError::UnknownKey)
+        );
+        // A flipped seed byte.
+        let mut bytes = URL_SAFE_NO_PAD.decode(&s).unwrap();
+        let last = bytes.len() - 20;
+        bytes[last] ^= 1;
+        let forged = format!("{}.1", URL_SAFE_NO_PAD.encode(&bytes));
+        assert_eq!(
+            check(&forged, "launch", 8, NOW),
+            Err(ChallengeError::BadSignature)
+        );
+        for bad in [
+            "",
+            ".",
+            &s,
+            &format!("{s}."),
+            &format!("{s}.a.b"),
+            &format!("{s}.{}", "1".repeat(33)),
+            &format!("{s}.12 "),
+            &format!("{s}=.1"),
+            "x.1",
+            &format!("{}.1", &s[..s.len() - 1]),
+        ] {
+            assert_eq!(
+                check(bad, "launch", 8, NOW),
+                Err(ChallengeError::Malformed),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn zero_bits_counts_from_the_first_byte() {
+        assert_eq!(zero_bits(&[0, 0, 0x0f, 0xff]), 20);
+        assert_eq!(zero_bits(&[0x80]), 0);
+        assert_eq!(zero_bits(&[0, 1]), 15);
+        assert_eq!(zero_bits(&[0; 4]), 32);
+    }
+
+    #[test]
+    fn a_rotated_key_still_checks_old_seeds() {
+        let old = k1();
+        let s = seed(&old, "launch");
+        let sol = solved(&s, 8);
+        let rotated = ring(&format!("k2:{S2},k1:{S1}"));
+        assert!(rotated.check_solution(&sol, "launch", 8, NOW).is_ok());
+    }
+}
