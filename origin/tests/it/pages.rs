@@ -102,6 +102,10 @@ async fn the_waiting_page_polls_this_origin_and_goes_on_to_the_seat_page() {
     assert!(body.contains(&format!("\"status\":\"/queue/{room}/status\"")));
     assert!(body.contains(&format!("\"target\":\"/book/{room}/\"")));
     assert!(body.contains("\"failOpen\":false"));
+    // The proof-of-work solver's worker; no Turnstile without a site key.
+    let csp = r.headers["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains("worker-src blob:"), "{csp}");
+    assert!(!csp.contains("cloudflare") && !body.contains("\"siteKey\""));
 
     let en = get(
         &api,
