@@ -12,6 +12,7 @@
 import crypto from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -71,9 +72,11 @@ async function main() {
     page.on("pageerror", (e) => errors.push(String(e)));
     page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
     await page.goto(url);
-    const secure = await page.evaluate(() => Boolean(window.isSecureContext && crypto.subtle));
+    const subtle = await page.evaluate(() => Boolean(window.crypto && crypto.subtle));
+    if (MODE === "subtle" && !subtle) throw new Error("no crypto.subtle on the bench page");
     console.log(`pow-bench: chromium ${browser.version()}, ${N} seeds per difficulty, ` +
-      `mode ${MODE || (secure ? "subtle" : "js (no crypto.subtle)")}, ${INLINE ? "main thread" : "worker"}`);
+      `${MODE === "subtle" ? "WebCrypto digests" : "plain JS SHA-256 (the page's default)"}, ` +
+      `${INLINE ? "main thread" : "worker"}, ${os.cpus().length} cores, load ${os.loadavg()[0].toFixed(1)}`);
     console.log("| bits | median s | p95 s | median tries | hashes/s |");
     console.log("|---:|---:|---:|---:|---:|");
     for (const bits of BITS) {
