@@ -223,13 +223,14 @@
 
   // A join answered 428 is solved and sent again with the solution; one
   // answered 403 challenge_failed (the seed expired meanwhile, say) is sent
-  // again bare for a fresh seed, a few times at most.
+  // again bare for a fresh seed, a few times at most. A solution is kept
+  // for retries until the join is answered 200, 403 or 428.
   function step(kind) {
     var sent = Date.now();
     var call = kind === "join" ? request("POST", cfg.api.join, solution) : request("GET", cfg.api.status);
-    if (kind === "join") { solution = null; }
     call.then(function (r) {
       var code = r.body && r.body.error ? r.body.error.code : null;
+      if (kind === "join" && (r.status === 200 || r.status === 403 || r.status === 428)) { solution = null; }
       if (r.status === 200 && r.body && typeof r.body.state === "string") {
         errors = 0;
         counter("wr-down", 0);
