@@ -54,15 +54,20 @@ pub(crate) fn csp_with(css: &str, js: Option<&str>, allow: &Allow<'_>) -> String
 }
 
 /// A page's script as it is served: each line without its indentation,
-/// without blank lines and whole-line `//` comments (the source keeps them
-/// for readers; the scripts have no multi-line strings, so this is safe).
+/// blank lines and `//` comments (the source keeps them for readers). A
+/// comment after code goes only when no quote or slash comes before it, so
+/// no string or regex is cut; the scripts have no multi-line strings.
 pub(crate) fn compact_js(js: &str) -> String {
     let mut out = String::with_capacity(js.len());
     for line in js.lines().map(str::trim) {
-        if line.is_empty() || line.starts_with("//") {
+        let code = match line.split_once(" //") {
+            Some((code, _)) if !code.contains(['"', '\'', '`', '/']) => code.trim_end(),
+            _ => line,
+        };
+        if code.is_empty() || code.starts_with("//") {
             continue;
         }
-        out.push_str(line);
+        out.push_str(code);
         out.push('\n');
     }
     out
@@ -248,11 +253,11 @@ pub(crate) mod tests {
 
     #[test]
     fn compact_js_drops_indentation_and_comment_lines() {
-        let js =
-            "// head\n(function () {\n  var a = \"//x\"; // kept\n\n    // gone\n  f(a);\n})();\n";
+        let js = "// head\n(function () {\n  var a = \"//x\"; // kept\n\n    // gone\n  \
+                  f(a);   // gone too\n  b = /x/; // kept\n})();\n";
         assert_eq!(
             compact_js(js),
-            "(function () {\nvar a = \"//x\"; // kept\nf(a);\n})();\n"
+            "(function () {\nvar a = \"//x\"; // kept\nf(a);\nb = /x/; // kept\n})();\n"
         );
     }
 

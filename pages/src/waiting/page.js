@@ -125,14 +125,6 @@
     }
     // Room for `n` message bytes and their padding.
     function room(n) { if (buf.length < n + 72) { buf = new Uint8Array(n + 136); } }
-    function sha256(m) {
-      room(m.length);
-      buf.set(m);
-      hash(m.length);
-      var out = new Uint8Array(32);
-      for (var i = 0; i < 32; i++) { out[i] = H[i >> 2] >>> (24 - 8 * (i & 3)); }
-      return out;
-    }
     function zeros(dg, bits) {
       var i = 0;
       for (; bits >= 8; bits -= 8, i++) { if (dg[i] !== 0) { return false; } }
@@ -178,7 +170,7 @@
       round();
       return function () { stopped = true; };
     }
-    return { sha256: sha256, search: search };
+    return { search: search };
   }
 
   // Solves in a Web Worker made from powKit's own source (the page's CSP
