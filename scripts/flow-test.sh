@@ -19,8 +19,14 @@
 # build, which is quick to make and fast enough for one browser).
 #
 # Usage: scripts/flow-test.sh
+#        scripts/flow-test.sh --pow-bench [args]   (the solver's difficulty
+#        table instead: scripts/pow-bench.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [[ "${1:-}" == "--pow-bench" ]]; then
+  shift
+  exec scripts/pow-bench.sh "$@"
+fi
 . scripts/lib.sh
 log() { printf '\nflow-test: %s\n' "$*" >&2; }
 started=$SECONDS
