@@ -32,6 +32,7 @@
 //! - [`cookies`]: the `Set-Cookie` values the origin writes.
 //! - [`metric_names`]: the names metrics are recorded under.
 //! - [`rooms_file`]: the `--rooms` file (rooms and their performances).
+//! - [`turnstile`]: Cloudflare Turnstile tokens checked at siteverify.
 
 pub mod config;
 pub mod cookies;
@@ -49,6 +50,7 @@ pub mod sessions;
 pub mod start;
 pub mod state;
 pub mod telemetry;
+pub mod turnstile;
 
 pub use booking;
 pub use queue;

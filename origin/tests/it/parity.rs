@@ -150,6 +150,9 @@ fn any_settings() -> impl Strategy<Value = RoomSettings> {
                 max_session_addresses: 3,
                 target_booking_p99_ms: None,
                 identity: room::IdentityMode::Off,
+                challenge: room::ChallengeKind::Off,
+                challenge_bits: RoomSettings::DEFAULT_CHALLENGE_BITS,
+                challenge_fail: room::ChallengeFail::Closed,
             },
         )
 }
