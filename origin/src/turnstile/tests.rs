@@ -151,6 +151,10 @@ async fn no_answer_is_unavailable() {
     for token in ["500", "garbage", "huge", "internal"] {
         assert_eq!(t.verify(token, None).await, Verdict::Unavailable, "{token}");
     }
+    // https to a server that speaks plain http: the TLS stack (rustls with
+    // ring) starts a handshake, which fails.
+    let tls = verifier(&url.replace("http://", "https://"));
+    assert_eq!(tls.verify("good", None).await, Verdict::Unavailable);
 
     // Nothing listening.
     let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
