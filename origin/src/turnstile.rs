@@ -2,7 +2,8 @@
 //! (`--turnstile-verify-url`) with the operator's secret, and a memory of
 //! the tokens that passed, so a token sent again (a retried join) passes
 //! without a second call, which Cloudflare would refuse as a duplicate.
-//! Knows HTTP as a client only; nothing of the line or the rooms.
+//! Knows HTTP as a client only; of the join, only what a token proves
+//! ([`Turnstile::join_proof`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
@@ -13,6 +14,10 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
+
+use crate::challenge::{Ask, Refusal};
+use queue::Proof;
+use room::ChallengeFail;
 
 /// Cloudflare's siteverify, the default `--turnstile-verify-url`.
 pub const DEFAULT_VERIFY_URL: &str = "https://challenges.cloudflare.com/turnstile/v0/siteverify";
@@ -178,7 +183,7 @@ impl Turnstile {
             self.log_failure("no --turnstile-secret");
             return Verdict::Unavailable;
         };
-        let verdict = match self.ask(client, secret, token, remote_ip).await {
+        let verdict = match self.siteverify(client, secret, token, remote_ip).await {
             Ok(verdict) => verdict,
             Err(why) => {
                 self.log_failure(&why);
@@ -191,9 +196,52 @@ impl Turnstile {
         verdict
     }
 
+    /// What a Turnstile room's join shows the store: with a token, its
+    /// verdict (passed: the token names the place, one token one place;
+    /// refused: 403; unavailable: the room's `fail` decides, 503 or a place
+    /// unchecked); without one, [`Proof::Missing`] when the join may have a
+    /// standing place to get back (`standing`), else the ask (428).
+    pub async fn join_proof(
+        &self,
+        fail: ChallengeFail,
+        answer: Option<&str>,
+        standing: bool,
+        remote_ip: Option<IpAddr>,
+        now_ms: u64,
+    ) -> Result<Proof, Refusal> {
+        let Some(token) = answer else {
+            if standing {
+                return Ok(Proof::Missing);
+            }
+            return Err(self.ask());
+        };
+        match self.verify(token, remote_ip).await {
+            Verdict::Passed => Ok(Proof::Solved {
+                key: key(token),
+                expires_at_ms: now_ms.saturating_add(TOKEN_LIFE.as_millis() as u64),
+            }),
+            Verdict::Refused => Err(Refusal::Failed("Turnstile refused the token")),
+            Verdict::Unavailable => match fail {
+                ChallengeFail::Open => Ok(Proof::NotAsked),
+                ChallengeFail::Closed => Err(Refusal::Unavailable),
+            },
+        }
+    }
+
+    /// The 428 of a Turnstile room: the widget's site key. Without one (a
+    /// room made on another instance), nothing can be solved here: 503.
+    pub fn ask(&self) -> Refusal {
+        match &self.site_key {
+            Some(site_key) => Refusal::Required(Box::new(Ask::Turnstile {
+                site_key: site_key.clone(),
+            })),
+            None => Refusal::Unavailable,
+        }
+    }
+
     /// One call to siteverify; `Err` says why there is no verdict (never
     /// with the secret or the token in it).
-    async fn ask(
+    async fn siteverify(
         &self,
         client: &reqwest::Client,
         secret: &str,

@@ -3,6 +3,7 @@
 //! `500`, `garbage`, `huge`, `internal`) and records every form it got.
 
 use super::*;
+use crate::challenge::{Ask, Refusal};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -261,4 +262,51 @@ async fn the_verifiers_memory_is_capped() {
         t.memory().remember(key(&i.to_string()), now);
     }
     assert_eq!(t.memory().len(), MAX_REMEMBERED);
+}
+
+#[tokio::test]
+async fn what_a_join_shows_the_store() {
+    let (url, forms) = stand_in().await;
+    let t = verifier(&url);
+    let now_ms = 1_900_000_000_000;
+    let proof = |answer: Option<&'static str>, standing: bool, fail: ChallengeFail| {
+        let t = &t;
+        async move { t.join_proof(fail, answer, standing, None, now_ms).await }
+    };
+    match proof(None, false, ChallengeFail::Closed).await {
+        Err(Refusal::Required(ask)) => {
+            assert!(matches!(*ask, Ask::Turnstile { ref site_key } if site_key == "the-site-key"))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        proof(None, true, ChallengeFail::Closed).await,
+        Ok(Proof::Missing)
+    ));
+    assert!(forms.lock().unwrap().is_empty(), "no token, no call");
+    match proof(Some("good-join"), false, ChallengeFail::Closed).await {
+        Ok(Proof::Solved {
+            key: k,
+            expires_at_ms,
+        }) => {
+            assert_eq!(k, key("good-join"));
+            assert_eq!(expires_at_ms, now_ms + 300_000);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        proof(Some("bad"), true, ChallengeFail::Open).await,
+        Err(Refusal::Failed(_))
+    ));
+    assert!(matches!(
+        proof(Some("500"), false, ChallengeFail::Closed).await,
+        Err(Refusal::Unavailable)
+    ));
+    assert!(matches!(
+        proof(Some("500"), false, ChallengeFail::Open).await,
+        Ok(Proof::NotAsked)
+    ));
+    // No site key: nothing to render, so no 428.
+    let keyless = Turnstile::new(Some("s".into()), None, url);
+    assert!(matches!(keyless.ask(), Refusal::Unavailable));
 }
