@@ -124,9 +124,6 @@ impl Turnstile {
         let secret = secret.filter(|s| !s.trim().is_empty());
         let site_key = site_key.filter(|s| !s.trim().is_empty());
         let client = secret.as_ref().and_then(|_| {
-            // reqwest's rustls has no crypto of its own here (Cargo.toml):
-            // ring, for the whole process; a second call finds it set.
-            let _ = rustls::crypto::ring::default_provider().install_default();
             reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
