@@ -34,6 +34,8 @@ fn bench(c: &mut Criterion) {
     let solution = format!("{seed}.{nonce}");
     assert!(keys.check_solution(&solution, ROOM, BITS, NOW).is_ok());
 
+    hash_rate(&keys);
+
     c.bench_function("check pow solution (20 bits)", |b| {
         b.iter(|| {
             keys.check_solution(
@@ -48,6 +50,23 @@ fn bench(c: &mut Criterion) {
     c.bench_function("sign pow seed", |b| {
         b.iter(|| keys.sign_seed(black_box(ROOM), black_box(NOW + 300), black_box([7; 12])))
     });
+}
+
+/// What a solver pays: hashes a second on one thread, over 20 seeds at 16
+/// bits (printed, not timed by criterion: a solve's length is luck).
+fn hash_rate(keys: &Keyring) {
+    let start = std::time::Instant::now();
+    let mut tries = 0;
+    for i in 0..20u8 {
+        let seed = keys.sign_seed(ROOM, NOW + 300, [i; token::SEED_RANDOM_LEN]);
+        tries += token::solve(&seed, 16, 0).expect("a nonce").1;
+    }
+    let per_s = tries as f64 / start.elapsed().as_secs_f64();
+    eprintln!(
+        "solving on one thread: {:.2} M hashes/s; 20 bits takes {:.2} s on average",
+        per_s / 1e6,
+        f64::from(1u32 << 20) / per_s
+    );
 }
 
 criterion_group!(benches, bench);
