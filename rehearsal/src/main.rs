@@ -843,15 +843,22 @@ fn print_summary(r: &report::Report, out: &std::path::Path) {
         );
     }
     if let Some(c) = &r.challenge {
+        let solving = if c.people_solves == 0 {
+            "none".to_owned()
+        } else {
+            format!(
+                "{} (p50 {:.2} s, p99 {:.2} s, max {:.2} s; {:.1} CPU s in all)",
+                c.people_solves,
+                c.people_solve_s.p50,
+                c.people_solve_s.p99,
+                c.people_solve_s.max,
+                c.people_cpu_s
+            )
+        };
         println!(
-            "  challenge {} at {} bits: people solved {} (p50 {:.2} s, p99 {:.2} s, max {:.2} s; {:.1} CPU s in all); people's joins answered 428: {}, 403: {}",
+            "  challenge {} at {} bits: people solved {solving}; people's joins answered 428: {}, 403: {}",
             c.kind,
             c.bits.map_or("?".into(), |b| b.to_string()),
-            c.people_solves,
-            c.people_solve_s.p50,
-            c.people_solve_s.p99,
-            c.people_solve_s.max,
-            c.people_cpu_s,
             c.people_answered_428,
             c.people_answered_403
         );

@@ -95,7 +95,8 @@ pub fn build(plan: &Plan, people: &[VisitorLog], bots: &[BotLog]) -> Challenge {
         people_answered_403: people.iter().map(|l| l.challenges_failed).sum(),
         people_solves: solves.len(),
         people_solve_s: stats::spread(solves.iter().map(|s| s.0).collect()),
-        people_cpu_s: solves.iter().map(|s| s.1).sum(),
+        // `+ 0.0`: an empty sum is -0.0.
+        people_cpu_s: solves.iter().map(|s| s.1).sum::<f64>() + 0.0,
         bots: plan
             .bots
             .map(|(kind, count, threads)| build_bots(kind, count, threads, bots)),
