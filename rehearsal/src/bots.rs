@@ -420,3 +420,6 @@ impl Bot<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
