@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use token::TokenError;
 
+use crate::challenge::{Ask, Refusal};
 use booking::BookingError;
 use queue::StoreError;
 
@@ -46,6 +47,15 @@ pub enum ApiError {
     /// The identity token is forged, malformed, expired, not yet valid, for
     /// another room, or signed with an unknown key or algorithm.
     InvalidIdentity(String),
+    /// The room asks a join challenge and the join brought no answer: 428
+    /// with what to solve.
+    ChallengeRequired(Box<Ask>),
+    /// The join's challenge answer is wrong: forged, expired or other-room
+    /// seed, too few bits, or a refused Turnstile token.
+    ChallengeFailed(&'static str),
+    /// The challenge cannot be checked now (Turnstile unreachable, the room
+    /// failing closed).
+    ChallengeUnavailable,
     /// The entry token is genuine but its session has ended or was given up.
     SessionEnded,
     /// The body is not JSON at all.
@@ -120,6 +130,9 @@ impl ApiError {
             ApiError::InvalidEntry(reason) => (S::UNAUTHORIZED, "invalid_entry", format!("the entry token is not valid for this room ({reason})").into()),
             ApiError::IdentityRequired => (S::UNAUTHORIZED, "identity_required", "this room lets in only the site's own accounts: sign in on the site, then join (the wr_identity cookie or the Waiting-Room-Identity header)".into()),
             ApiError::InvalidIdentity(reason) => (S::UNAUTHORIZED, "invalid_identity", format!("the identity token is not valid for this room ({reason})").into()),
+            ApiError::ChallengeRequired(_) => (S::PRECONDITION_REQUIRED, "challenge_required", "this room asks each join to solve a challenge first: solve `challenge` and join again with the Waiting-Room-Challenge header".into()),
+            ApiError::ChallengeFailed(reason) => (S::FORBIDDEN, "challenge_failed", format!("the challenge's answer is not valid ({reason}): join again without it for a new challenge").into()),
+            ApiError::ChallengeUnavailable => (S::SERVICE_UNAVAILABLE, "challenge_unavailable", "the room's challenge cannot be checked right now, retry shortly".into()),
             ApiError::SessionEnded => (S::UNAUTHORIZED, "invalid_entry", "the session of this entry token has ended: join the line again".into()),
             ApiError::MalformedBody(detail) => (S::BAD_REQUEST, "malformed_json", format!("malformed JSON body: {detail}").into()),
             ApiError::InvalidBody(detail) => (S::UNPROCESSABLE_ENTITY, "invalid_body", format!("invalid request body: {detail}").into()),
@@ -174,6 +187,16 @@ fn booking_status(e: &BookingError) -> StatusCode {
         BookingError::SessionEnded => S::UNAUTHORIZED,
         BookingError::Busy | BookingError::Unavailable => S::SERVICE_UNAVAILABLE,
         BookingError::Internal => S::INTERNAL_SERVER_ERROR,
+    }
+}
+
+impl From<Refusal> for ApiError {
+    fn from(r: Refusal) -> Self {
+        match r {
+            Refusal::Required(ask) => ApiError::ChallengeRequired(ask),
+            Refusal::Failed(reason) => ApiError::ChallengeFailed(reason),
+            Refusal::Unavailable => ApiError::ChallengeUnavailable,
+        }
     }
 }
 
@@ -241,11 +264,18 @@ impl IntoResponse for ApiError {
         {
             fields.insert("seats".to_owned(), json!(seats));
         }
+        // And what to solve beside a 428.
+        if let ApiError::ChallengeRequired(ask) = &self
+            && let Some(fields) = body.as_object_mut()
+        {
+            fields.insert("challenge".to_owned(), json!(ask));
+        }
         let mut response = (status, Json(body)).into_response();
         let headers = response.headers_mut();
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         match &self {
             ApiError::StoreUnavailable
+            | ApiError::ChallengeUnavailable
             | ApiError::Booking(BookingError::Busy | BookingError::Unavailable) => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("2"));
             }

@@ -20,6 +20,8 @@
 //!   sessions ended by a booking).
 //! - [`telemetry`]: the Prometheus recorder and the loop that refreshes the
 //!   per-room gauges.
+//! - [`challenge`]: the join challenge: the seed a 428 asks to solve and
+//!   what a join's answer proves to the store.
 //! - [`sessions`]: entry sessions (one per admitted visitor) and their rules.
 //! - [`holds`]: held status polls (`Prefer: wait`): who is held, what wakes
 //!   them, and their cap.
@@ -33,6 +35,7 @@
 //! - [`metric_names`]: the names metrics are recorded under.
 //! - [`rooms_file`]: the `--rooms` file (rooms and their performances).
 
+pub mod challenge;
 pub mod config;
 pub mod cookies;
 pub mod error;

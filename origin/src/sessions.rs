@@ -8,7 +8,7 @@
 //! - A session seen from more distinct client addresses than the room's
 //!   `max_session_addresses` is ended, logged and counted.
 //!
-//! The rooms' two settings are cached here, refreshed from the store about
+//! The rooms' settings a request needs are cached here, refreshed from the store about
 //! every second (and at once by this instance's admin calls). Addresses are
 //! counted per instance: behind a load balancer that spreads one session
 //! over instances each sees a part, which only makes the rule gentler.
@@ -18,7 +18,7 @@ use std::sync::{Mutex, RwLock};
 
 use crate::limits::clients::ClientKey;
 use queue::QueueStore;
-use room::{IdentityMode, RoomId, RoomSettings};
+use room::{Challenge, IdentityMode, RoomId, RoomSettings};
 
 /// Sessions whose addresses are remembered at most; past it the oldest
 /// half (by session end) is forgotten.
@@ -33,6 +33,8 @@ pub struct SessionRules {
     pub max_addresses: usize,
     /// Whether joins name an account (the room's `identity`).
     pub identity: IdentityMode,
+    /// What a join must show before it takes a place.
+    pub challenge: Challenge,
 }
 
 impl Default for SessionRules {
@@ -49,6 +51,7 @@ impl SessionRules {
             entry_seconds: u64::from(settings.entry_seconds),
             max_addresses: settings.max_session_addresses as usize,
             identity: settings.identity,
+            challenge: settings.challenge(),
         }
     }
 }
@@ -107,29 +110,26 @@ impl Sessions {
         }
     }
 
-    /// The room's `identity` setting, when this instance knows the room.
-    pub fn known_identity(&self, room: &RoomId) -> Option<IdentityMode> {
-        self.rules
-            .read()
-            .ok()
-            .and_then(|r| r.get(room).map(|rules| rules.identity))
+    /// The room's rules, when this instance knows the room.
+    pub fn known(&self, room: &RoomId) -> Option<SessionRules> {
+        self.rules.read().ok().and_then(|r| r.get(room).copied())
     }
 
-    /// The room's `identity` setting, read from the store the first time
-    /// this instance meets the room. Unlike [`Sessions::rules_for`] a store
-    /// that cannot say is an error, never the default: a room that
-    /// requires identities must not let a join through unchecked.
-    pub async fn identity_for(
+    /// The room's rules, read from the store the first time this instance
+    /// meets the room. Unlike [`Sessions::rules_for`] a store that cannot
+    /// say is an error, never the default: a room that requires identities
+    /// or a challenge must not let a join through unchecked.
+    pub async fn known_for(
         &self,
         room: &RoomId,
         queue: &dyn QueueStore,
-    ) -> Result<IdentityMode, queue::StoreError> {
-        if let Some(mode) = self.known_identity(room) {
-            return Ok(mode);
+    ) -> Result<SessionRules, queue::StoreError> {
+        if let Some(rules) = self.known(room) {
+            return Ok(rules);
         }
         let figures = queue.figures(room).await?;
         self.learn(room, &figures.settings);
-        Ok(figures.settings.identity)
+        Ok(SessionRules::of(&figures.settings))
     }
 
     /// Learns a room's settings.
@@ -199,6 +199,7 @@ mod tests {
             entry_seconds: 60,
             max_addresses: 3,
             identity: IdentityMode::Off,
+            challenge: Challenge::default(),
         };
         assert_eq!(entry_expiry(1_000, 2_000_000, rules), 1_060);
         assert_eq!(entry_expiry(1_000, 1_030_000, rules), 1_030);
@@ -243,6 +244,7 @@ mod tests {
                 entry_seconds: 15,
                 max_addresses: 1,
                 identity: IdentityMode::Off,
+                challenge: RoomSettings::default().challenge(),
             }
         );
     }

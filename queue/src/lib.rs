@@ -39,7 +39,7 @@ pub mod store;
 
 pub use store::{
     DEPARTURES_KEPT_MS, END_BUCKETS, JoinRequest, Joined, LineView, MAX_ADMITS_PER_TICK,
-    MAX_DROPS_PER_TICK, Observation, PREQUEUE_SPAN, PlaceLimit, QueueStore, ROOMS_REFRESH_TICKS,
-    RoomFigures, SaleSignal, Sample, Schedule, SeatsLeft, Snapshot, Standing, StoreError,
-    TickReport, Watch, sample_ranks,
+    MAX_DROPS_PER_TICK, Observation, PREQUEUE_SPAN, PlaceLimit, Proof, QueueStore,
+    ROOMS_REFRESH_TICKS, RoomFigures, SaleSignal, Sample, Schedule, SeatsLeft, Snapshot, Standing,
+    StoreError, TickReport, Watch, sample_ranks,
 };

@@ -186,6 +186,9 @@ pub enum Joined {
     /// ([`PlaceLimit`]); no place was given. Its own variant, not a
     /// [`Standing`], because only a join can meet it and a status never does.
     TooManyPlaces,
+    /// The room asks for a challenge, the join brought no solution and
+    /// holds no standing place: no place was given.
+    ChallengeNeeded,
 }
 
 impl Joined {
@@ -193,7 +196,7 @@ impl Joined {
     pub fn answer(self) -> Option<Snapshot> {
         match self {
             Joined::Answer(snap) => Some(snap),
-            Joined::TooManyPlaces => None,
+            Joined::TooManyPlaces | Joined::ChallengeNeeded => None,
         }
     }
 }
@@ -406,6 +409,31 @@ pub struct JoinRequest {
     pub limit: Option<PlaceLimit>,
     /// The visitor's account (from a verified identity), if any.
     pub account: Option<AccountHash>,
+    /// What the join shows of its room's challenge.
+    pub proof: Proof,
+}
+
+/// What a join shows of its room's challenge (proof of work, Turnstile).
+/// The origin checks a solution; the store keeps one place per solution:
+/// a solution shown again gets the place it took while that place stands,
+/// never a second one, and is remembered until its seed expires (after
+/// which the origin refuses it anyway).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Proof {
+    /// The room asks for none (or a Turnstile room failed open).
+    #[default]
+    NotAsked,
+    /// The room asks for one and the join brought none: only a standing
+    /// place (the ticket's, or the account's) is given back; anything else
+    /// is [`Joined::ChallengeNeeded`] and takes no place.
+    Missing,
+    /// A solution that passed, named by `key`, good until `expires_at_ms`.
+    Solved {
+        /// Names the solution (its seed): one solution, one place.
+        key: [u8; 8],
+        /// When the store may forget it (unix ms).
+        expires_at_ms: u64,
+    },
 }
 
 /// Why a store call failed; each variant says whether trying again can help.
@@ -480,6 +508,7 @@ pub trait QueueStore: Send + Sync + 'static {
             draw,
             limit: limit.cloned(),
             account: None,
+            proof: Proof::NotAsked,
         };
         let mut answers = self.join_many(room, std::slice::from_ref(&one)).await?;
         answers

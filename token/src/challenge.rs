@@ -77,7 +77,9 @@ fn tag(mut mac: HmacSha256, room: &str, body: &[u8]) -> [u8; TAG_LEN] {
     mac.update(body);
     let full = mac.finalize().into_bytes();
     let mut out = [0u8; TAG_LEN];
-    out.copy_from_slice(&full[..TAG_LEN]);
+    for (o, f) in out.iter_mut().zip(full.iter()) {
+        *o = *f;
+    }
     out
 }
 
@@ -142,27 +144,28 @@ impl Keyring {
         {
             return Err(ChallengeError::Malformed);
         }
-        let (kid, rest) = rest.split_at(kid_len);
-        let (expiry, rest) = rest.split_at(8);
-        let given = &rest[SEED_RANDOM_LEN..];
-        let body = &bytes[..len - TAG_LEN];
+        let malformed = || ChallengeError::Malformed;
+        let (kid, rest) = rest.split_at_checked(kid_len).ok_or_else(malformed)?;
+        let (expiry, rest) = rest.split_first_chunk::<8>().ok_or_else(malformed)?;
+        let given = rest.get(SEED_RANDOM_LEN..).ok_or_else(malformed)?;
+        let body = bytes.get(..len - TAG_LEN).ok_or_else(malformed)?;
         let mac = self.mac_of(kid).ok_or(ChallengeError::UnknownKey)?;
         let want = tag(mac, room, body);
         if !bool::from(subtle::ConstantTimeEq::ct_eq(&want[..], given)) {
             return Err(ChallengeError::BadSignature);
         }
-        let mut at = [0u8; 8];
-        at.copy_from_slice(expiry);
-        let expires_at = u64::from_be_bytes(at);
+        let expires_at = u64::from_be_bytes(*expiry);
         if now >= expires_at {
             return Err(ChallengeError::Expired);
         }
         if zero_bits(&Sha256::digest(solution.as_bytes())) < u32::from(bits) {
             return Err(ChallengeError::TooFewBits);
         }
-        let mut key = [0u8; 8];
-        key.copy_from_slice(&want[..8]);
-        Ok(Solved { key, expires_at })
+        let (key, _) = want.split_first_chunk::<8>().ok_or_else(malformed)?;
+        Ok(Solved {
+            key: *key,
+            expires_at,
+        })
     }
 }
 
@@ -203,16 +206,18 @@ pub fn solve(seed: &str, bits: u8, start: u64) -> Option<(String, u64)> {
     None
 }
 
-/// `n` in decimal, written into `buf`.
+/// `n` in decimal, written into `buf` (a nonce a hash: no allocation).
 fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &str {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
+    let mut start = buf.len();
+    for slot in buf.iter_mut().rev() {
+        *slot = b'0' + (n % 10) as u8;
         n /= 10;
+        start -= 1;
         if n == 0 {
             break;
         }
     }
-    core::str::from_utf8(&buf[i..]).unwrap_or("0")
+    buf.get(start..)
+        .and_then(|d| core::str::from_utf8(d).ok())
+        .unwrap_or("0")
 }

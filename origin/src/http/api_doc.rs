@@ -86,6 +86,16 @@ pub struct ErrorBody {
     pub error: ErrorDetail,
 }
 
+/// A join refused until it solves the room's challenge (428
+/// `challenge_required`): the error, and what to solve.
+#[derive(Serialize, ToSchema)]
+pub struct ChallengeRequiredBody {
+    /// `challenge_required`.
+    pub error: ErrorDetail,
+    /// What to solve before joining again.
+    pub challenge: crate::challenge::Ask,
+}
+
 /// The error's code and message.
 #[derive(Serialize, ToSchema)]
 pub struct ErrorDetail {
@@ -133,6 +143,18 @@ pub struct PreferWait {
     /// `wait=N`, N in seconds.
     #[param(rename = "Prefer", example = "wait=20", required = false)]
     prefer: Option<String>,
+}
+
+/// The join challenge's answer, in a room that asks one.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Header)]
+#[allow(dead_code)] // read by the documentation only; the handler reads the header itself
+pub struct ChallengeHeader {
+    /// Proof of work: `<seed>.<nonce>` (nonce 1 to 32 of `[A-Za-z0-9_-]`),
+    /// where SHA-256 of that text starts with the asked zero bits; Turnstile:
+    /// the widget's token.
+    #[param(rename = "Waiting-Room-Challenge", required = false, max_length = 2048)]
+    waiting_room_challenge: Option<String>,
 }
 
 /// The route that serves the document.

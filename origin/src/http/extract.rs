@@ -14,6 +14,7 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde::de::DeserializeOwned;
 use token::{ENTRY_TOKEN_HEADER, Kind, TokenError, entry_cookie, ticket_cookie};
 
+use crate::challenge::MAX_ANSWER_LEN;
 use crate::error::ApiError;
 use crate::identity::{IDENTITY_COOKIE, IDENTITY_HEADER};
 use room::RoomId;
@@ -113,6 +114,25 @@ impl<S: Send + Sync> FromRequestParts<S> for IdentityToken {
             CookieJar::from_headers(headers)
                 .get(IDENTITY_COOKIE)
                 .map(|c| c.value().to_owned()),
+        ))
+    }
+}
+
+/// The join challenge's answer a join carries (`Waiting-Room-Challenge`),
+/// trimmed; not checked here: only a room that asks a challenge does. An
+/// answer longer than any valid one fails that check unread.
+pub struct ChallengeAnswer(pub Option<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for ChallengeAnswer {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(ChallengeAnswer(
+            parts.headers.get(token::CHALLENGE_HEADER).map(|value| {
+                let bytes = value.as_bytes();
+                let kept = bytes.get(..MAX_ANSWER_LEN + 1).unwrap_or(bytes);
+                String::from_utf8_lossy(kept).trim().to_owned()
+            }),
         ))
     }
 }

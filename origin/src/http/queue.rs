@@ -17,17 +17,20 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::api_doc::{PreferWait, RoomPath};
+use super::api_doc::{ChallengeHeader, ChallengeRequiredBody, PreferWait, RoomPath};
 use super::client::Client;
 use super::extract::{
-    IdentityToken, Presented, RoomTicket, SmallBody, optional_object, presented_entry, verify,
+    ChallengeAnswer, IdentityToken, Presented, RoomTicket, SmallBody, optional_object,
+    presented_entry, verify,
 };
 use super::issue::{Holder, Issued, issue};
 use super::responses::{
-    BadBody, BadTicket, CrossSite, JoinLimits, LeaveAuth, NoRoom, StoreDown, TicketAuth,
+    BadBody, BadTicket, ChallengeRefused, CrossSite, JoinLimits, LeaveAuth, NoRoom, StoreDown,
+    TicketAuth,
 };
 use super::session_end::{end_session, end_shared};
 use super::site::SameSite;
+use crate::challenge::{ask_pow, pow_proof};
 use crate::cookies::clear_cookie;
 use crate::error::ApiError;
 use crate::holds::{self, Preferred};
@@ -36,9 +39,9 @@ use crate::sessions::{SessionRules, Watch, entry_expiry};
 use crate::state::AppState;
 use queue::snapshot::RoomWatch;
 use queue::{
-    JoinRequest, Joined, PREQUEUE_SPAN, SeatsLeft, Snapshot, Standing, StoreError, pacing,
+    JoinRequest, Joined, PREQUEUE_SPAN, Proof, SeatsLeft, Snapshot, Standing, StoreError, pacing,
 };
-use room::{AccountHash, IdentityMode, RoomId, RoomState};
+use room::{AccountHash, Challenge, ChallengeKind, IdentityMode, RoomId, RoomState};
 
 /// Largest body a queue route accepts (they take none, or `{}`).
 const MAX_BODY: usize = 1024;
@@ -416,7 +419,10 @@ fn json(body: &StatusBody) -> Response {
 ///
 /// Gives a place in line and a ticket, gives back the place of a valid
 /// ticket (never a second place), or admits at once when the room is open,
-/// nobody waits and there is room. A closed room answers `closed`, a room
+/// nobody waits and there is room. In a room that asks a challenge
+/// (`challenge`), a join that holds no standing place must bring its
+/// answer in `Waiting-Room-Challenge`: without one it is 428 with what to
+/// solve; one answer is one place (shown again, it gets that place back). A closed room answers `closed`, a room
 /// whose line cap is reached `sold_out`; neither takes a place. The ticket
 /// is also set as the cookie `wr_ticket_{room}` (HttpOnly, SameSite=Lax,
 /// Path=/, Secure except on plain-http loopback), and when admitted the
@@ -425,13 +431,15 @@ fn json(body: &StatusBody) -> Response {
     post,
     path = "/queue/{room}/join",
     tag = "queue",
-    params(RoomPath),
+    params(RoomPath, ChallengeHeader),
     request_body(content = EmptyBody, description = "Nothing, or `{}`"),
     security((), ("ticket" = [])),
     responses(
         (status = 200, description = "Where the visitor stands, with its ticket", body = StatusBody,
             headers(("Set-Cookie" = String, description = "`wr_ticket_{room}`, and `wr_entry_{room}` when admitted"))),
-        BadBody, BadTicket, CrossSite, NoRoom, JoinLimits, StoreDown,
+        (status = 428, description = "`challenge_required`: the room asks a challenge and the join \
+            brought no answer (and holds no standing place); no place was taken", body = ChallengeRequiredBody),
+        BadBody, BadTicket, ChallengeRefused, NoRoom, JoinLimits,
     ),
 )]
 // No span: at the binary's default `info` the fmt subscriber formatted a
@@ -444,6 +452,7 @@ async fn join(
     _: SameSite,
     RoomTicket { room, presented }: RoomTicket,
     IdentityToken(identity): IdentityToken,
+    ChallengeAnswer(answer): ChallengeAnswer,
     Client(client): Client,
     SmallBody(body): SmallBody<MAX_BODY>,
 ) -> Result<Response, ApiError> {
@@ -457,15 +466,36 @@ async fn join(
         Ok(claims) => claims,
         Err(e) => return Err(Box::pin(unknown_room_first(&state, &room, e)).await),
     };
-    let account = match state.sessions.known_identity(&room) {
-        Some(mode) => join_account(&state, &room, mode, identity, claims.as_ref(), now)?,
-        None => {
-            Box::pin(first_join_account(
+    let rules = match state.sessions.known(&room) {
+        Some(rules) => rules,
+        None => Box::pin(state.sessions.known_for(&room, state.queue.as_ref())).await?,
+    };
+    let account = join_account(
+        &state,
+        &room,
+        rules.identity,
+        identity,
+        claims.as_ref(),
+        now,
+    )?;
+    let standing = claims.is_some() || account.is_some();
+    let proof = match rules.challenge.kind {
+        ChallengeKind::Off => Proof::NotAsked,
+        ChallengeKind::Pow => pow_proof(
+            &state.keys,
+            &room,
+            rules.challenge,
+            answer.as_deref(),
+            standing,
+            now,
+        )?,
+        ChallengeKind::Turnstile => {
+            Box::pin(turnstile_proof(
                 &state,
                 &room,
-                identity,
-                claims.as_ref(),
-                now,
+                rules.challenge,
+                answer,
+                standing,
             ))
             .await?
         }
@@ -477,10 +507,17 @@ async fn join(
         draw,
         limit,
         account,
+        proof,
     };
     let joined = state.joins.join(&room, request).await?;
-    let Joined::Answer(mut snap) = joined else {
-        return Err(ApiError::TooManyPlaces);
+    let mut snap = match joined {
+        Joined::Answer(snap) => snap,
+        Joined::TooManyPlaces => return Err(ApiError::TooManyPlaces),
+        Joined::ChallengeNeeded => return Err(challenge_ask(&state, &room, rules.challenge, now)),
+    };
+    let solution = match proof {
+        Proof::Solved { key, .. } => Some(key),
+        _ => None,
     };
     // The same place keeps the same visitor and account: a ticket's standing
     // place wins over the account a token names (as in the store, which
@@ -492,6 +529,7 @@ async fn join(
     let (visitor, place_account) = match (&claims, account, snap.seq) {
         (Some(c), _, Some(seq)) if c.seq == seq => (c.visitor, c.account),
         (_, Some(account), Some(seq)) => (account_visitor(account, seq), Some(account.0)),
+        (_, None, Some(seq)) if let Some(key) = solution => (shared_visitor(key, seq), None),
         _ => (rand::random(), None),
     };
     // An admission shown again (its ticket, or its account from another
@@ -501,7 +539,9 @@ async fn join(
     // at once without an account is counted by its first status, not here:
     // every join of a passthrough room would otherwise fill the sessions'
     // map.
-    let shown_again = account.is_some() || claims.as_ref().is_some_and(|c| Some(c.seq) == snap.seq);
+    let shown_again = account.is_some()
+        || solution.is_some()
+        || claims.as_ref().is_some_and(|c| Some(c.seq) == snap.seq);
     if let (true, Standing::Admitted { until_ms }, Some(seq)) =
         (shown_again, snap.standing, snap.seq)
         && Box::pin(used_from(&state, &room, seq, visitor, until_ms, client)).await?
@@ -547,26 +587,49 @@ fn join_account(
         .account(mode, identity.as_deref(), room, now)
 }
 
-/// [`join_account`] for a room this instance has not yet seen the settings
-/// of: they are read from the store first (an unknown room is 404).
-async fn first_join_account(
+/// The 428 for a join that needs a challenge and brought none.
+fn challenge_ask(state: &AppState, room: &RoomId, challenge: Challenge, now: u64) -> ApiError {
+    match challenge.kind {
+        ChallengeKind::Pow => {
+            ApiError::ChallengeRequired(Box::new(ask_pow(&state.keys, room, challenge.bits, now)))
+        }
+        ChallengeKind::Turnstile => turnstile_ask(state),
+        // Not asked: only a join to a room that asks one is refused so.
+        ChallengeKind::Off => ApiError::Internal,
+    }
+}
+
+/// What a Turnstile room's join shows.
+async fn turnstile_proof(
     state: &AppState,
     room: &RoomId,
-    identity: Option<String>,
-    claims: Option<&Claims>,
-    now: u64,
-) -> Result<Option<AccountHash>, ApiError> {
-    let mode = state
-        .sessions
-        .identity_for(room, state.queue.as_ref())
-        .await?;
-    join_account(state, room, mode, identity, claims, now)
+    challenge: Challenge,
+    answer: Option<String>,
+    standing: bool,
+) -> Result<Proof, ApiError> {
+    let _ = (room, answer, standing);
+    match challenge.fail {
+        room::ChallengeFail::Open => Ok(Proof::NotAsked),
+        room::ChallengeFail::Closed => Err(turnstile_ask(state)),
+    }
+}
+
+/// The 428 of a Turnstile room.
+fn turnstile_ask(_state: &AppState) -> ApiError {
+    ApiError::ChallengeUnavailable
 }
 
 /// The visitor id of an account's place: the same for every browser of the
 /// account on that place, so they share its one hold.
 fn account_visitor(account: AccountHash, seq: u64) -> u128 {
-    (u128::from(u64::from_be_bytes(account.0)) << 64) | u128::from(seq)
+    shared_visitor(account.0, seq)
+}
+
+/// The visitor id of a place every holder of `key` (an account, or a
+/// challenge's solution) shares: named by the key and the place, so they
+/// share its one hold.
+fn shared_visitor(key: [u8; 8], seq: u64) -> u128 {
+    (u128::from(u64::from_be_bytes(key)) << 64) | u128::from(seq)
 }
 
 /// Where the ticket's holder stands.

@@ -137,6 +137,17 @@ error_set!(
 );
 
 error_set!(
+    /// A join's challenge answer refused, or not checkable now.
+    ChallengeRefused {
+        "403" => "`challenge_failed`: the answer's seed is forged, expired or for another \
+            room, the hash has too few zero bits, or Turnstile refused the token; or \
+            `cross_site`; nothing changed", [];
+        "503" => "`store_unavailable`, or `challenge_unavailable`: a Turnstile room cannot \
+            check tokens now and fails closed", [RETRY_AFTER];
+    }
+);
+
+error_set!(
     /// 403 for a state-changing request from another site's page.
     CrossSite {
         "403" => "`cross_site`: sent from another site's page (by `Sec-Fetch-Site` or \

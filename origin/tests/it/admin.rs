@@ -131,7 +131,7 @@ async fn put_creates_with_defaults_and_get_and_list_show_it() {
             "capacity": 5, "admit_per_second": 10.0, "session_seconds": 420,
             "abandon_seconds": 60, "opens_at": "2030-01-01T12:00:00Z", "max_line": 100,
             "method": "fifo", "windows": [], "entry_seconds": 60, "max_session_addresses": 3,
-            "identity": "off"
+            "identity": "off", "challenge": "off", "challenge_bits": 20, "challenge_fail": "closed"
         },
         "live": {
             "waiting": 0, "active": 0, "admitted_total": 0, "abandoned_total": 0,

@@ -14,7 +14,7 @@ use std::time::Duration;
 use crate::common::*;
 use axum::http::StatusCode;
 use origin::queue::joins::Joins;
-use origin::queue::{JoinRequest, Joined, PlaceLimit, QueueStore, Standing, StoreError};
+use origin::queue::{JoinRequest, Joined, PlaceLimit, Proof, QueueStore, Standing, StoreError};
 use origin::room::{RoomId, RoomSettings, RoomState};
 use tokio::task::JoinHandle;
 
@@ -22,7 +22,7 @@ use tokio::task::JoinHandle;
 /// room's first place so two rooms can be compared.
 fn outcome(joined: &Joined, base: u64) -> (Option<u64>, Option<Standing>, u64) {
     match joined {
-        Joined::TooManyPlaces => (None, None, 0),
+        Joined::TooManyPlaces | Joined::ChallengeNeeded => (None, None, 0),
         Joined::Answer(snap) => {
             let standing = match snap.standing {
                 Standing::Admitted { .. } => Standing::Admitted { until_ms: 0 },
@@ -92,24 +92,28 @@ async fn a_batch_answers_each_join_as_a_lone_join_would() {
                 draw: 5,
                 limit: cap("a"),
                 account: None,
+                proof: Proof::NotAsked,
             },
             JoinRequest {
                 existing: None,
                 draw: 4,
                 limit: cap("a"),
                 account: None,
+                proof: Proof::NotAsked,
             },
             JoinRequest {
                 existing: None,
                 draw: 3,
                 limit: cap("a"),
                 account: None,
+                proof: Proof::NotAsked,
             },
             JoinRequest {
                 existing: None,
                 draw: 2,
                 limit: cap("b"),
                 account: None,
+                proof: Proof::NotAsked,
             },
         ];
         // A visitor rejoining with the ticket of the second place above
@@ -120,6 +124,7 @@ async fn a_batch_answers_each_join_as_a_lone_join_would() {
                 draw: 1,
                 limit: None,
                 account: None,
+                proof: Proof::NotAsked,
             });
         }
         requests.push(JoinRequest {
@@ -127,6 +132,7 @@ async fn a_batch_answers_each_join_as_a_lone_join_would() {
             draw: 0,
             limit: None,
             account: None,
+            proof: Proof::NotAsked,
         });
         let mut lone_answers = Vec::new();
         for r in &requests {
@@ -334,6 +340,7 @@ async fn a_batch_stopped_half_way_never_gives_a_place_twice() {
         draw: 0,
         limit: None,
         account: None,
+        proof: Proof::NotAsked,
     };
     let capped = JoinRequest {
         limit: Some(PlaceLimit {

@@ -232,7 +232,7 @@ fn cap(holder: &str) -> PlaceLimit {
 async fn place(store: &dyn QueueStore, room: &RoomId, limit: &PlaceLimit) -> Option<u64> {
     match store.join(room, None, 0, Some(limit)).await.unwrap() {
         Joined::Answer(snap) => Some(snap.seq.expect("a place")),
-        Joined::TooManyPlaces => None,
+        Joined::TooManyPlaces | Joined::ChallengeNeeded => None,
     }
 }
 

@@ -42,6 +42,7 @@ mod on_redis {
     mod bad_input;
     mod booking_api;
     mod booking_seatmap;
+    mod challenge;
     mod console;
     mod eta;
     mod fifo;
@@ -74,6 +75,7 @@ mod on_memory {
     mod bad_input;
     mod booking_api;
     mod booking_seatmap;
+    mod challenge;
     mod console;
     mod eta;
     mod fifo;

@@ -169,7 +169,7 @@ fn statuses(op: &Value) -> BTreeSet<String> {
 }
 
 /// What the code can answer is in the document: errors with the error
-/// body, 401 where a key or ticket is needed, 404 where a room is named,
+/// body (a 428 with the challenge beside it), 401 where a key or ticket is needed, 404 where a room is named,
 /// 400/413/422 where a body is read, 429 and 503 with `Retry-After`, and
 /// never a 500.
 #[test]
@@ -182,9 +182,15 @@ fn the_document_describes_errors_honestly() {
         let codes = statuses(op);
         assert!(!codes.contains("500"), "{what}");
         for (code, response) in op["responses"].as_object().unwrap() {
+            // A 428 is the error body with what to solve beside it.
+            let expected = if code == "428" {
+                "#/components/schemas/ChallengeRequiredBody"
+            } else {
+                error_ref
+            };
             if code.starts_with('4') || code.starts_with('5') {
                 assert_eq!(
-                    response["content"]["application/json"]["schema"]["$ref"], error_ref,
+                    response["content"]["application/json"]["schema"]["$ref"], expected,
                     "{what} {code}"
                 );
             }

@@ -23,7 +23,7 @@ use crate::common::{redis_url, unique_prefix};
 use origin::queue::memory::MemoryStore;
 use origin::queue::redis::{RedisConfig, RedisStore};
 use origin::queue::{
-    JoinRequest, PlaceLimit, QueueStore, SaleSignal, SeatsLeft, StoreError, Watch,
+    JoinRequest, PlaceLimit, Proof, QueueStore, SaleSignal, SeatsLeft, StoreError, Watch,
 };
 use origin::room::{AccountHash, QueueingMethod, RoomId, RoomSettings, RoomState};
 use proptest::prelude::*;
@@ -62,8 +62,9 @@ enum Op {
     },
 }
 
-/// One join of a batch: `again`, draw, holder and account as in [`Op::Join`].
-type JoinSpec = (Option<usize>, u64, Option<u8>, Option<u8>);
+/// One join of a batch: `again`, draw, holder and account as in
+/// [`Op::Join`], and its challenge proof ([`proof_of`]).
+type JoinSpec = (Option<usize>, u64, Option<u8>, Option<u8>, Option<u8>);
 
 fn any_join() -> impl Strategy<Value = JoinSpec> {
     (
@@ -71,7 +72,22 @@ fn any_join() -> impl Strategy<Value = JoinSpec> {
         0u64..(1 << 40),
         prop::option::weighted(0.2, 0u8..3),
         any_account(),
+        prop::option::weighted(0.4, 0u8..5),
     )
+}
+
+/// Proof number `n` of the test: none, one of four solutions (so one is
+/// often shown again, its place standing or ended), or a missing one.
+fn proof_of(n: Option<u8>) -> Proof {
+    match n {
+        None => Proof::NotAsked,
+        Some(4) => Proof::Missing,
+        Some(k) => Proof::Solved {
+            key: [k, 7, 7, 7, 7, 7, 7, k],
+            // Far off (2100): both stores keep it through the test.
+            expires_at_ms: 4_102_444_800_000,
+        },
+    }
 }
 
 /// A third of joins carry one of four accounts, so an account often finds
@@ -149,7 +165,7 @@ fn any_settings() -> impl Strategy<Value = RoomSettings> {
                 entry_seconds: 60,
                 max_session_addresses: 3,
                 target_booking_p99_ms: None,
-                identity: room::IdentityMode::Off,
+                ..RoomSettings::default()
             },
         )
 }
@@ -255,6 +271,7 @@ async fn same_answers(initial: RoomSettings, ops: Vec<Op>) -> Result<(), TestCas
                             draw: *draw,
                             limit,
                             account: Some(account),
+                            proof: Proof::NotAsked,
                         }];
                         let mut a = redis.join_many(&room, &one).await.unwrap();
                         let mut b = memory.join_many(&room, &one).await.unwrap();
@@ -275,11 +292,12 @@ async fn same_answers(initial: RoomSettings, ops: Vec<Op>) -> Result<(), TestCas
             Op::Joins(joins) => {
                 let requests: Vec<JoinRequest> = joins
                     .iter()
-                    .map(|(again, draw, holder, account)| JoinRequest {
+                    .map(|(again, draw, holder, account, proof)| JoinRequest {
                         existing: again.map(|i| pick(&seqs, i)),
                         draw: *draw,
                         limit: limit_of(*holder),
                         account: account_of(*account),
+                        proof: proof_of(*proof),
                     })
                     .collect();
                 let a = redis.join_many(&room, &requests).await.unwrap();

@@ -28,8 +28,8 @@ use crate::counter_hash::{CounterMap, CounterSet};
 
 use crate::store::{
     DEPARTURES_KEPT_MS, END_BUCKETS, JoinRequest, Joined, LineView, MAX_ADMITS_PER_TICK,
-    MAX_DROPS_PER_TICK, Observation, PREQUEUE_SPAN, QueueStore, RoomFigures, SaleSignal, Sample,
-    Schedule, SeatsLeft, Snapshot, Standing, StoreError, TickReport, Watch, sample_ranks,
+    MAX_DROPS_PER_TICK, Observation, PREQUEUE_SPAN, Proof, QueueStore, RoomFigures, SaleSignal,
+    Sample, Schedule, SeatsLeft, Snapshot, Standing, StoreError, TickReport, Watch, sample_ranks,
 };
 use room::clock::Clock;
 use room::{AccountHash, QueueingMethod, RoomId, RoomMap, RoomSettings, RoomState, unix_ms};
@@ -86,6 +86,11 @@ struct Room {
     accounts: HashMap<AccountHash, Member>,
     /// member -> the account its place was given to (the `acct-of:` hashes).
     account_of: ByMember<AccountHash>,
+    /// A challenge's solution -> (the member of the place it took, when it
+    /// may be forgotten, ms): one solution, one place (the `sol:` hashes).
+    solutions: HashMap<[u8; 8], (Member, u64)>,
+    /// How many solutions may be kept before the expired are pruned.
+    solutions_prune_at: usize,
     /// member -> join time ms, one a second at most.
     marks: BTreeMap<Member, u64>,
     /// The early-leave measure as of the last tick (`turn_*`, `leaves`,
@@ -272,6 +277,18 @@ impl Room {
             self.account_of.remove(&old);
         }
         self.account_of.insert(member, account);
+    }
+
+    /// Remembers that the solution `key` took `member`'s place, until
+    /// `expires_at_ms`. The expired are pruned whenever the map has doubled
+    /// since the last pruning, so it holds what is live and at most as
+    /// much again.
+    fn remember_solution(&mut self, key: [u8; 8], member: Member, expires_at_ms: u64, now: u64) {
+        if self.solutions.len() >= self.solutions_prune_at {
+            self.solutions.retain(|_, &mut (_, until)| until > now);
+            self.solutions_prune_at = (self.solutions.len() * 2).max(1024);
+        }
+        self.solutions.insert(key, (member, expires_at_ms));
     }
 
     /// Places `client` holds now under the cap.
@@ -465,6 +482,19 @@ impl Room {
         {
             return answer;
         }
+        // So does a solution shown before, while the place it took stands.
+        let solution = match req.proof {
+            Proof::NotAsked => None,
+            Proof::Missing => return Joined::ChallengeNeeded,
+            Proof::Solved { key, expires_at_ms } => Some((key, expires_at_ms)),
+        };
+        let solved = solution.and_then(|(key, _)| r.solutions.get(&key).map(|&(m, _)| m));
+        if let Some(answer) = solved
+            .filter(|&m| Some(m) != mine && Some(m) != theirs)
+            .and_then(|m| r.rejoin(&e, now, m))
+        {
+            return answer;
+        }
         if Room::refusing(&e) {
             return Joined::Answer(r.view(&e, now, None, Standing::Closed));
         }
@@ -491,6 +521,9 @@ impl Room {
         }
         if let Some(account) = req.account {
             r.index_account(account, member);
+        }
+        if let Some((key, expires_at_ms)) = solution {
+            r.remember_solution(key, member, expires_at_ms, now);
         }
         r.mark(now, member);
         let is_open = Room::opened(&e, now);

@@ -28,7 +28,8 @@ use scripts::Scripts;
 
 use crate::store::{
     DEPARTURES_KEPT_MS, JoinRequest, Joined, MAX_ADMITS_PER_TICK, MAX_DROPS_PER_TICK, Observation,
-    PREQUEUE_SPAN, QueueStore, RoomFigures, SaleSignal, Snapshot, StoreError, TickReport, Watch,
+    PREQUEUE_SPAN, Proof, QueueStore, RoomFigures, SaleSignal, Snapshot, StoreError, TickReport,
+    Watch,
 };
 use room::{RoomId, RoomSettings, RoomState, unix_ms};
 
@@ -285,15 +286,34 @@ impl QueueStore for RedisStore {
                 let plain = |join: &JoinRequest| {
                     join.existing.is_none() && join.limit.is_none() && join.account.is_none()
                 };
-                let kinds: String = joins
-                    .iter()
-                    .map(|join| if plain(join) { 'p' } else { 'f' })
-                    .collect();
+                let kind = |join: &JoinRequest| match (plain(join), join.proof) {
+                    (true, Proof::NotAsked) => 'p',
+                    (true, Proof::Solved { .. }) => 's',
+                    _ => 'f',
+                };
+                let kinds: String = joins.iter().map(kind).collect();
                 call.arg(kinds);
                 for join in joins {
-                    if plain(join) {
-                        call.arg(join.draw % PREQUEUE_SPAN);
-                        continue;
+                    let solution = |call: &mut redis::ScriptInvocation<'_>| {
+                        match join.proof {
+                            Proof::NotAsked => call.arg("").arg(""),
+                            Proof::Missing => call.arg("!").arg(""),
+                            Proof::Solved { key, expires_at_ms } => {
+                                call.arg(&key[..]).arg(expires_at_ms / 60_000)
+                            }
+                        };
+                    };
+                    match kind(join) {
+                        'p' => {
+                            call.arg(join.draw % PREQUEUE_SPAN);
+                            continue;
+                        }
+                        's' => {
+                            call.arg(join.draw % PREQUEUE_SPAN);
+                            solution(call);
+                            continue;
+                        }
+                        _ => {}
                     }
                     match join.existing {
                         Some(seq) => call.arg(seq),
@@ -308,6 +328,7 @@ impl QueueStore for RedisStore {
                         Some(account) => call.arg(&account.as_bytes()[..]),
                         None => call.arg(""),
                     };
+                    solution(call);
                 }
             })
             .await?;

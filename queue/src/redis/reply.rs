@@ -210,8 +210,9 @@ fn room_figures(v: &[Value; FIGURES_LEN]) -> Parsed<LineView> {
 
 /// An answer from its outcome and its four numbers: seq, position,
 /// session end and line length, -1 (0 for the session end) meaning none,
-/// against its call's room figures (`line`). The outcome `limit` (a join
-/// refused by the place cap) is not a standing.
+/// against its call's room figures (`line`). The outcomes `limit` (a join
+/// refused by the place cap) and `challenge` (a join that needs a
+/// solution) are not standings.
 fn standing(outcome: Option<&str>, numbers: [i64; 4], line: &LineView) -> Parsed<Joined> {
     let [seq, pos, until_ms, waiting] = numbers;
     let standing = match outcome {
@@ -225,6 +226,7 @@ fn standing(outcome: Option<&str>, numbers: [i64; 4], line: &LineView) -> Parsed
         Some("closed") => Standing::Closed,
         Some("sold_out") => Standing::SoldOut,
         Some("limit") => return Ok(Joined::TooManyPlaces),
+        Some("challenge") => return Ok(Joined::ChallengeNeeded),
         _ => return Err(bad("unknown outcome")),
     };
     Ok(Joined::Answer(Snapshot {
@@ -247,7 +249,7 @@ impl FromRedisValue for Snapshot {
         let numbers = [int(&seq)?, int(&pos)?, int(&until_ms)?, int(&waiting)?];
         match standing(text(&outcome), numbers, &line)? {
             Joined::Answer(snapshot) => Ok(snapshot),
-            Joined::TooManyPlaces => Err(bad("unknown outcome")),
+            Joined::TooManyPlaces | Joined::ChallengeNeeded => Err(bad("unknown outcome")),
         }
     }
 }

@@ -292,6 +292,27 @@ impl Api {
         self.send(req.body(Body::empty()).unwrap()).await
     }
 
+    /// A join with an optional ticket (as a bearer) and an optional
+    /// challenge answer in `Waiting-Room-Challenge`.
+    pub async fn join_answering(
+        &self,
+        room: &RoomId,
+        ticket: Option<&str>,
+        answer: Option<&str>,
+    ) -> Reply {
+        let mut req = Request::builder()
+            .method("POST")
+            .uri(format!("/queue/{room}/join"))
+            .header("host", "127.0.0.1:8080");
+        if let Some(t) = ticket {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        if let Some(a) = answer {
+            req = req.header("waiting-room-challenge", a);
+        }
+        self.send(req.body(Body::empty()).unwrap()).await
+    }
+
     pub async fn status(&self, room: &RoomId, ticket: &str) -> Reply {
         self.call("GET", &format!("/queue/{room}/status"), Some(ticket))
             .await

@@ -8,12 +8,21 @@
 -- ARGV[2] span: places taken after the opening are ordered by span + member,
 --         behind every pre-queue draw
 -- ARGV[3] the batch's kinds, one letter per join in order: 'p' a plain join
---         (no ticket, no cap, no account: most of an on-sale), 'f' any other
--- then, in the same order, one argument per plain join and five per other:
+--         (no ticket, no cap, no account, no challenge: most of an on-sale),
+--         's' a plain join with a solved challenge (most of an on-sale in a
+--         room that asks one), 'f' any other
+-- then, in the same order, one argument per plain join, three per 's' and
+-- seven per other:
 --   seq of the visitor's valid ticket, or '' when it has none (f only)
 --   pre-queue draw: random integer in [0, span)
 --   the client (for the per-client cap)   its cap, 0 = none (f only)
 --   the account (its 8 raw bytes), or '' when it has none (f only)
+--   the challenge (s, f): the solution's 8 raw bytes, '' when the room
+--     asks none, '!' when it asks one and none came (f only: then only a
+--     standing place is given back, else the outcome 'challenge')
+--   the minute its seed expires in (s, f; see the prelude's sol:<w>)
+-- A solution shown again gets the place it took while that stands, as a
+-- ticket or an account does: one solution, one place.
 -- (A plain join's three constant arguments cost Redis's parser and Lua's
 -- strings a tenth of the join's work; they are not sent.)
 -- Returns room_figures(), then one text, values separated by spaces (the
@@ -21,7 +30,7 @@
 -- each join in order standing()'s five values, with the member in place of
 -- the seq (seq = base + member) and outcome waiting | admitted |
 -- closed | sold_out | limit (the client already holds its cap of places: in
--- line or inside), or the one value '+' for a join that reads as the one
+-- line or inside) | challenge (see above), or the one value '+' for a join that reads as the one
 -- before it, one further back: waiting, the next member, the next position
 -- (or none after none), no session, the line one longer (most joins of a
 -- busy room; Lua writes no number for them); or UNKNOWN_ROOM. The room's
@@ -155,13 +164,40 @@ local function rejoin(out, room, now, mine)
   return true
 end
 
-local function join_one(out, room, now, span, existing, draw, holder, max_places, account)
+-- The solutions' minutes whose key this batch has set to expire.
+local expiring = {}
+
+-- Records that `solution` took the place of seq `seq` (text): set (HSET,
+-- or HSETNX when `only_new`, which says whether it was new). The key
+-- lives until its minute ends, by the scripts' clock.
+local function remember_solution(now, solution, window, seq, only_new)
+  local key = STEM .. 'sol:' .. window
+  local new = 1
+  if only_new then
+    new = redis.call('HSETNX', key, solution, seq)
+  else
+    redis.call('HSET', key, solution, seq)
+  end
+  if not expiring[window] then
+    expiring[window] = true
+    local ttl = math.floor(((tonumber(window) + 1) * 60000 - now) / 1000) + 1
+    redis.call('EXPIRE', key, math.max(ttl, 1))
+  end
+  return new == 1
+end
+
+local function join_one(out, room, now, span, existing, draw, holder, max_places, account,
+                        solution, window)
   -- The short way, most joins of an on-sale: exactly what the long way
   -- below does for them (a new place at the back of a non-empty line),
-  -- without its checks that cannot apply.
+  -- without its checks that cannot apply. A solution takes it only when
+  -- it is new (recorded last, so nothing after it can send the join the
+  -- long way).
   if plain_ok and existing == '' and max_places == '0' and account == ''
     and room.waiting and room.waiting > 0
-    and not (room.max_line > 0 and room.last_member >= room.max_line) then -- the line cap, as below
+    and not (room.max_line > 0 and room.last_member >= room.max_line) -- the line cap, as below
+    and (solution == '' or (solution ~= '!'
+      and remember_solution(now, solution, window, int(room.base + room.last_member + 1), true))) then
     local member = room.last_member + 1
     room.last_member = member
     mark(room, now, member)
@@ -186,9 +222,20 @@ local function join_one(out, room, now, span, existing, draw, holder, max_places
   if mine and rejoin(out, room, now, mine) then
     return
   end
+  local theirs
   if account ~= '' then
-    local theirs = account_place(room, account)
+    theirs = account_place(room, account)
     if theirs and theirs ~= mine and rejoin(out, room, now, theirs) then
+      return
+    end
+  end
+  -- So does a solution shown before; without one, nothing else is given.
+  if solution == '!' then
+    return answer(out, room, 'challenge')
+  end
+  if solution ~= '' then
+    local solved = member_of(room, redis.call('HGET', STEM .. 'sol:' .. window, solution))
+    if solved and solved ~= mine and solved ~= theirs and rejoin(out, room, now, solved) then
       return
     end
   end
@@ -222,6 +269,9 @@ local function join_one(out, room, now, span, existing, draw, holder, max_places
   end
   if account ~= '' then
     index_account(room, account, member)
+  end
+  if solution ~= '' then
+    remember_solution(now, solution, window, int(room.base + member), false)
   end
   mark(room, now, member)
   local is_open = opened(room, now)
@@ -281,13 +331,17 @@ local out = room_figures(room, now)
 local answers = { int(room.base) }
 local a = 4 -- the next join's first argument
 for k = 1, #kinds do
-  if string.byte(kinds, k) == 112 then -- 'p'
-    join_one(answers, room, now, span, '', ARGV[a], '', '0', '')
+  local kind = string.byte(kinds, k)
+  if kind == 112 then -- 'p'
+    join_one(answers, room, now, span, '', ARGV[a], '', '0', '', '', '')
     a = a + 1
+  elseif kind == 115 then -- 's'
+    join_one(answers, room, now, span, '', ARGV[a], '', '0', '', ARGV[a + 1], ARGV[a + 2])
+    a = a + 3
   else
     join_one(answers, room, now, span, ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3],
-      ARGV[a + 4])
-    a = a + 5
+      ARGV[a + 4], ARGV[a + 5], ARGV[a + 6])
+    a = a + 7
   end
 end
 flush(room, now)

@@ -48,6 +48,13 @@
 --           both agree)
 --   the room hash's field 'accounts' counts the accounts indexed: zero (or
 --   absent) means no index, and nothing is looked up
+-- and, only for joins that solved a challenge, the solutions (join.lua):
+--   sol:<w>  hash: solution (its 8 raw bytes) -> the seq of the place it
+--           took, for solutions whose seed expires in minute w (unix s div
+--           60); the key expires with that minute (by the scripts'
+--           clock), when the origin refuses its solutions anyway. A seq,
+--           not a member: member_of() refuses one from an earlier life of
+--           the room.
 -- Time always comes from Redis (TIME), so origin instances with skewed clocks
 -- agree on openings, expiry and the budget.
 
