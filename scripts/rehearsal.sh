@@ -11,6 +11,7 @@
 #   scripts/rehearsal.sh --full           # BENCHMARKS.md: 20,000 visitors in 10 s, 2,000 seats, release
 #   scripts/rehearsal.sh --slow-payment   # BENCHMARKS.md: payment slowed mid-sale, adaptive admission, release
 #   scripts/rehearsal.sh --accounts       # 20,000 browsers of 5,000 accounts, identity required, 2 seats each, release
+#   scripts/rehearsal.sh --bots           # a pow room: 2,000 people and 20,000 bots that never solve, then 200 that do, release
 #   scripts/rehearsal.sh --release -- --visitors 5000 --seats 600   # anything else
 #
 # Everything after `--` goes to the rehearsal tool (see `rehearsal --help`).
@@ -35,6 +36,7 @@ while (($#)); do
     --full) mode=full; profile=release ;;
     --slow-payment) mode=slow_payment; profile=release ;;
     --accounts) mode=accounts; profile=release ;;
+    --bots) mode=bots; profile=release ;;
     --release) profile=release ;;
     --) shift; break ;;
     *) echo "unknown option $1 (tool flags go after --)" >&2; exit 2 ;;
@@ -171,6 +173,14 @@ case $mode in
   # accounts, in a room that requires identity; 2 seats per account.
   accounts) preset=(--visitors 20000 --accounts 5000 --max-seats-per-account 2 --arrive-within 10
     --seats 2000 --abandon-seconds 15 --out docs/rehearsal/accounts) ;;
+  # A proof-of-work room: 2,000 people, who solve as the page does, and
+  # 20,000 bots on the same curve that never solve (each tries 5 times).
+  # At 16 bits, not the default 20: the people's 2,000 solves (0.2 s of
+  # CPU each at 20 bits) would share this machine's two cores with the
+  # origin and the bots for minutes; what bots get does not depend on it.
+  bots) preset=(--visitors 2000 --bots 20000 --bot-kind never --challenge pow
+    --challenge-bits "${WR_REHEARSAL_BOTS_BITS:-16}" --arrive-within 20 --seats 400 --capacity 100
+    --admit-per-second 20 --abandon-seconds 15 --max-seconds 300 --check --out docs/rehearsal/bots) ;;
   # Payment takes 1.5 s from 25 s to 40 s (the arrivals long over): adaptive admission (target p99
   # 400 ms) slows the rate, then brings it back. Seats enough (2,400, about
   # 960 buyers at 20 a second) that the climb back shows at the full rate.
@@ -182,6 +192,15 @@ esac
 tool_env=(WR_ADMIN_KEY="$admin_key" WR_SIGNING_KEYS="$signing_keys")
 [[ $mode != accounts ]] || tool_env+=(WR_REHEARSAL_IDENTITY_KEY="$identity_keys")
 env "${tool_env[@]}" "$rehearsal_bin" "${target[@]}" "${preset[@]}" "$@"
+if [[ $mode == bots ]]; then
+  # Bots that pay: 200, each solving its own seed on 2 threads at the
+  # room's default difficulty, one after another (one machine), beside
+  # 200 people; the report gives places per CPU second.
+  env "${tool_env[@]}" "$rehearsal_bin" "${target[@]}" --room "rehearsal-bots-solve-$run_id" \
+    --visitors 200 --bots 200 --bot-kind solve --bot-threads 2 --challenge pow --arrive-within 10 \
+    --seats 200 --capacity 100 --admit-per-second 20 --abandon-seconds 15 --max-seconds 600 --check \
+    --out docs/rehearsal/bots/solve
+fi
 if [[ $mode == smoke ]]; then
   # Accounts, cheaply: 300 browsers of 100 accounts on the same origin, in
   # a room of their own that requires identity, 2 seats per account.

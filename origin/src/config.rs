@@ -102,6 +102,21 @@ pub struct Config {
     #[arg(long, env = "WR_ACCOUNT_HASH_KEY", hide_env_values = true, value_parser = parse_long_secret)]
     pub account_hash_key: Option<String>,
 
+    /// Cloudflare Turnstile's secret key, which tokens are checked with at
+    /// --turnstile-verify-url. A room with `challenge: "turnstile"` needs it
+    /// and --turnstile-site-key.
+    #[arg(long, env = "WR_TURNSTILE_SECRET", hide_env_values = true, value_parser = parse_secret)]
+    pub turnstile_secret: Option<String>,
+
+    /// Cloudflare Turnstile's site key, which the waiting page renders the
+    /// widget with (public).
+    #[arg(long, env = "WR_TURNSTILE_SITE_KEY", value_parser = parse_secret)]
+    pub turnstile_site_key: Option<String>,
+
+    /// Where Turnstile tokens are checked (Cloudflare's siteverify API).
+    #[arg(long, env = "WR_TURNSTILE_VERIFY_URL", default_value = crate::turnstile::DEFAULT_VERIFY_URL)]
+    pub turnstile_verify_url: String,
+
     /// A TOML file of rooms created or updated at start (`[[room]] id = "..." capacity = ...`).
     #[arg(long, env = "WR_ROOMS")]
     pub rooms: Option<PathBuf>,
@@ -243,6 +258,9 @@ impl std::fmt::Debug for Config {
             identity_keys,
             identity_public_keys,
             account_hash_key,
+            turnstile_secret,
+            turnstile_site_key,
+            turnstile_verify_url,
             rooms,
             tick_ms,
             admin_key,
@@ -286,6 +304,12 @@ impl std::fmt::Debug for Config {
                 "account_hash_key",
                 &account_hash_key.as_ref().map(|_| "<redacted>"),
             )
+            .field(
+                "turnstile_secret",
+                &turnstile_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("turnstile_site_key", turnstile_site_key)
+            .field("turnstile_verify_url", &redact_url(turnstile_verify_url))
             .field("rooms", rooms)
             .field("tick_ms", tick_ms)
             .field("admin_key", &admin_key.as_ref().map(|_| "<redacted>"))
@@ -511,6 +535,7 @@ mod tests {
             "signing_keys",
             "identity_keys",
             "account_hash_key",
+            "turnstile_secret",
             "admin_key",
             "edge_secret",
             "metrics_key",
@@ -535,6 +560,8 @@ mod tests {
             "hunter2-edge-0123456789",
             "--metrics-key",
             "hunter2-metrics",
+            "--turnstile-secret",
+            "0x4AAA-hunter2-turnstile",
         ])
         .unwrap();
         let shown = format!("{cfg:?}");
@@ -542,6 +569,39 @@ mod tests {
         assert!(shown.contains("redis://:***@10.0.0.1:6379/0"), "{shown}");
         assert!(shown.contains("mysql://app:***@db:3306/wr"), "{shown}");
         assert!(shown.contains("listen: 127.0.0.1:8080"), "{shown}");
+    }
+
+    #[test]
+    fn turnstile_flags_and_their_variables() {
+        let cfg = Config::try_parse_from(["origin"]).unwrap();
+        assert!(cfg.turnstile_secret.is_none() && cfg.turnstile_site_key.is_none());
+        assert_eq!(
+            cfg.turnstile_verify_url,
+            "https://challenges.cloudflare.com/turnstile/v0/siteverify"
+        );
+        let cfg = Config::try_parse_from([
+            "origin",
+            "--turnstile-secret",
+            "0x4AAAsecret",
+            "--turnstile-site-key",
+            "0x4AAAsite",
+            "--turnstile-verify-url",
+            "http://127.0.0.1:9/siteverify",
+        ])
+        .unwrap();
+        assert_eq!(cfg.turnstile_secret.as_deref(), Some("0x4AAAsecret"));
+        assert_eq!(cfg.turnstile_site_key.as_deref(), Some("0x4AAAsite"));
+        assert_eq!(cfg.turnstile_verify_url, "http://127.0.0.1:9/siteverify");
+        let command = <Config as clap::CommandFactory>::command();
+        for (id, env) in [
+            ("turnstile_secret", "WR_TURNSTILE_SECRET"),
+            ("turnstile_site_key", "WR_TURNSTILE_SITE_KEY"),
+            ("turnstile_verify_url", "WR_TURNSTILE_VERIFY_URL"),
+        ] {
+            let arg = command.get_arguments().find(|a| a.get_id() == id).unwrap();
+            assert_eq!(arg.get_env().unwrap(), env);
+        }
+        assert!(Config::try_parse_from(["origin", "--turnstile-secret", " "]).is_err());
     }
 
     #[test]

@@ -34,6 +34,7 @@
 //! - [`cookies`]: the `Set-Cookie` values the origin writes.
 //! - [`metric_names`]: the names metrics are recorded under.
 //! - [`rooms_file`]: the `--rooms` file (rooms and their performances).
+//! - [`turnstile`]: Cloudflare Turnstile tokens checked at siteverify.
 
 pub mod challenge;
 pub mod config;
@@ -52,6 +53,7 @@ pub mod sessions;
 pub mod start;
 pub mod state;
 pub mod telemetry;
+pub mod turnstile;
 
 pub use booking;
 pub use queue;

@@ -16,6 +16,7 @@ use tokio_util::task::TaskTracker;
 use crate::config::{self, Config};
 use crate::limits::clients::ClientPolicy;
 use crate::state::AppState;
+use crate::turnstile::Turnstile;
 use crate::{http, sale, telemetry};
 use booking::{BookingConfig, BookingError, BookingStore, SimulatedPayment};
 use queue::QueueStore;
@@ -82,6 +83,32 @@ pub fn identities(config: &Config) -> Result<Identities, StartError> {
     Ok(Identities::new(keys, &hash_key))
 }
 
+/// The Turnstile verifier from `--turnstile-secret`, `--turnstile-site-key`
+/// and `--turnstile-verify-url`; a warning when only one key is given.
+pub fn turnstile(config: &Config) -> Turnstile {
+    let turnstile = Turnstile::new(
+        config.turnstile_secret.clone(),
+        config.turnstile_site_key.clone(),
+        config.turnstile_verify_url.clone(),
+    );
+    if !turnstile.is_configured()
+        && (config.turnstile_secret.is_some() || config.turnstile_site_key.is_some())
+    {
+        tracing::warn!(
+            "Turnstile needs both --turnstile-secret and --turnstile-site-key;              rooms with challenge \"turnstile\" are refused"
+        );
+    }
+    turnstile
+}
+
+/// Whether the configuration has what a Turnstile room needs: a secret to
+/// check tokens with and a site key for the widget.
+fn has_turnstile_keys(config: &Config) -> bool {
+    [&config.turnstile_secret, &config.turnstile_site_key]
+        .iter()
+        .all(|k| k.as_deref().is_some_and(|k| !k.trim().is_empty()))
+}
+
 /// Whether the configuration names any identity key: a room with
 /// `identity` on needs one.
 fn has_identity_keys(config: &Config) -> bool {
@@ -132,7 +159,8 @@ pub fn app_state(config: &Config, store: Arc<dyn QueueStore>, keys: Keyring) -> 
         .with_secure_cookies(config.secure_cookies())
         .with_join_window(std::time::Duration::from_micros(config.join_window_us))
         .with_max_held_polls(usize::try_from(config.max_held_polls).unwrap_or(usize::MAX))
-        .with_seat_map_per_minute(config.seat_map_per_minute);
+        .with_seat_map_per_minute(config.seat_map_per_minute)
+        .with_turnstile(turnstile(config));
     if config.status_snapshot == config::OnOff::On {
         state = state.with_status_snapshots(config.tick());
     }
@@ -216,6 +244,15 @@ pub async fn apply_rooms_file(
                 path.display(),
                 spec.id,
                 spec.settings.identity.as_str()
+            )));
+        }
+        if spec.settings.challenge == room::ChallengeKind::Turnstile && !has_turnstile_keys(config)
+        {
+            return Err(StartError::Config(format!(
+                "--rooms {}: room {} has challenge \"turnstile\" but the origin has no \
+                 Turnstile keys (--turnstile-secret and --turnstile-site-key)",
+                path.display(),
+                spec.id,
             )));
         }
         store.put_room(&spec.id, &spec.settings).await?;

@@ -1,5 +1,6 @@
 //! What every handler shares: the queue's store, the clock, the signing
-//! keys, the admin key and the abuse limits. Built once at start.
+//! keys, the admin key, the Turnstile verifier and the abuse limits. Built
+//! once at start.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use crate::limits::map_loads::MapLoads;
 use crate::limits::sessions::SessionLimits;
 use crate::limits::strikes::Strikes;
 use crate::sessions::Sessions;
+use crate::turnstile::Turnstile;
 use booking::BookingStore;
 use queue::QueueStore;
 use queue::joins::{DEFAULT_JOIN_WINDOW, Joins};
@@ -53,6 +55,8 @@ pub struct Shared {
     /// The operator's identity keys and the account hasher (rooms whose
     /// `identity` is on).
     pub identities: Arc<Identities>,
+    /// Checks Turnstile tokens (rooms whose `challenge` is `turnstile`).
+    pub turnstile: Arc<Turnstile>,
     /// The admin API's key; `None`: the admin API refuses every call.
     pub admin_key: Option<Arc<Secret>>,
     /// Who a client is and how much it may do (join rate, places per address).
@@ -96,6 +100,7 @@ impl AppState {
             // No identity keys, and accounts hashed with a key of this
             // process's own until the start-up sets the operator's.
             identities: Arc::new(Identities::new(None, &rand::random::<[u8; 32]>())),
+            turnstile: Arc::new(Turnstile::unconfigured()),
             admin_key: None,
             clients: Arc::new(ClientPolicy::default()),
             admin_strikes: Arc::new(Strikes::default()),
@@ -119,6 +124,12 @@ impl AppState {
     /// Checks identity tokens with `identities`.
     pub fn with_identities(mut self, identities: Identities) -> AppState {
         self.identities = Arc::new(identities);
+        self
+    }
+
+    /// Checks Turnstile tokens with `turnstile`.
+    pub fn with_turnstile(mut self, turnstile: Turnstile) -> AppState {
+        self.turnstile = Arc::new(turnstile);
         self
     }
 

@@ -416,8 +416,9 @@ pub struct JoinRequest {
 /// What a join shows of its room's challenge (proof of work, Turnstile).
 /// The origin checks a solution; the store keeps one place per solution:
 /// a solution shown again gets the place it took while that place stands,
-/// never a second one, and is remembered until its seed expires (after
-/// which the origin refuses it anyway).
+/// and [`Standing::Gone`] once it has ended, never a second place. It is
+/// remembered until its seed expires (after which the origin refuses it
+/// anyway).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Proof {
     /// The room asks for none (or a Turnstile room failed open).

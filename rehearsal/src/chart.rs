@@ -241,10 +241,60 @@ fn draw_head(area: &Area, r: &Report, title: &str) -> DrawResult {
         (20, y + 18),
         font(13),
     ))?;
-    for (line, dy) in accounts_lines(r).into_iter().zip((36..).step_by(18)) {
+    for (line, dy) in head_lines(r).into_iter().zip((36..).step_by(18)) {
         area.draw(&Text::new(line, (20, y + dy), font(13)))?;
     }
     Ok(())
+}
+
+/// The lines under the holds': the accounts', the challenge's.
+fn head_lines(r: &Report) -> Vec<String> {
+    let mut lines = accounts_lines(r);
+    lines.extend(challenge_lines(r));
+    lines
+}
+
+/// The join challenge's figures: people's solving, then the bots'.
+fn challenge_lines(r: &Report) -> Vec<String> {
+    let Some(c) = r.challenge.as_ref() else {
+        return Vec::new();
+    };
+    let bits = c.bits.map_or(String::new(), |b| format!(" at {b} bits"));
+    let mut lines = vec![format!(
+        "challenge {}{bits}: people solved {} (p50 {:.2} s, max {:.2} s, {:.1} CPU s in all); joins answered 428: {}, 403: {}",
+        c.kind,
+        c.people_solves,
+        c.people_solve_s.p50,
+        c.people_solve_s.max,
+        c.people_cpu_s,
+        c.people_answered_428,
+        c.people_answered_403
+    )];
+    if let Some(b) = &c.bots {
+        lines.push(format!(
+            "bots ({:?}) {}: {} joins, answered 428: {}, 403: {}, 200: {}; places {} (at most {} at once), admitted bots {}",
+            b.kind,
+            b.bots,
+            b.joins,
+            b.answered_428,
+            b.answered_403,
+            b.answered_200,
+            b.places,
+            b.max_places_at_once,
+            b.admitted_bots
+        ));
+        if b.solves > 0 {
+            lines.push(format!(
+                "bots solved {} on {} threads each: {:.1} CPU s, {:.2} places per CPU s, solve p50 {:.2} s",
+                b.solves,
+                b.threads,
+                b.cpu_s,
+                b.places_per_cpu_s.unwrap_or(0.0),
+                b.solve_wall_s.p50
+            ));
+        }
+    }
+    lines
 }
 
 /// The accounts' figures in three lines, for a run of accounts.
@@ -488,7 +538,7 @@ pub fn svg(r: &Report, title: &str) -> Result<String, Error> {
         .collect();
     let panels = panels(r, &slow);
     let too_tall = |_| Error::Chart("too many checks to draw".into());
-    let lines = r.checks.len() + accounts_lines(r).len();
+    let lines = r.checks.len() + head_lines(r).len();
     let head = u32::try_from(98 + 18 * lines).map_err(too_tall)?;
     let height =
         u32::try_from(head as usize + PANEL_H as usize * panels.len()).map_err(too_tall)?;
@@ -541,6 +591,9 @@ mod tests {
             place_ended: Vec::new(),
             shared: BTreeMap::new(),
             ended_places: Vec::new(),
+            challenges: 0,
+            challenges_failed: 0,
+            solves: Vec::new(),
             ended_ms: None,
             outcome: Outcome::Booked,
         }
@@ -598,6 +651,8 @@ mod tests {
             target_booking_p99_ms: adaptive.then_some(400),
             slow_payment_s: adaptive.then_some((10.0, 20.0)),
             accounts: None,
+            challenge: None,
+            bot_logs: &[],
         };
         let scenario = serde_json::json!({ "slow_payment": { "latency_ms": 1500 } });
         build(&inputs, scenario, Vec::new())

@@ -13,9 +13,14 @@
 //!
 //! With `--accounts`, the visitors are browsers of the operator's site's
 //! accounts, several each, joining with identity tokens the tool mints.
+//! With `--challenge pow` the room asks every join for a proof of work,
+//! which the visitors solve; `--bots` adds clients that do not pay as
+//! people do (never solve, share one solution, or solve on threads of
+//! their own), and the report counts the places they got.
 //!
 //! Layout: `curve` (arrivals), `visitor` (one visitor's play), `client`
-//! (HTTP with a visitor's cookies), `admin` (the operator's calls),
+//! (HTTP with a visitor's cookies), `challenge` (solving proofs of work),
+//! `bots` (one bot's play), `admin` (the operator's calls),
 //! `accounts` (whose browser each visitor is), `identity` (the tokens),
 //! `stats` (percentiles, Kendall's tau), `report` (the JSON), `chart` (the
 //! SVG), `progress` (the live counts while it plays), `rng` (seeded, so a
@@ -23,6 +28,8 @@
 
 mod accounts;
 mod admin;
+mod bots;
+mod challenge;
 mod chart;
 mod client;
 mod curve;
@@ -159,6 +166,23 @@ struct Args {
     #[arg(long)]
     max_seats_per_account: Option<u32>,
 
+    /// Room: the join challenge (`challenge`; unset: left out).
+    #[arg(long, value_enum)]
+    challenge: Option<ChallengeMode>,
+    /// Room: the proof of work's difficulty (`challenge_bits`, 8 to 32;
+    /// unset: the origin's default).
+    #[arg(long)]
+    challenge_bits: Option<u8>,
+    /// Bots besides the visitors, on the same arrival curve.
+    #[arg(long, default_value_t = 0)]
+    bots: usize,
+    /// What the bots do with the challenge.
+    #[arg(long, value_enum, default_value_t = bots::BotKind::Never)]
+    bot_kind: bots::BotKind,
+    /// Threads each solving bot solves on.
+    #[arg(long, default_value_t = 2)]
+    bot_threads: usize,
+
     /// Share of visitors who close the tab while waiting (after 2-60 s).
     #[arg(long, default_value_t = 0.05)]
     abandon_share: f64,
@@ -215,6 +239,16 @@ enum IdentityMode {
     Optional,
     /// Every join carries one.
     Required,
+}
+
+/// A room's `challenge` setting, as far as the tool can play it.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+enum ChallengeMode {
+    /// No challenge.
+    Off,
+    /// A proof of work.
+    Pow,
 }
 
 fn main() -> ExitCode {
@@ -320,6 +354,21 @@ fn validate(a: &Args) -> Result<(), Error> {
     } else if a.identity_key.is_some() {
         return Err(Error::Config("--identity-key is for --accounts".into()));
     }
+    if a.challenge_bits.is_some_and(|b| !(8..=32).contains(&b)) {
+        return Err(Error::Config("--challenge-bits: 8 to 32".into()));
+    }
+    if a.bots > 200_000 {
+        return Err(Error::Config(format!("--bots {}: at most 200,000", a.bots)));
+    }
+    if !(1..=64).contains(&a.bot_threads) {
+        return Err(Error::Config("--bot-threads: 1 to 64".into()));
+    }
+    // The bots' places are read off their tickets.
+    if a.bots > 0 && a.signing_keys.is_none() {
+        return Err(Error::Config(
+            "--bots needs --signing-keys, to read each ticket's place".into(),
+        ));
+    }
     if a.max_seats_per_account == Some(0) {
         return Err(Error::Config("--max-seats-per-account: at least 1".into()));
     }
@@ -389,6 +438,14 @@ async fn run(args: Args) -> Result<bool, Error> {
         .or(args.accounts.map(|_| IdentityMode::Required));
     if let (Some(mode), Some(obj)) = (identity_mode, room_settings.as_object_mut()) {
         obj.insert("identity".into(), json!(mode));
+    }
+    if let Some(obj) = room_settings.as_object_mut() {
+        if let Some(mode) = args.challenge {
+            obj.insert("challenge".into(), json!(mode));
+        }
+        if let Some(bits) = args.challenge_bits {
+            obj.insert("challenge_bits".into(), json!(bits));
+        }
     }
     let start = Instant::now();
     let (settings, seats_total, hold_max) = if args.existing {
@@ -467,6 +524,15 @@ async fn run(args: Args) -> Result<bool, Error> {
         })
         .collect();
 
+    // Bots arrive on the same curve, in their own draw.
+    let mut bot_rng = Rng::new(args.seed ^ 0xb075_u64);
+    let bot_plans: Vec<bots::BotPlan> = (0..args.bots)
+        .map(|i| bots::BotPlan {
+            arrive_ms: lead.as_millis() as u64 + curve.arrival_ms(i, args.bots),
+            seed: bot_rng.next_u64(),
+        })
+        .collect();
+
     let max_in_flight = args.max_in_flight.unwrap_or_else(open_file_budget);
     let http = client::Http::new(&args.url, &room, max_in_flight).map_err(|e| Error::Http {
         what: "client".into(),
@@ -527,6 +593,11 @@ async fn run(args: Args) -> Result<bool, Error> {
     }
     let progress = progress::Progress::start(ctx.clone(), args.visitors as u64, !args.no_progress);
 
+    let shared_bots = Arc::new(bots::Bots::new(args.bot_kind, args.bot_threads));
+    let bot_tasks: Vec<_> = bot_plans
+        .into_iter()
+        .map(|p| tokio::spawn(bots::play(ctx.clone(), shared_bots.clone(), p)))
+        .collect();
     let tasks: Vec<_> = plans
         .into_iter()
         .map(|p| tokio::spawn(visitor::play(ctx.clone(), p)))
@@ -536,6 +607,13 @@ async fn run(args: Args) -> Result<bool, Error> {
         match t.await {
             Ok(log) => logs.push(log),
             Err(e) => tracing::error!("a visitor task failed: {e}"),
+        }
+    }
+    let mut bot_logs = Vec::with_capacity(bot_tasks.len());
+    for t in bot_tasks {
+        match t.await {
+            Ok(log) => bot_logs.push(log),
+            Err(e) => tracing::error!("a bot task failed: {e}"),
         }
     }
     // A last sample after everyone is done.
@@ -580,7 +658,31 @@ async fn run(args: Args) -> Result<bool, Error> {
             "identity": identity_mode, "identity_kid": identity_key.as_ref().map(IdentityKey::kid),
             "max_seats_per_account": args.max_seats_per_account,
         })),
+        "challenge": args.challenge, "challenge_bits": args.challenge_bits,
+        "bots": (args.bots > 0).then(|| json!({
+            "bots": args.bots, "kind": args.bot_kind, "threads": args.bot_threads,
+            "never_tries": bots::NEVER_TRIES,
+            "cpu_clock": "CLOCK_THREAD_CPUTIME_ID per solving thread, summed",
+            "solving": "one bot at a time (seed, solve on its threads, join)",
+            "after_admission": "leaves at once; never books",
+        })),
     });
+    // The challenge as the room has it (the origin's default bits when
+    // the tool set none).
+    let challenge_kind = settings
+        .get("challenge")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .or_else(|| args.challenge.map(|m| format!("{m:?}").to_lowercase()));
+    let challenge_plan = (challenge_kind.as_deref().is_some_and(|k| k != "off") || args.bots > 0)
+        .then(|| report::challenge::Plan {
+            kind: challenge_kind.clone().unwrap_or_else(|| "off".into()),
+            bits: settings
+                .get("challenge_bits")
+                .and_then(Value::as_u64)
+                .or(args.challenge_bits.map(u64::from)),
+            bots: (args.bots > 0).then_some((args.bot_kind, args.bots, args.bot_threads)),
+        });
     let inputs = report::Inputs {
         logs: &logs,
         samples: &samples,
@@ -605,6 +707,8 @@ async fn run(args: Args) -> Result<bool, Error> {
             accounts: n,
             max_seats_per_account: args.max_seats_per_account.map(u64::from),
         }),
+        challenge: challenge_plan,
+        bot_logs: &bot_logs,
     };
     let report = report::build(&inputs, scenario, metrics);
     write(
@@ -737,6 +841,56 @@ fn print_summary(r: &report::Report, out: &std::path::Path) {
             a.ended_by_account,
             a.browsers_ended_by_account
         );
+    }
+    if let Some(c) = &r.challenge {
+        let solving = if c.people_solves == 0 {
+            "none".to_owned()
+        } else {
+            format!(
+                "{} (p50 {:.2} s, p99 {:.2} s, max {:.2} s; {:.1} CPU s in all)",
+                c.people_solves,
+                c.people_solve_s.p50,
+                c.people_solve_s.p99,
+                c.people_solve_s.max,
+                c.people_cpu_s
+            )
+        };
+        println!(
+            "  challenge {} at {} bits: people solved {solving}; people's joins answered 428: {}, 403: {}",
+            c.kind,
+            c.bits.map_or("?".into(), |b| b.to_string()),
+            c.people_answered_428,
+            c.people_answered_403
+        );
+        if let Some(b) = &c.bots {
+            println!(
+                "  bots ({:?}): {}; joins {} (answered 428: {}, 403: {}, 200: {}); places {} (at most {} at once, {} bots with one); admitted bots {} ({} places); errors {:?}",
+                b.kind,
+                b.bots,
+                b.joins,
+                b.answered_428,
+                b.answered_403,
+                b.answered_200,
+                b.places,
+                b.max_places_at_once,
+                b.bots_with_a_place,
+                b.admitted_bots,
+                b.admitted_places,
+                b.errors
+            );
+            if b.solves > 0 {
+                println!(
+                    "  bots solved {} on {} threads each: {:.1} CPU s ({:.2} M hashes per CPU s), {} places per CPU s, solve p50 {:.2} s, max {:.2} s",
+                    b.solves,
+                    b.threads,
+                    b.cpu_s,
+                    b.hashes_per_cpu_s / 1e6,
+                    b.places_per_cpu_s.map_or("—".into(), |p| format!("{p:.3}")),
+                    b.solve_wall_s.p50,
+                    b.solve_wall_s.max
+                );
+            }
+        }
     }
     println!("  errors: {:?}", r.errors);
     for c in &r.checks {

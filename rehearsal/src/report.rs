@@ -1,9 +1,11 @@
 //! The report: every figure the run shows, computed from the visitors'
 //! logs and the operator's samples (pure; `chart.rs` draws it, `main.rs`
 //! writes it), and the checks that say whether the on-sale held. A run
-//! whose visitors share accounts has its own figures (`accounts`).
+//! whose visitors share accounts has its own figures (`accounts`), as
+//! has one in a room with a join challenge, or with bots (`challenge`).
 
 pub mod accounts;
+pub mod challenge;
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -66,6 +68,10 @@ pub struct Inputs<'a> {
     pub slow_payment_s: Option<(f64, f64)>,
     /// The accounts the visitors are browsers of, if they are.
     pub accounts: Option<accounts::Plan>,
+    /// The room's challenge and the bots, when either is in play.
+    pub challenge: Option<challenge::Plan>,
+    /// The bots' logs (none without `--bots`).
+    pub bot_logs: &'a [crate::bots::BotLog],
 }
 
 /// The whole report (written as JSON).
@@ -93,6 +99,8 @@ pub struct Report {
     pub fairness: Fairness,
     /// The accounts' figures, when the visitors are browsers of accounts.
     pub accounts: Option<accounts::Accounts>,
+    /// The join challenge's figures: people's solving, bots' places.
+    pub challenge: Option<challenge::Challenge>,
     /// Inside against capacity.
     pub capacity: Capacity,
     /// Seats.
@@ -594,6 +602,10 @@ pub fn build(inp: &Inputs, scenario: serde_json::Value, metrics: Vec<String>) ->
         polling,
         fairness,
         accounts,
+        challenge: inp
+            .challenge
+            .as_ref()
+            .map(|plan| challenge::build(plan, logs, inp.bot_logs)),
         capacity,
         seats,
         holds,
@@ -943,6 +955,19 @@ fn checks(r: &Report, sold_out: bool) -> Vec<Check> {
             );
         }
     }
+    if let Some(b) = r.challenge.as_ref().and_then(|c| c.bots.as_ref())
+        && let Some((name, target, ok)) = challenge::bots_check(b)
+    {
+        add(
+            name,
+            target,
+            format!(
+                "{} ({} bots, {} joins answered 428, {} answered 403)",
+                b.places, b.bots, b.answered_428, b.answered_403
+            ),
+            ok,
+        );
+    }
     add(
         "sold out",
         "every seat booked",
@@ -1059,6 +1084,9 @@ mod tests {
             place_ended: Vec::new(),
             shared: BTreeMap::new(),
             ended_places: Vec::new(),
+            challenges: 0,
+            challenges_failed: 0,
+            solves: Vec::new(),
             ended_ms: None,
             outcome,
         }
@@ -1091,6 +1119,8 @@ mod tests {
             target_booking_p99_ms: Some(400),
             slow_payment_s: Some((3.0, 6.0)),
             accounts: None,
+            challenge: None,
+            bot_logs: &[],
         }
     }
 

@@ -10,6 +10,10 @@
 //! own. It plays as any other; what its place's sharing causes (the place
 //! ending when another browser of the account books, the account's seat
 //! limit) is logged for the report to judge.
+//!
+//! In a room with a proof-of-work challenge a join is answered 428 with a
+//! seed: the visitor solves it as the page does (off its task, on the
+//! blocking pool) and joins again with the solution.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,6 +23,7 @@ use std::time::{Duration, Instant};
 use reqwest::Method;
 use serde_json::{Value, json};
 
+use crate::challenge;
 use crate::client::{Http, Jar, Reply};
 use crate::rng::Rng;
 
@@ -102,10 +107,11 @@ pub struct Plan {
 }
 
 /// How a visitor's visit ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// Still going when the run's time ran out.
+    #[default]
     TimedOut,
     /// Closed the tab while waiting.
     Abandoned,
@@ -158,7 +164,7 @@ pub struct PlaceEnd {
 }
 
 /// Everything one visitor saw. Times are ms after the run's zero.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct VisitorLog {
     /// Arrival order.
     pub index: usize,
@@ -209,6 +215,12 @@ pub struct VisitorLog {
     /// sent and the place's seq: the confirm that booked (the first send
     /// of its key), a leave.
     pub ended_places: Vec<(u64, u64)>,
+    /// Joins answered 428 `challenge_required`.
+    pub challenges: u64,
+    /// Joins answered 403 `challenge_failed`.
+    pub challenges_failed: u64,
+    /// Every proof of work solved: (wall seconds, CPU seconds).
+    pub solves: Vec<(f64, f64)>,
     /// When the visit ended.
     pub ended_ms: Option<u64>,
     /// How it ended.
@@ -224,6 +236,8 @@ struct Visit<'a> {
     log: VisitorLog,
     /// The ticket whose seq `log.seq` is.
     ticket_read: Option<String>,
+    /// The solved challenge its joins carry (`<seed>.<nonce>`).
+    solution: Option<String>,
 }
 
 /// What an answer showed of the visitor's place.
@@ -248,6 +262,7 @@ pub async fn play(ctx: Arc<Ctx>, plan: Plan) -> VisitorLog {
         },
         rng: Rng::new(plan.seed),
         ticket_read: None,
+        solution: None,
         log: VisitorLog {
             index: plan.index,
             account: plan.account.as_ref().map(|(a, _)| *a),
@@ -269,6 +284,9 @@ pub async fn play(ctx: Arc<Ctx>, plan: Plan) -> VisitorLog {
             place_ended: Vec::new(),
             shared: BTreeMap::new(),
             ended_places: Vec::new(),
+            challenges: 0,
+            challenges_failed: 0,
+            solves: Vec::new(),
             ended_ms: None,
             outcome: Outcome::TimedOut,
         },
@@ -405,11 +423,42 @@ impl Visit<'_> {
             }
             let sent = self.ctx.now_ms();
             self.log.queue_requests += 1;
-            let r = match step {
-                Step::Join => self.send(Method::POST, &join, None, &[]).await,
-                Step::Status => self.send(Method::GET, &status, None, &[PREFER_WAIT]).await,
+            let r = match (step, self.solution.clone()) {
+                (Step::Join, None) => self.send(Method::POST, &join, None, &[]).await,
+                (Step::Join, Some(sol)) => {
+                    let header = [(token::CHALLENGE_HEADER, sol.as_str())];
+                    self.send(Method::POST, &join, None, &header).await
+                }
+                (Step::Status, _) => self.send(Method::GET, &status, None, &[PREFER_WAIT]).await,
             };
             let got = self.ctx.now_ms();
+            if let Ok(reply) = &r
+                && step == Step::Join
+            {
+                match (reply.status, reply.code()) {
+                    // Solve it and join again at once, as the page does.
+                    // A second 428 for a solution sent is met as a failed
+                    // answer (backoff), the next one solved.
+                    (428, "challenge_required") => {
+                        self.log.challenges += 1;
+                        if self.solution.take().is_none()
+                            && let Some(pow) = challenge::Pow::from_body(&reply.body)
+                            && let Some(s) = challenge::solve_as_page(pow).await
+                        {
+                            self.log.solves.push((s.wall_s, s.cpu_s));
+                            self.solution = Some(s.header);
+                            continue;
+                        }
+                    }
+                    // Counted, then met as any failed answer; the next
+                    // join asks for a fresh seed.
+                    (403, "challenge_failed") => {
+                        self.log.challenges_failed += 1;
+                        self.solution = None;
+                    }
+                    _ => {}
+                }
+            }
             match r {
                 Ok(r) if r.status == 200 && r.body.get("state").is_some_and(Value::is_string) => {
                     failures = 0;
@@ -460,7 +509,9 @@ impl Visit<'_> {
                         }
                         "expired" => {
                             // The page offers "join again"; a visitor clicks it.
+                            // A used solution would give the ended place back.
                             self.place_ended("200 expired".into());
+                            self.solution = None;
                             step = Step::Join;
                             retried_join = false;
                             let d = self.rng.jitter(500.0, 0.5);

@@ -10,6 +10,10 @@
 //!    `--seconds`. `join (identity)` joins a room whose `identity` is
 //!    `required`, each join with an HS256 identity token of an account of its
 //!    own (minted before the timed phases), against `join` in a room without.
+//!    `join (pow)` joins a room with a proof-of-work challenge, each join
+//!    with a solution of its own (seeds fetched from the origin's 428s and
+//!    solved before each timed phase, at [`POW_BITS`]: the origin's check
+//!    costs the same at any difficulty), against `join`.
 //! 2. Store memory per waiting visitor with `--line` waiting in one room
 //!    (Redis `INFO memory`, or this process's resident memory on the
 //!    embedded store, before and after filling the line); with
@@ -54,7 +58,7 @@ use origin::queue::joins::{JoinStats, Joins};
 use origin::queue::memory::MemoryStore;
 use origin::queue::redis::{RedisConfig, RedisStore};
 use origin::queue::{JoinRequest, QueueStore};
-use origin::room::{AccountHash, IdentityMode, RoomId, RoomSettings, RoomState};
+use origin::room::{AccountHash, ChallengeKind, IdentityMode, RoomId, RoomSettings, RoomState};
 use origin::state::AppState;
 use token::{Claims, IdentityKeys, Keyring, Kind};
 
@@ -67,6 +71,10 @@ const IDENTITY_KID: &str = "site";
 const IDENTITY_SECRET: &[u8] = b"bench-identity-secret-0123456789";
 /// The room of the big line.
 const LINE_ROOM: &str = "bench-line";
+/// The proof-of-work room's difficulty: low, so solving tens of thousands
+/// of seeds before a phase takes seconds; the origin's check (two MACs and
+/// one hash) is the same work at any difficulty.
+const POW_BITS: u8 = 12;
 
 /// The allocator the `origin` binary ships with (its `main.rs`), so the
 /// origin is measured as it is deployed. One process has one allocator:
@@ -168,6 +176,9 @@ enum PhaseName {
     /// The same join, to a room that requires identity, each with a token
     /// of its own account.
     JoinIdentity,
+    /// The same join, to a room with a proof-of-work challenge, each with
+    /// a solution of its own.
+    JoinPow,
     /// Status of the first in a line of `--line`.
     StatusFront,
     /// Status of the last in a line of `--line`.
@@ -178,10 +189,11 @@ enum PhaseName {
 }
 
 impl PhaseName {
-    const ALL: [PhaseName; 6] = [
+    const ALL: [PhaseName; 7] = [
         PhaseName::Healthz,
         PhaseName::Join,
         PhaseName::JoinIdentity,
+        PhaseName::JoinPow,
         PhaseName::StatusFront,
         PhaseName::StatusBack,
         PhaseName::StatusBackPage,
@@ -675,6 +687,7 @@ async fn measure(
 ) -> Result<Report, Error> {
     let joins = RoomId::parse("bench-join").ok_or("room id")?;
     let identified = RoomId::parse("bench-join-identity").ok_or("room id")?;
+    let pow = RoomId::parse("bench-join-pow").ok_or("room id")?;
     let line = RoomId::parse(LINE_ROOM).ok_or("room id")?;
     // Paused: every join takes a place (nobody is let in at once), the
     // promoter admits nobody during the HTTP phases, and nobody is dropped
@@ -696,6 +709,13 @@ async fn measure(
     };
     store.put_room(&identified, &paused_identified).await?;
     store.set_state(&identified, RoomState::Paused).await?;
+    let paused_pow = RoomSettings {
+        challenge: ChallengeKind::Pow,
+        challenge_bits: POW_BITS,
+        ..paused.clone()
+    };
+    store.put_room(&pow, &paused_pow).await?;
+    store.set_state(&pow, RoomState::Paused).await?;
 
     // Fill the line through the store API, many joins in flight.
     // Redis's own accounting, or this process's resident memory for the
@@ -739,7 +759,7 @@ async fn measure(
     };
     let front = ticket(first);
     let back = ticket(last);
-    let plan: Vec<(&str, Target)> = [
+    let mut plan: Vec<(&str, Target)> = [
         (
             PhaseName::Healthz,
             ("/healthz", Target::get(addr, "/healthz", None)?),
@@ -753,7 +773,15 @@ async fn measure(
             (
                 "join (identity)",
                 Target::post(addr, &format!("/queue/{identified}/join"))?
-                    .identities(identity_tokens(&identified, args)?),
+                    .each(IDENTITY, identity_tokens(&identified, args)?),
+            ),
+        ),
+        (
+            PhaseName::JoinPow,
+            (
+                JOIN_POW,
+                // Solutions are fetched and solved before each timed run.
+                Target::post(addr, &format!("/queue/{pow}/join"))?,
             ),
         ),
         (
@@ -797,10 +825,17 @@ async fn measure(
     }
     let mut phases: Vec<Phase> = Vec::new();
     for round in 0..args.rounds {
-        for (i, (name, target)) in plan.iter().enumerate() {
+        for (i, (name, target)) in plan.iter_mut().enumerate() {
+            let warm = (args.requests / 20).clamp(200, 5_000);
+            if *name == JOIN_POW {
+                // Fresh seeds for every run, so none expires in the line
+                // of phases: each join a solution of its own.
+                let count = args.requests + if round == 0 { warm } else { 0 };
+                let solutions = pow_solutions(addr, target, count).await?;
+                *target = target.clone().each(CHALLENGE, solutions);
+            }
             if round == 0 {
                 // Warm up connections, caches and scripts; not recorded.
-                let warm = (args.requests / 20).clamp(200, 5_000);
                 load(
                     addr,
                     target,
@@ -956,14 +991,16 @@ struct Target {
     host: hyper::header::HeaderValue,
     authorization: Option<hyper::header::HeaderValue>,
     prefer: Option<hyper::header::HeaderValue>,
-    /// Identity tokens sent in turn, one a request (never one twice).
-    identities: Option<Arc<IdentityPool>>,
+    /// A header whose values are sent in turn, one a request (never one
+    /// twice): identity tokens, challenge solutions.
+    each: Option<Arc<HeaderPool>>,
 }
 
-/// Identity tokens minted before the timed phases, handed out in turn.
+/// Values of one header made before the timed phases, handed out in turn.
 #[derive(Debug)]
-struct IdentityPool {
-    tokens: Vec<hyper::header::HeaderValue>,
+struct HeaderPool {
+    name: hyper::header::HeaderName,
+    values: Vec<hyper::header::HeaderValue>,
     next: AtomicUsize,
 }
 
@@ -1021,16 +1058,21 @@ impl Target {
                 .map(|t| format!("Bearer {t}").try_into())
                 .transpose()?,
             prefer: None,
-            identities: None,
+            each: None,
         })
     }
 
-    /// The same request, carrying each of `tokens` in turn as its
-    /// `Waiting-Room-Identity`.
-    fn identities(self, tokens: Vec<hyper::header::HeaderValue>) -> Target {
+    /// The same request, carrying each of `values` in turn as its header
+    /// `name`.
+    fn each(
+        self,
+        name: hyper::header::HeaderName,
+        values: Vec<hyper::header::HeaderValue>,
+    ) -> Target {
         Target {
-            identities: Some(Arc::new(IdentityPool {
-                tokens,
+            each: Some(Arc::new(HeaderPool {
+                name,
+                values,
                 next: AtomicUsize::new(0),
             })),
             ..self
@@ -1057,10 +1099,10 @@ impl Target {
         if let Some(value) = &self.prefer {
             headers.insert(PREFER, value.clone());
         }
-        if let Some(pool) = &self.identities {
+        if let Some(pool) = &self.each {
             let i = pool.next.fetch_add(1, Ordering::Relaxed);
-            if let Some(value) = pool.tokens.get(i % pool.tokens.len().max(1)) {
-                headers.insert(IDENTITY, value.clone());
+            if let Some(value) = pool.values.get(i % pool.values.len().max(1)) {
+                headers.insert(pool.name.clone(), value.clone());
             }
         }
         req
@@ -1070,6 +1112,86 @@ impl Target {
 const PREFER: hyper::header::HeaderName = hyper::header::HeaderName::from_static("prefer");
 const IDENTITY: hyper::header::HeaderName =
     hyper::header::HeaderName::from_static("waiting-room-identity");
+const CHALLENGE: hyper::header::HeaderName =
+    hyper::header::HeaderName::from_static("waiting-room-challenge");
+/// The proof-of-work join phase's name in the report.
+const JOIN_POW: &str = "join (pow)";
+
+/// `count` solutions for the pow room `target` joins: seeds from the
+/// origin's 428s (a join without a solution takes no place), fetched over
+/// a few keep-alive connections, then solved on every core.
+async fn pow_solutions(
+    addr: SocketAddr,
+    target: &Target,
+    count: u64,
+) -> Result<Vec<hyper::header::HeaderValue>, Error> {
+    let started = Instant::now();
+    let bare = Target {
+        each: None,
+        ..target.clone()
+    };
+    let next = Arc::new(AtomicU64::new(0));
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let (next, bare) = (next.clone(), bare.clone());
+        tasks.spawn(async move {
+            let mut sender = connect(addr).await?;
+            let mut seeds = Vec::new();
+            while next.fetch_add(1, Ordering::Relaxed) < count {
+                let response = sender.send_request(bare.request()).await?;
+                let status = response.status();
+                let body = response.into_body().collect().await?.to_bytes();
+                let json: serde_json::Value = serde_json::from_slice(&body)?;
+                match (status.as_u16(), json.pointer("/challenge/seed")) {
+                    (428, Some(serde_json::Value::String(seed))) => seeds.push(seed.clone()),
+                    _ => return Err(format!("expected a 428 with a seed: {status} {json}").into()),
+                }
+            }
+            Ok::<_, Error>(seeds)
+        });
+    }
+    let mut seeds = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        seeds.extend(done??);
+    }
+    let fetched = started.elapsed().as_secs_f64();
+    let solutions = tokio::task::spawn_blocking(move || solve_all(&seeds)).await??;
+    eprintln!(
+        "{} pow solutions at {POW_BITS} bits: seeds fetched in {fetched:.1} s, solved in {:.1} s",
+        solutions.len(),
+        started.elapsed().as_secs_f64() - fetched
+    );
+    Ok(solutions)
+}
+
+/// Solves every seed at [`POW_BITS`], on as many threads as cores.
+fn solve_all(seeds: &[String]) -> Result<Vec<hyper::header::HeaderValue>, Error> {
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let chunk = seeds.len().div_ceil(threads).max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = seeds
+            .chunks(chunk)
+            .map(|part| {
+                s.spawn(move || {
+                    part.iter()
+                        .map(|seed| {
+                            let (nonce, _) =
+                                token::solve(seed, POW_BITS, 0).ok_or("no nonce for a seed")?;
+                            Ok(hyper::header::HeaderValue::try_from(format!(
+                                "{seed}.{nonce}"
+                            ))?)
+                        })
+                        .collect::<Result<Vec<_>, Error>>()
+                })
+            })
+            .collect();
+        let mut out = Vec::with_capacity(seeds.len());
+        for h in handles {
+            out.extend(h.join().map_err(|_| "a solving thread panicked")??);
+        }
+        Ok(out)
+    })
+}
 
 type Sender = hyper::client::conn::http1::SendRequest<Empty<Bytes>>;
 
@@ -1194,20 +1316,22 @@ fn print_http(args: &Args, r: &Report) {
             );
         }
     }
-    // The identity join against the plain one, round by round (target: at
-    // least 0.8).
-    if let (Some(id), Some(plain)) = (phase("join (identity)"), phase("join")) {
-        let listed: Vec<String> = id
-            .rounds
-            .iter()
-            .zip(&plain.rounds)
-            .map(|(x, y)| format!("{:.2}", x / y))
-            .collect();
-        println!(
-            "\njoin (identity) against join: {:.2} (rounds: {})",
-            id.per_second() / plain.per_second(),
-            listed.join(", ")
-        );
+    // The identity join (target: at least 0.8) and the pow join (0.9)
+    // against the plain one, round by round.
+    for name in ["join (identity)", JOIN_POW] {
+        if let (Some(id), Some(plain)) = (phase(name), phase("join")) {
+            let listed: Vec<String> = id
+                .rounds
+                .iter()
+                .zip(&plain.rounds)
+                .map(|(x, y)| format!("{:.2}", x / y))
+                .collect();
+            println!(
+                "\n{name} against join: {:.2} (rounds: {})",
+                id.per_second() / plain.per_second(),
+                listed.join(", ")
+            );
+        }
     }
     let us = |x: Option<f64>| x.map_or("-".to_owned(), |v| format!("{v:.0}"));
     println!("\nCPU time per request, µs (100 Hz accounting, so rough):");

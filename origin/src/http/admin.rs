@@ -176,7 +176,8 @@ fn invalid(e: impl std::fmt::Display) -> ApiError {
 }
 
 /// The room's own rules (which include what the stores can represent),
-/// and what this origin can do: identity needs a key to check tokens with.
+/// and what this origin can do: identity needs a key to check tokens with,
+/// Turnstile a secret and a site key.
 fn validate(state: &AppState, settings: &RoomSettings) -> Result<(), ApiError> {
     settings.validate().map_err(invalid)?;
     if settings.identity.is_on() && !state.identities.has_keys() {
@@ -185,6 +186,12 @@ fn validate(state: &AppState, settings: &RoomSettings) -> Result<(), ApiError> {
              --identity-keys or --identity-public-keys",
             settings.identity.as_str()
         )));
+    }
+    if settings.challenge == room::ChallengeKind::Turnstile && !state.turnstile.is_configured() {
+        return Err(invalid(
+            "challenge: \"turnstile\" needs Turnstile keys, and this origin was started \
+             without --turnstile-secret and --turnstile-site-key",
+        ));
     }
     Ok(())
 }

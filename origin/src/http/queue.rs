@@ -490,12 +490,12 @@ async fn join(
             now,
         )?,
         ChallengeKind::Turnstile => {
-            Box::pin(turnstile_proof(
-                &state,
-                &room,
-                rules.challenge,
-                answer,
+            Box::pin(state.turnstile.join_proof(
+                rules.challenge.fail,
+                answer.as_deref(),
                 standing,
+                client.exact_ip(),
+                now.saturating_mul(1000),
             ))
             .await?
         }
@@ -593,30 +593,10 @@ fn challenge_ask(state: &AppState, room: &RoomId, challenge: Challenge, now: u64
         ChallengeKind::Pow => {
             ApiError::ChallengeRequired(Box::new(ask_pow(&state.keys, room, challenge.bits, now)))
         }
-        ChallengeKind::Turnstile => turnstile_ask(state),
+        ChallengeKind::Turnstile => state.turnstile.ask().into(),
         // Not asked: only a join to a room that asks one is refused so.
         ChallengeKind::Off => ApiError::Internal,
     }
-}
-
-/// What a Turnstile room's join shows.
-async fn turnstile_proof(
-    state: &AppState,
-    room: &RoomId,
-    challenge: Challenge,
-    answer: Option<String>,
-    standing: bool,
-) -> Result<Proof, ApiError> {
-    let _ = (room, answer, standing);
-    match challenge.fail {
-        room::ChallengeFail::Open => Ok(Proof::NotAsked),
-        room::ChallengeFail::Closed => Err(turnstile_ask(state)),
-    }
-}
-
-/// The 428 of a Turnstile room.
-fn turnstile_ask(_state: &AppState) -> ApiError {
-    ApiError::ChallengeUnavailable
 }
 
 /// The visitor id of an account's place: the same for every browser of the

@@ -77,6 +77,13 @@ impl ClientKey {
         }
     }
 
+    /// The client's own address, where the key holds it whole (IPv4, or
+    /// IPv6 at /128): for checks that want the visitor's address, never a
+    /// network's (Turnstile's `remoteip`).
+    pub fn exact_ip(&self) -> Option<IpAddr> {
+        (self.ip.is_ipv4() || self.prefix == 128).then_some(self.ip)
+    }
+
     /// The short text the store keeps beside every place given under the
     /// place cap (its length is paid per place): the address's bytes in
     /// base64url, 6 characters for IPv4; for IPv6 the prefix length and the
@@ -264,6 +271,17 @@ mod tests {
     }
 
     const SECRET: &str = "edge-secret-0123456789";
+
+    #[test]
+    fn the_exact_address_only_where_the_key_holds_it_whole() {
+        let v4: IpAddr = "203.0.113.9".parse().unwrap();
+        assert_eq!(ClientKey::of(v4, 64).exact_ip(), Some(v4));
+        let mapped: IpAddr = "::ffff:203.0.113.9".parse().unwrap();
+        assert_eq!(ClientKey::of(mapped, 64).exact_ip(), Some(v4));
+        let v6: IpAddr = "2001:db8::7".parse().unwrap();
+        assert_eq!(ClientKey::of(v6, 64).exact_ip(), None);
+        assert_eq!(ClientKey::of(v6, 128).exact_ip(), Some(v6));
+    }
 
     #[test]
     fn a_trusted_proxy_names_the_client_others_do_not() {

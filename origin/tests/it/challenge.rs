@@ -171,8 +171,9 @@ async fn one_solution_from_a_hundred_browsers_is_one_place() {
 }
 
 /// A ticket's standing place comes back without a solution; once the
-/// place is gone, a rejoin with that ticket is asked again, and the old
-/// solution gives a new place (its place ended).
+/// place is gone, a rejoin with that ticket is asked again, the old
+/// solution is spent (from any browser: `expired`, no place), and a new
+/// one gives a new place.
 #[tokio::test]
 async fn a_standing_place_needs_no_new_solution() {
     let t = test_store(STORE);
@@ -191,8 +192,16 @@ async fn a_standing_place_needs_no_new_solution() {
     let r = api.join_answering(&room, Some(&ticket), None).await;
     asked_seed(&r, 10);
     assert_eq!(figures(t.store.as_ref(), &room).await.0, 0);
+    for ticket in [Some(ticket.as_str()), None] {
+        let r = api.join_answering(&room, ticket, Some(&answer)).await;
+        assert_eq!(r.status, 200, "{}", r.json);
+        assert_eq!(r.json["state"], "expired", "a spent solution: {}", r.json);
+        assert!(r.json["ticket"].is_null());
+        assert_eq!(figures(t.store.as_ref(), &room).await, (0, 1));
+    }
+    let seed = asked_seed(&api.join_answering(&room, None, None).await, 10);
     let r = api
-        .join_answering(&room, Some(&ticket), Some(&answer))
+        .join_answering(&room, None, Some(&solve(&seed, 10)))
         .await;
     assert_eq!(r.status, 200, "{}", r.json);
     assert_ne!(seq_of(&r.ticket(), &room), seq, "a new place");

@@ -60,6 +60,7 @@ mod on_redis {
     mod sessions;
     mod snapshots;
     mod tokens;
+    mod turnstile;
 }
 
 /// Every subject here runs on the embedded store; the same list is in
@@ -93,4 +94,5 @@ mod on_memory {
     mod sessions;
     mod snapshots;
     mod tokens;
+    mod turnstile;
 }

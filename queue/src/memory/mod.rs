@@ -482,18 +482,23 @@ impl Room {
         {
             return answer;
         }
-        // So does a solution shown before, while the place it took stands.
+        // So does a solution shown before, while the place it took stands;
+        // once that place has ended the solution is spent (one solution,
+        // one place).
         let solution = match req.proof {
             Proof::NotAsked => None,
             Proof::Missing => return Joined::ChallengeNeeded,
             Proof::Solved { key, expires_at_ms } => Some((key, expires_at_ms)),
         };
         let solved = solution.and_then(|(key, _)| r.solutions.get(&key).map(|&(m, _)| m));
-        if let Some(answer) = solved
-            .filter(|&m| Some(m) != mine && Some(m) != theirs)
-            .and_then(|m| r.rejoin(&e, now, m))
-        {
-            return answer;
+        if let Some(m) = solved {
+            if Some(m) != mine
+                && Some(m) != theirs
+                && let Some(answer) = r.rejoin(&e, now, m)
+            {
+                return answer;
+            }
+            return Joined::Answer(r.view(&e, now, None, Standing::Gone));
         }
         if Room::refusing(&e) {
             return Joined::Answer(r.view(&e, now, None, Standing::Closed));

@@ -300,6 +300,9 @@ mod tests {
             place_ended: Vec::new(),
             shared: BTreeMap::new(),
             ended_places: Vec::new(),
+            challenges: 0,
+            challenges_failed: 0,
+            solves: Vec::new(),
             ended_ms: None,
             outcome,
         }

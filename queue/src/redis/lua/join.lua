@@ -22,7 +22,8 @@
 --     standing place is given back, else the outcome 'challenge')
 --   the minute its seed expires in (s, f; see the prelude's sol:<w>)
 -- A solution shown again gets the place it took while that stands, as a
--- ticket or an account does: one solution, one place.
+-- ticket or an account does, and 'gone' once it has ended: one solution,
+-- one place.
 -- (A plain join's three constant arguments cost Redis's parser and Lua's
 -- strings a tenth of the join's work; they are not sent.)
 -- Returns room_figures(), then one text, values separated by spaces (the
@@ -30,7 +31,7 @@
 -- each join in order standing()'s five values, with the member in place of
 -- the seq (seq = base + member) and outcome waiting | admitted |
 -- closed | sold_out | limit (the client already holds its cap of places: in
--- line or inside) | challenge (see above), or the one value '+' for a join that reads as the one
+-- line or inside) | challenge | gone (a spent solution: see above), or the one value '+' for a join that reads as the one
 -- before it, one further back: waiting, the next member, the next position
 -- (or none after none), no session, the line one longer (most joins of a
 -- busy room; Lua writes no number for them); or UNKNOWN_ROOM. The room's
@@ -235,8 +236,12 @@ local function join_one(out, room, now, span, existing, draw, holder, max_places
   end
   if solution ~= '' then
     local solved = member_of(room, redis.call('HGET', STEM .. 'sol:' .. window, solution))
-    if solved and solved ~= mine and solved ~= theirs and rejoin(out, room, now, solved) then
-      return
+    if solved then
+      if solved ~= mine and solved ~= theirs and rejoin(out, room, now, solved) then
+        return
+      end
+      -- Its place has ended: the solution is spent.
+      return answer(out, room, 'gone')
     end
   end
 
