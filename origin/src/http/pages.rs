@@ -187,18 +187,11 @@ async fn waiting_room(
 /// Turnstile, and only when this origin has a site key. A store that
 /// cannot say gives none; the page then meets the 428 and reloads once.
 async fn turnstile_key<'s>(state: &'s AppState, room: &RoomId) -> Option<&'s str> {
-    let key = site_key(state)?;
+    let key = state.turnstile.site_key()?;
     match state.queue.figures(room).await {
         Ok(f) if f.settings.challenge == ChallengeKind::Turnstile => Some(key),
         _ => None,
     }
-}
-
-/// The origin's `--turnstile-site-key`.
-// HOOK (join challenge): return `state.turnstile.site_key()` once AppState
-// carries the Turnstile settings; until then no page loads the widget.
-fn site_key(_state: &AppState) -> Option<&str> {
-    None
 }
 
 /// The room's seat page (HTML): performances, seats, hold, payment, the
