@@ -5,13 +5,17 @@
 // work, 403 challenge_failed for a stale seed, 428 Turnstile for a page
 // without a site key. This pins what the page does with each answer (the
 // solver's worker under the CSP, the header, a fresh seed after 403, giving
-// up after a few, the move to the origin's page for Turnstile) while the
-// origin's join is wired; tests/origin/flow.test.mjs drives the real one.
+// up after a few, the move to the origin's page for Turnstile);
+// tests/origin/flow.test.mjs drives the real proof of work. Turnstile with
+// a site key runs against the real origin, its siteverify and Cloudflare's
+// script stood in for.
 //
 // Screenshots go to target/e2e-artifacts/. Run by scripts/flow-test.sh.
 
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
+import { once } from "node:events";
+import http from "node:http";
 import path from "node:path";
 import { after, before, test } from "node:test";
 
@@ -196,27 +200,34 @@ test("Turnstile without a site key: the origin's page once, then a message", { t
 });
 
 test("Turnstile with a site key: the widget's token goes with the join", { timeout: 60000 }, async () => {
-  const { ctx, page, errors } = await newPage();
-  const joins = await standIn(page, (solution) => (solution === "widget-token"
-    ? [200, { ...ADMITTED, ticket: "t" }]
-    : [428, {
-      error: { code: "challenge_required", message: "complete the check" },
-      challenge: { kind: "turnstile", site_key: "1x00000000000000000000AA" },
-    }]));
-  // The page as the origin renders it for a Turnstile room: the site key in
-  // its config and the CSP allowing Cloudflare (pages' unit tests pin that
-  // policy); this origin has no site key yet, so the test adds both.
-  await page.route(`**/waiting-room/${ROOM}`, async (route) => {
-    const real = await route.fetch();
-    const config = JSON.stringify({ siteKey: "1x00000000000000000000AA",
-      script: "https://challenges.cloudflare.com/turnstile/v0/api.js?render=explicit" });
-    const body = (await real.text()).replace('"api":', `"turnstile":${config},"api":`);
-    const csp = real.headers()["content-security-policy"]
-      .replace(/(script-src [^;]+)/, "$1 https://challenges.cloudflare.com")
-      .concat("; frame-src https://challenges.cloudflare.com");
-    await route.fulfill({ response: real, body, headers: { ...real.headers(), "content-security-policy": csp } });
+  // The real origin with a Turnstile room, checking tokens at a stand-in
+  // siteverify that passes "widget-token" only.
+  const verified = [];
+  const siteverify = http.createServer((req, res) => {
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks).toString();
+      verified.push(body);
+      res.writeHead(200, { "Content-Type": "application/json" });
+      res.end(JSON.stringify(body.includes("widget-token")
+        ? { success: true, "error-codes": [] } : { success: false, "error-codes": ["invalid-input-response"] }));
+    });
   });
-  // A stand-in widget: renders a box and hands over a token.
+  siteverify.listen(0, "127.0.0.1");
+  await once(siteverify, "listening");
+  const ts = await startOrigin({
+    dir, name: "origin-turnstile", rooms: [{ id: "ts", challenge: "turnstile" }],
+    args: ["--turnstile-secret", "e2e-turnstile-secret", "--turnstile-site-key", "1x00000000000000000000AA",
+      "--turnstile-verify-url", `http://127.0.0.1:${siteverify.address().port}/siteverify`],
+  });
+  const { ctx, page, errors } = await newPage();
+  const joins = [];
+  page.on("request", (r) => { if (r.url().endsWith("/queue/ts/join")) joins.push(r.headers()[HEADER] || null); });
+  const answers = [];
+  page.on("response", (r) => { if (r.url().endsWith("/queue/ts/join")) answers.push(r.status()); });
+  // A stand-in widget (this machine cannot reach Cloudflare): renders a
+  // box and hands over a token.
   await page.route("https://challenges.cloudflare.com/turnstile/v0/api.js?render=explicit", (route) => route.fulfill({
     status: 200, contentType: "text/javascript",
     body: `window.turnstile = { render: function (el, o) {
@@ -224,12 +235,20 @@ test("Turnstile with a site key: the widget's token goes with the join", { timeo
       setTimeout(function () { o.callback("widget-token"); }, 300);
       return "w1"; }, reset: function () {} };`,
   }));
-  await page.goto(`${origin.url}/waiting-room/${ROOM}`);
+  await page.route("**/book/ts/", (route) => route.fulfill({ status: 200, contentType: "text/html", body: "<p id=in>in</p>" }));
+  const response = await page.goto(`${ts.url}/waiting-room/ts`);
+  const csp = response.headers()["content-security-policy"];
+  assert.match(csp, /script-src 'sha256-[^;]* https:\/\/challenges\.cloudflare\.com;/);
+  assert.match(csp, /frame-src https:\/\/challenges\.cloudflare\.com/);
   await page.waitForSelector("#wr-turnstile:not([hidden])", { timeout: 10000 });
   assert.match(await page.textContent("#wr-msg"), /complete the check below/);
   assert.equal(await page.textContent("#wr-turnstile"), "widget 1x00000000000000000000AA");
-  await page.waitForURL(`${origin.url}/book/${ROOM}/`, { timeout: 15000 });
+  await page.waitForURL(`${ts.url}/book/ts/`, { timeout: 15000 });
   assert.deepEqual(joins, [null, "widget-token"]);
+  assert.deepEqual(answers, [428, 200]);
+  assert.equal(verified.length, 1);
+  assert.match(verified[0], /e2e-turnstile-secret/);
   assert.deepEqual(errors, [], "no script errors");
   await ctx.close();
+  siteverify.close();
 });
