@@ -5,7 +5,9 @@
 # the seat page, a hold, a declined card, a booking (English and Korean) on
 # the real booking API, each origin on a SQLite file in its own temp folder;
 # and the seat page's script against a stand-in booking API
-# (tests/origin/seats.test.mjs); and the operator's console at /admin/
+# (tests/origin/seats.test.mjs); the waiting page's join challenge against a
+# stand-in join (tests/origin/challenge.test.mjs: proof of work in a worker,
+# a stale seed, Turnstile); and the operator's console at /admin/
 # (tests/origin/console.test.mjs): the key, a filling line, pause, a refused
 # and an accepted rate, resume, close. Screenshots land in
 # target/e2e-artifacts/.
@@ -17,8 +19,14 @@
 # build, which is quick to make and fast enough for one browser).
 #
 # Usage: scripts/flow-test.sh
+#        scripts/flow-test.sh --pow-bench [args]   (the solver's difficulty
+#        table instead: scripts/pow-bench.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [[ "${1:-}" == "--pow-bench" ]]; then
+  shift
+  exec scripts/pow-bench.sh "$@"
+fi
 . scripts/lib.sh
 log() { printf '\nflow-test: %s\n' "$*" >&2; }
 started=$SECONDS
@@ -35,6 +43,7 @@ fi
 log "chromium against the origin alone (node --test tests/origin/)"
 mkdir -p target/e2e-artifacts
 run_guarded timeout --signal=TERM 300 node --test --test-concurrency=1 --test-reporter=spec \
-  tests/origin/flow.test.mjs tests/origin/seats.test.mjs tests/origin/console.test.mjs
+  tests/origin/flow.test.mjs tests/origin/seats.test.mjs tests/origin/challenge.test.mjs \
+  tests/origin/console.test.mjs
 
 log "passed in $((SECONDS - started)) s; screenshots in target/e2e-artifacts/"

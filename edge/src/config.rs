@@ -62,6 +62,11 @@ pub struct PageStyle {
     pub title: Option<String>,
     /// `PAGE_COLOR`: `#rgb` or `#rrggbb`; `None` uses the built-in blue.
     pub color: Option<String>,
+    /// `TURNSTILE_SITE_KEY`: the origin's `--turnstile-site-key`, so the
+    /// page can show the widget in a room that asks for Turnstile; `None`:
+    /// the page has no widget and Turnstile rooms cannot be joined through
+    /// the edge's page.
+    pub turnstile_site_key: Option<String>,
 }
 
 /// Everything the gate needs to decide, parsed and checked.
@@ -164,6 +169,7 @@ impl EdgeConfig {
     /// | `BYPASS_SECRET` | off, secret | ≥ 16 bytes when set |
     /// | `PAGE_TITLE` | built-in | at most 80 characters |
     /// | `PAGE_COLOR` | built-in | `#rgb` or `#rrggbb` |
+    /// | `TURNSTILE_SITE_KEY` | off | `[A-Za-z0-9_-]`, at most 100 |
     ///
     /// # Errors
     ///
@@ -203,6 +209,9 @@ impl EdgeConfig {
                 .transpose()?,
             color: optional(&get, "PAGE_COLOR")
                 .map(|c| check_color(&c).map(|()| c.to_ascii_lowercase()))
+                .transpose()?,
+            turnstile_site_key: optional(&get, "TURNSTILE_SITE_KEY")
+                .map(|k| check_site_key(&k).map(|()| k))
                 .transpose()?,
         };
 
@@ -426,6 +435,24 @@ fn check_color(color: &str) -> Result<(), ConfigError> {
     }
 }
 
+/// A Turnstile site key goes into the page's script config: only the
+/// characters Cloudflare's keys are made of.
+fn check_site_key(key: &str) -> Result<(), ConfigError> {
+    if !key.is_empty()
+        && key.len() <= 100
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        Ok(())
+    } else {
+        Err(invalid(
+            "TURNSTILE_SITE_KEY",
+            "must be 1 to 100 of A-Z a-z 0-9 _ -",
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
@@ -483,6 +510,7 @@ mod tests {
             ("BYPASS_SECRET", "staff-bypass-secret-0123"),
             ("PAGE_TITLE", "Tickets — 공연"),
             ("PAGE_COLOR", "#AA3300"),
+            ("TURNSTILE_SITE_KEY", "0x4AAAAAAA_site-key"),
         ]))
         .expect("valid");
         assert_eq!(cfg.origin, "https://origin.example.com");
@@ -495,6 +523,10 @@ mod tests {
         assert!(!cfg.is_bypass_secret(""));
         assert_eq!(cfg.page.title.as_deref(), Some("Tickets — 공연"));
         assert_eq!(cfg.page.color.as_deref(), Some("#aa3300"));
+        assert_eq!(
+            cfg.page.turnstile_site_key.as_deref(),
+            Some("0x4AAAAAAA_site-key")
+        );
     }
 
     #[test]
@@ -537,6 +569,8 @@ mod tests {
             ("PAGE_COLOR", "red"),
             ("PAGE_COLOR", "#12345g"),
             ("PAGE_COLOR", "#1234;}body{x"),
+            ("TURNSTILE_SITE_KEY", "key\"</script>"),
+            ("TURNSTILE_SITE_KEY", "a b"),
         ];
         for (var, value) in cases {
             let err = EdgeConfig::from_vars(vars(&[(var, value)]))

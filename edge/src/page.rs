@@ -1,7 +1,7 @@
 //! The waiting page as the edge serves it. The page itself (HTML, CSS,
 //! script, English and Korean) is the shared `pages` crate's, so the origin
 //! serves the very same one; what is the edge's lives here: preparing it
-//! from `PAGE_TITLE` and `PAGE_COLOR`, the queue URLs it polls (the edge
+//! from `PAGE_TITLE`, `PAGE_COLOR` and `TURNSTILE_SITE_KEY`, the queue URLs it polls (the edge
 //! passes `/queue/*` through), and the edge's own URL of the page.
 
 use crate::config::{PAGE_PREFIX, PageStyle, QUEUE_PREFIX};
@@ -16,22 +16,26 @@ pub use pages::waiting::{Strings, strings};
 /// The waiting page prepared for the edge's settings, built once per
 /// isolate.
 #[derive(Debug, Clone)]
-pub struct Page(pages::WaitingPage);
+pub struct Page {
+    page: pages::WaitingPage,
+    turnstile_site_key: Option<String>,
+}
 
 impl Page {
     /// Prepares the page for these settings.
     #[must_use]
     pub fn new(style: &PageStyle) -> Page {
-        Page(pages::WaitingPage::new(
-            style.title.as_deref(),
-            style.color.as_deref(),
-        ))
+        Page {
+            page: pages::WaitingPage::new(style.title.as_deref(), style.color.as_deref()),
+            turnstile_site_key: style.turnstile_site_key.clone(),
+        }
     }
 
-    /// The `Content-Security-Policy` to serve the page with.
+    /// The `Content-Security-Policy` to serve the page with (allowing
+    /// Cloudflare's Turnstile widget when `TURNSTILE_SITE_KEY` is set).
     #[must_use]
     pub fn csp(&self) -> &str {
-        self.0.csp()
+        self.page.csp_for(self.turnstile_site_key.is_some())
     }
 
     /// The page for `room` in `lang`, sending the visitor to `target` (a
@@ -39,13 +43,17 @@ impl Page {
     /// admitted; with `fail_open`, also when the queue cannot be reached.
     #[must_use]
     pub fn render(&self, room: &str, target: &str, lang: Lang, fail_open: bool) -> String {
-        self.0.render(&pages::waiting::Visit {
+        self.page.render(&pages::waiting::Visit {
             room,
             target,
             lang,
             fail_open,
             join: &format!("{QUEUE_PREFIX}{room}/join"),
             status: &format!("{QUEUE_PREFIX}{room}/status"),
+            // The edge does not know which rooms ask for Turnstile: with a
+            // site key every page may show the widget, which it loads only
+            // when a join asks for it.
+            turnstile_site_key: self.turnstile_site_key.as_deref(),
         })
     }
 }
@@ -65,6 +73,7 @@ mod tests {
         let page = Page::new(&PageStyle {
             title: Some("Tix".to_owned()),
             color: Some("#aa3300".to_owned()),
+            turnstile_site_key: None,
         });
         let html = page.render("concert", "/book/concert/", Lang::Ko, true);
         assert!(html.contains("<title>Tix</title>"));
@@ -74,6 +83,22 @@ mod tests {
         assert!(html.contains("\"failOpen\":true"));
         assert!(html.contains(strings(Lang::Ko).label_position));
         assert!(page.csp().starts_with("default-src 'none'"));
+        assert!(page.csp().contains("worker-src blob:"));
+        assert!(!page.csp().contains("cloudflare") && !html.contains("siteKey\":"));
+    }
+
+    #[test]
+    fn a_turnstile_site_key_reaches_the_page_and_its_csp() {
+        let page = Page::new(&PageStyle {
+            turnstile_site_key: Some("0x4AAA-key".to_owned()),
+            ..PageStyle::default()
+        });
+        let html = page.render("concert", "/book/concert/", Lang::En, false);
+        assert!(html.contains("\"siteKey\":\"0x4AAA-key\""));
+        assert!(
+            page.csp()
+                .contains("frame-src https://challenges.cloudflare.com")
+        );
     }
 
     #[test]

@@ -68,13 +68,16 @@ impl Reply {
                     "error": {
                         "code": "in_queue",
                         "message": "This resource is behind a waiting room. Join the line, poll \
-                                    its status, and retry with the entry token once admitted.",
+                                    its status, and retry with the entry token once admitted. \
+                                    A join may answer 428 challenge_required: solve it and send \
+                                    the join again with the Waiting-Room-Challenge header.",
                     },
                     "queue": {
                         "room": room,
                         "join": format!("/queue/{room}/join"),
                         "status": format!("/queue/{room}/status"),
                         "page": page_url(room, target),
+                        "challenge_header": token::CHALLENGE_HEADER,
                     },
                 });
                 let mut reply = json_reply(429, body.to_string());
@@ -209,6 +212,10 @@ mod tests {
         assert_eq!(body["queue"]["room"], "concert");
         assert_eq!(body["queue"]["join"], "/queue/concert/join");
         assert_eq!(body["queue"]["status"], "/queue/concert/status");
+        assert_eq!(body["queue"]["challenge_header"], "Waiting-Room-Challenge");
+        let message = body["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains("428 challenge_required"), "{message}");
+        assert!(message.contains("Waiting-Room-Challenge"), "{message}");
         assert_eq!(
             body["queue"]["page"],
             "/waiting-room/concert?to=%2Fapi%2Fseats%3Fx%3D1"

@@ -22,12 +22,55 @@ pub(crate) fn csp_hash(text: &str) -> String {
 /// (`None`: the page runs no script at all). Requests may go to the page's
 /// own site only.
 pub(crate) fn csp(css: &str, js: Option<&str>) -> String {
-    let script = js.map_or_else(|| "'none'".to_owned(), csp_hash);
-    format!(
+    csp_with(css, js, &Allow::default())
+}
+
+/// What a page's policy allows beyond its own inline style and script.
+#[derive(Default)]
+pub(crate) struct Allow<'a> {
+    /// Script hosts (added to `script-src` after the script's hash).
+    pub scripts: &'a [&'a str],
+    /// Whole directives appended to the policy (`worker-src blob:`).
+    pub directives: &'a [&'a str],
+}
+
+/// [`csp`] with `allow`'s script hosts and directives added.
+pub(crate) fn csp_with(css: &str, js: Option<&str>, allow: &Allow<'_>) -> String {
+    let mut script = js.map_or_else(|| "'none'".to_owned(), csp_hash);
+    for host in allow.scripts {
+        script.push(' ');
+        script.push_str(host);
+    }
+    let mut policy = format!(
         "default-src 'none'; style-src {}; script-src {script}; connect-src 'self'; \
          img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
         csp_hash(css)
-    )
+    );
+    for directive in allow.directives {
+        policy.push_str("; ");
+        policy.push_str(directive);
+    }
+    policy
+}
+
+/// A page's script as it is served: each line without its indentation,
+/// blank lines and `//` comments (the source keeps them for readers). A
+/// comment after code goes only when no quote or slash comes before it, so
+/// no string or regex is cut; the scripts have no multi-line strings.
+pub(crate) fn compact_js(js: &str) -> String {
+    let mut out = String::with_capacity(js.len());
+    for line in js.lines().map(str::trim) {
+        let code = match line.split_once(" //") {
+            Some((code, _)) if !code.contains(['"', '\'', '`', '/']) => code.trim_end(),
+            _ => line,
+        };
+        if code.is_empty() || code.starts_with("//") {
+            continue;
+        }
+        out.push_str(code);
+        out.push('\n');
+    }
+    out
 }
 
 /// Escapes text for HTML element content and double-quoted attributes.
@@ -206,6 +249,16 @@ pub(crate) mod tests {
             assert!(accent_css(Some(bad), "").contains(DEFAULT_COLOR), "{bad:?}");
         }
         assert!(accent_css(None, "").contains(DEFAULT_COLOR));
+    }
+
+    #[test]
+    fn compact_js_drops_indentation_and_comment_lines() {
+        let js = "// head\n(function () {\n  var a = \"//x\"; // kept\n\n    // gone\n  \
+                  f(a);   // gone too\n  b = /x/; // kept\n})();\n";
+        assert_eq!(
+            compact_js(js),
+            "(function () {\nvar a = \"//x\"; // kept\nf(a);\nb = /x/; // kept\n})();\n"
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! brings its [`Parts`], its words and its config; the skeleton does the
 //! rest, so every page is served the same way.
 
-use crate::html::{accent_css, csp, escape, fill};
+use crate::html::{Allow, accent_css, compact_js, csp, csp_with, escape, fill};
 use crate::lang::Lang;
 
 /// The stylesheet every page's own sheet follows.
@@ -50,7 +50,8 @@ pub(crate) struct Script {
 pub(crate) struct Skeleton {
     template: String,
     css: String,
-    js: &'static str,
+    /// The page's script as served ([`compact_js`]).
+    js: String,
     csp: String,
     title: Option<String>,
 }
@@ -76,12 +77,12 @@ impl Skeleton {
             head = parts.head,
             body = parts.body,
         );
-        let js = parts.script.as_ref().map(|s| s.js);
+        let js = parts.script.as_ref().map(|s| compact_js(s.js));
         Skeleton {
             template,
-            csp: csp(&css, js),
+            csp: csp(&css, js.as_deref()),
             css,
-            js: js.unwrap_or(""),
+            js: js.unwrap_or_default(),
             title: title.map(str::to_owned),
         }
     }
@@ -89,6 +90,13 @@ impl Skeleton {
     /// The `Content-Security-Policy` to serve the page with.
     pub(crate) fn csp(&self) -> &str {
         &self.csp
+    }
+
+    /// The page's policy allowing `allow` too (built by the caller once:
+    /// it hashes the page's style and script again).
+    pub(crate) fn csp_allowing(&self, allow: &Allow<'_>) -> String {
+        let js = (!self.js.is_empty()).then_some(self.js.as_str());
+        csp_with(&self.css, js, allow)
     }
 
     /// The page in `lang`, titled by the operator or else `default_title`
@@ -110,7 +118,7 @@ impl Skeleton {
                 "lang" => Some(lang.tag()),
                 "title" => Some(title.as_str()),
                 "css" => Some(self.css.as_str()),
-                "js" => Some(self.js),
+                "js" => Some(self.js.as_str()),
                 "config" => Some(config),
                 _ => labels
                     .iter()

@@ -4,7 +4,8 @@
 // ahead are let in one at a time, and lands on the seat page at
 // /book/concert/, which the edge gates with the entry token like the
 // booking API under /api/concert/. There it holds two seats, pays and sees
-// the booking, in English and then in Korean. Screenshots of the waiting
+// the booking, in English and then in Korean. In a proof-of-work room the
+// edge's page solves the join challenge and passes. Screenshots of the waiting
 // page and the seat page in both languages go to target/e2e-artifacts/.
 // Run by scripts/edge-test.sh.
 
@@ -58,6 +59,8 @@ before(async () => {
       { id: "full", capacity: 1, admit_per_second: 1.0, session_seconds: 60, abandon_seconds: 60, max_line: 1 },
       { id: "retry", capacity: 1, admit_per_second: 5.0, session_seconds: 30, abandon_seconds: 30 },
       { id: "failopen", capacity: 1, admit_per_second: 5.0, session_seconds: 60, abandon_seconds: 6 },
+      // Joins cost a proof of work, solved by the edge's waiting page.
+      { id: "pow", capacity: 10, admit_per_second: 5.0, challenge: "pow", challenge_bits: 16 },
     ],
   };
   origin = await startOrigin(originArgs);
@@ -68,6 +71,7 @@ before(async () => {
     { room: "full", paths: ["/full/"] },
     { room: "retry", paths: ["/retry/"] },
     { room: "failopen", paths: ["/open/"] },
+    { room: "pow", paths: ["/pow/"] },
   ];
   const vars = { PAGE_TITLE: "Spring Concert", PAGE_COLOR: "#b4235a" };
   [edge, openEdge] = await Promise.all([
@@ -267,6 +271,26 @@ test("the page counts down before the opening and says when the line is full", {
   await page.waitForFunction(() => /full/.test(document.getElementById("wr-msg").textContent), null, { timeout: 15000 });
   assert.match(await page.textContent("#wr-live"), /full/, "the live region says so too");
   await page.screenshot({ path: path.join(ARTIFACTS, "waiting-page-sold-out.png") });
+  await ctx.close();
+});
+
+test("a proof-of-work room: the edge's page solves in its worker and passes", { timeout: 60000 }, async () => {
+  const ctx = await browser.newContext({ locale: "en-US" });
+  const page = await ctx.newPage();
+  const answers = [];
+  page.on("response", (r) => { if (r.url().endsWith("/queue/pow/join")) answers.push(r.status()); });
+  const worker = page.waitForEvent("worker", { timeout: 15000 });
+  const wanted = `${edge.url}/pow/show`;
+  const held = await page.goto(wanted);
+  assert.match(held.headers()["content-security-policy"], /worker-src blob:/);
+  assert.doesNotMatch(held.headers()["content-security-policy"], /cloudflare/);
+  assert.match((await worker).url(), /^blob:/);
+  // Admitted: back at the wanted page, which the edge now passes to the
+  // origin (whose own 404 for this path is the proof of passage).
+  await page.waitForFunction(() => !document.getElementById("wr-config"), null, { timeout: 30000 });
+  assert.equal(page.url(), wanted);
+  assert.match(await page.textContent("body"), /not_found/);
+  assert.deepEqual(answers.slice(0, 2), [428, 200]);
   await ctx.close();
 });
 

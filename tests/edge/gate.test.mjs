@@ -4,7 +4,7 @@
 // origin stopped. Run by scripts/edge-test.sh (`node --test tests/edge/`).
 
 import assert from "node:assert/strict";
-import { createHmac } from "node:crypto";
+import { createHash, createHmac } from "node:crypto";
 import { readFileSync } from "node:fs";
 import http from "node:http";
 import { once } from "node:events";
@@ -17,6 +17,7 @@ import {
 
 const ROOM = "concert";
 const ROOMS = [{ room: ROOM, paths: ["/book/", "/api/"] }];
+const POW_ROOM = "pow-room";
 const HTML = "text/html";
 
 let dir, redis, origin, closed, open, echoEdge, broken, echoServer;
@@ -42,7 +43,9 @@ function assertInQueue(res, what) {
   assert.ok(Number(res.headers.get("retry-after")) > 0, `${what}: Retry-After`);
   assert.equal(res.json.error.code, "in_queue");
   assert.equal(typeof res.json.error.message, "string");
-  assert.deepEqual(Object.keys(res.json.queue).sort(), ["join", "page", "room", "status"]);
+  assert.deepEqual(Object.keys(res.json.queue).sort(), ["challenge_header", "join", "page", "room", "status"]);
+  assert.equal(res.json.queue.challenge_header, "Waiting-Room-Challenge");
+  assert.match(res.json.error.message, /428 challenge_required/);
   assert.equal(res.json.queue.room, ROOM);
   assert.equal(res.json.queue.join, `/queue/${ROOM}/join`);
   assert.equal(res.json.queue.status, `/queue/${ROOM}/status`);
@@ -103,7 +106,11 @@ describe("edge in workerd in front of the origin", { timeout: 180000 }, () => {
       dir,
       redisUrl: redis.url,
       prefix: `wre2e-gate-${process.pid}-${Date.now()}:`,
-      rooms: [{ id: ROOM, capacity: 1, admit_per_second: 5.0, session_seconds: 3, abandon_seconds: 30 }],
+      rooms: [
+        { id: ROOM, capacity: 1, admit_per_second: 5.0, session_seconds: 3, abandon_seconds: 30 },
+        // Joins here cost a (small) proof of work.
+        { id: POW_ROOM, capacity: 10, admit_per_second: 5.0, challenge: "pow", challenge_bits: 12 },
+      ],
     });
     echoServer = http.createServer((req, res) => {
       const chunks = [];
@@ -264,6 +271,30 @@ describe("edge in workerd in front of the origin", { timeout: 180000 }, () => {
       assertWaitingPage(await browser.page("/book/concert"), what);
       assertInQueue(await new Visitor(closed.url).json("GET", "/api/seats", { "Entry-Token": token }), what);
     }
+  });
+
+  test("a join challenge passes through: the 428, a refused and a solved join", async () => {
+    const solves = (solution, bits) => createHash("sha256").update(solution).digest().readUInt32BE(0) >>> (32 - bits) === 0;
+    const v = new Visitor(closed.url);
+    const join = `/queue/${POW_ROOM}/join`;
+    const first = await v.json("POST", join);
+    assert.equal(first.status, 428, first.text);
+    assert.equal(first.json.error.code, "challenge_required");
+    const { kind, seed, bits, expires_at: expires } = first.json.challenge;
+    assert.equal(kind, "pow");
+    assert.equal(bits, 12);
+    assert.ok(Date.parse(expires) > Date.now(), expires);
+    let nonce = 0;
+    while (!solves(`${seed}.${nonce}`, bits)) nonce += 1;
+    let wrong = nonce + 1;
+    while (solves(`${seed}.${wrong}`, bits)) wrong += 1;
+    const refused = await v.json("POST", join, { "Waiting-Room-Challenge": `${seed}.${wrong}` });
+    assert.equal(refused.status, 403, refused.text);
+    assert.equal(refused.json.error.code, "challenge_failed");
+    const solved = await v.json("POST", join, { "Waiting-Room-Challenge": `${seed}.${nonce}` });
+    assert.equal(solved.status, 200, solved.text);
+    assert.ok(["waiting", "admitted"].includes(solved.json.state), solved.text);
+    assert.equal(typeof solved.json.ticket, "string");
   });
 
   test("the bypass secret passes, a wrong one does not", async () => {

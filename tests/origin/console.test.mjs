@@ -4,6 +4,8 @@
 // live; the test fills a room's line (joins of its own) and the operator
 // pauses it (admissions stop), tries a rate the API refuses (its message
 // shows by the field), raises the rate and resumes (admissions run faster),
+// sets another room's join challenge (proof of work, a refused and a
+// saved difficulty, read back after the reload),
 // switches to Korean (the key stays for the tab) and closes the room after
 // confirming. Screenshots (English and Korean) go to target/e2e-artifacts/.
 // Run by scripts/flow-test.sh.
@@ -50,9 +52,9 @@ after(async () => {
   if (dir) cleanup(dir);
 });
 
-/** The room as the admin API gives it. */
-async function room() {
-  const res = await fetch(`${origin.url}/admin/rooms/${ROOM}`, { headers: { Authorization: `Bearer ${ADMIN_KEY}` } });
+/** The room (`ROOM` unless named) as the admin API gives it. */
+async function room(id = ROOM) {
+  const res = await fetch(`${origin.url}/admin/rooms/${id}`, { headers: { Authorization: `Bearer ${ADMIN_KEY}` } });
   assert.equal(res.status, 200);
   return res.json();
 }
@@ -182,6 +184,28 @@ test("the console: key, live figures, pause, rate, resume, close", { timeout: 12
     assert.ok(gained >= 15, `20/s admits well over the old 1/s: ${gained} in 3 s`);
     await until(page, "inside", (n) => n >= insidePaused + 15, "the console shows them inside");
     await page.waitForSelector(`section[data-room="${ROOM}"] [data-chart="rate"] polyline`);
+
+    // The join challenge, on the other room (its line stays as it is):
+    // proof of work picked from the list; a difficulty out of range is
+    // refused by its field, then 16 bits is saved and reads back.
+    const matinee = page.locator('section[data-room="matinee"]');
+    const challenge = matinee.locator('select[name="challenge"]');
+    const bits = matinee.locator('input[name="challenge_bits"]');
+    assert.equal(await challenge.inputValue(), "off");
+    assert.equal(await bits.inputValue(), "20");
+    assert.equal(await matinee.locator('select[name="challenge_fail"]').inputValue(), "closed");
+    await challenge.selectOption("pow");
+    await bits.fill("40");
+    await matinee.locator('button[data-action="apply"]').click();
+    const bitsError = matinee.locator('[data-error-for="challenge_bits"]');
+    await bitsError.waitFor({ state: "visible" });
+    assert.match(await bitsError.textContent(), /challenge_bits: must be between 8 and 32/);
+    assert.equal((await room("matinee")).settings.challenge, "off");
+    await bits.fill("16");
+    await matinee.locator('button[data-action="apply"]').click();
+    await page.waitForFunction(() => /settings saved/.test(document.querySelector('section[data-room="matinee"] [data-field="message"]').textContent));
+    const saved = (await room("matinee")).settings;
+    assert.deepEqual([saved.challenge, saved.challenge_bits, saved.challenge_fail], ["pow", 16, "closed"]);
     await sleep(5500); // one more history sample, so the charts show the change
     await page.screenshot({ path: path.join(ARTIFACTS, "console-en.png"), fullPage: true });
 
@@ -192,6 +216,10 @@ test("the console: key, live figures, pause, rate, resume, close", { timeout: 12
     assert.equal(await page.isVisible("#login"), false);
     await page.waitForFunction((r) => document.querySelector(`section[data-room="${r}"] [data-chart="waiting"] polyline`), ROOM);
     assert.match(await page.textContent(`section[data-room="${ROOM}"] [data-field="state"]`), /열림/);
+    // The saved challenge reads back into the new page's form.
+    await page.waitForFunction(() => document.querySelector('section[data-room="matinee"] select[name="challenge"]').value === "pow");
+    assert.equal(await page.inputValue('section[data-room="matinee"] input[name="challenge_bits"]'), "16");
+    assert.match(await page.textContent('section[data-room="matinee"] select[name="challenge"] option:checked'), /작업 증명/);
     await page.screenshot({ path: path.join(ARTIFACTS, "console-ko.png"), fullPage: true });
 
     // Close, after a confirmation that Cancel backs out of.

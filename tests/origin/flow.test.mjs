@@ -5,7 +5,9 @@
 // leaves, and lands on the seat page at /book/{room}/. There it holds two
 // seats, has a card declined (the hold stays), pays, and sees the booking,
 // in English and in Korean, against the real booking API on a SQLite file
-// of the test's own.
+// of the test's own. In a room with a proof-of-work join challenge the
+// waiting page checks the browser, solves and is let in (the solve time is
+// printed).
 //
 // Screenshots go to target/e2e-artifacts/. Run by scripts/flow-test.sh.
 
@@ -17,6 +19,7 @@ import { closeBrowser, launchBrowser } from "../browser.mjs";
 import { ARTIFACTS, Visitor, cleanup, scratch, sleep, startOrigin, stopAll } from "../edge/harness.mjs";
 
 const ROOM = "concert";
+const POW = "pow-room";
 const ADMIN_KEY = "e2e-admin-key-0123456789abcdef";
 
 let dir, origin, browser;
@@ -49,6 +52,8 @@ before(async () => {
         performances: [{ id: "evening", ...EVENING }],
       },
       { id: "later", capacity: 10, admit_per_second: 1.0 },
+      // A join here costs a proof of work at the default difficulty.
+      { id: POW, capacity: 100, admit_per_second: 50.0, challenge: "pow" },
     ],
     // The room list at `/` is the operator's choice.
     args: ["--lobby"],
@@ -143,6 +148,64 @@ test("from the room list through the waiting page to the seat page", { timeout: 
   const left = await page.evaluate(async (room) => (await fetch(`/queue/${room}/leave`, { method: "POST" })).status, ROOM);
   assert.equal(left, 204);
   await ctx.close();
+});
+
+// Records, across the page's navigations, what the waiting page said and
+// how long its proof of work took (the page marks it on <html>).
+const WATCH_PAGE = () => {
+  const log = (key, value) => {
+    try {
+      const seen = JSON.parse(sessionStorage.getItem(key) || "[]");
+      seen.push(value);
+      sessionStorage.setItem(key, JSON.stringify(seen));
+    } catch (e) { /* not kept */ }
+  };
+  document.addEventListener("DOMContentLoaded", () => {
+    const msg = document.getElementById("wr-msg");
+    if (!msg) return;
+    new MutationObserver(() => log("test-msgs", msg.textContent)).observe(msg, { childList: true, characterData: true, subtree: true });
+    new MutationObserver(() => log("test-solved-ms", document.documentElement.getAttribute("data-wr-solved-ms")))
+      .observe(document.documentElement, { attributes: true, attributeFilter: ["data-wr-solved-ms"] });
+  });
+};
+
+test("a proof-of-work room: the page checks the browser, solves and is let in", { timeout: 120000 }, async () => {
+  const room = await admin("GET", `/admin/rooms/${POW}`);
+  assert.equal(room.json.settings.challenge, "pow");
+  const bits = room.json.settings.challenge_bits;
+  assert.equal(bits, 20, "the default difficulty");
+  for (const [locale, checking] of [["en-US", "Checking your browser"], ["ko-KR", "브라우저를 확인하는 중"]]) {
+    const ctx = await browser.newContext({ locale, viewport: { width: 900, height: 900 } });
+    const page = await ctx.newPage();
+    await page.addInitScript(WATCH_PAGE);
+    const joins = [];
+    page.on("request", (r) => {
+      if (r.url().endsWith(`/queue/${POW}/join`)) joins.push(r.headers()["waiting-room-challenge"] || null);
+    });
+    const answers = [];
+    page.on("response", (r) => { if (r.url().endsWith(`/queue/${POW}/join`)) answers.push(r.status()); });
+    const errors = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+
+    await page.goto(`${origin.url}/waiting-room/${POW}`);
+    await waitUntilAdmitted(page, 90000);
+    assert.equal(page.url(), `${origin.url}/book/${POW}/`);
+    const seen = await page.evaluate(() => ({
+      msgs: JSON.parse(sessionStorage.getItem("test-msgs") || "[]"),
+      solved: JSON.parse(sessionStorage.getItem("test-solved-ms") || "[]"),
+    }));
+    assert.ok(seen.msgs.some((m) => m.startsWith(checking)), `the page said it checks: ${JSON.stringify(seen.msgs)}`);
+    assert.deepEqual(answers.slice(0, 2), [428, 200], "428, then the solved join's place");
+    assert.equal(joins[0], null);
+    assert.match(joins[1], /^[A-Za-z0-9_-]+\.[0-9]+$/);
+    const ms = Number(seen.solved[0]);
+    assert.ok(ms >= 0, `the solve was timed: ${JSON.stringify(seen.solved)}`);
+    console.log(`pow ${bits} bits solved in ${(ms / 1000).toFixed(1)} s (${locale})`);
+    assert.deepEqual(errors, [], "no script errors");
+    await ctx.close();
+  }
+  const live = (await admin("GET", `/admin/rooms/${POW}`)).json.live;
+  assert.equal(live.active, 2, "two places, one per solved join");
 });
 
 test("an unknown room is a 404 page for a browser", { timeout: 30000 }, async () => {

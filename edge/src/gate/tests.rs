@@ -645,6 +645,9 @@ fn forwarded_headers() {
         ("Content-Type", true),
         // A status poll's wish to be held (the origin's long poll).
         ("Prefer", true),
+        // A join's challenge solution (the origin checks it).
+        ("Waiting-Room-Challenge", true),
+        ("waiting-room-challenge", true),
         ("Waiting-Room-Edges", true),
         ("X-Waiting-Room-Edge", true),
         ("", true),

@@ -33,7 +33,7 @@ use super::api_doc::{ErrorBody, RoomPath};
 use crate::error::ApiError;
 use crate::state::AppState;
 use queue::StoreError;
-use room::{RoomId, RoomState};
+use room::{ChallengeKind, RoomId, RoomState};
 
 /// The currency of the booking API's prices (integers in its minor unit).
 /// The contract's examples are in won; a per-room currency would come with
@@ -161,20 +161,37 @@ async fn waiting_room(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
-    room_page(&state, &raw, query.as_deref(), &headers, |room, lang| {
-        let body = WAITING.render(&pages::waiting::Visit {
-            room,
-            target: &format!("/book/{room}/"),
-            lang,
-            // The origin is the queue: when it cannot answer there is nothing
-            // to fail open to.
-            fail_open: false,
-            join: &format!("/queue/{room}/join"),
-            status: &format!("/queue/{room}/status"),
-        });
-        page(WAITING.csp(), body)
-    })
-    .await
+    let lang = lang(query.as_deref(), &headers);
+    let room = match known_room(&state, &raw).await {
+        Ok(room) => room,
+        Err(e) => return refuse(e, &headers, lang),
+    };
+    let site_key = turnstile_key(&state, &room).await;
+    let room = room.as_str();
+    let body = WAITING.render(&pages::waiting::Visit {
+        room,
+        target: &format!("/book/{room}/"),
+        lang,
+        // The origin is the queue: when it cannot answer there is nothing
+        // to fail open to.
+        fail_open: false,
+        join: &format!("/queue/{room}/join"),
+        status: &format!("/queue/{room}/status"),
+        turnstile_site_key: site_key,
+    });
+    page(WAITING.csp_for(site_key.is_some()), body)
+}
+
+/// The Turnstile site key a room's waiting page is rendered with (its CSP
+/// then allows Cloudflare's widget): only in a room whose challenge is
+/// Turnstile, and only when this origin has a site key. A store that
+/// cannot say gives none; the page then meets the 428 and reloads once.
+async fn turnstile_key<'s>(state: &'s AppState, room: &RoomId) -> Option<&'s str> {
+    let key = state.turnstile.site_key()?;
+    match state.queue.figures(room).await {
+        Ok(f) if f.settings.challenge == ChallengeKind::Turnstile => Some(key),
+        _ => None,
+    }
 }
 
 /// The room's seat page (HTML): performances, seats, hold, payment, the

@@ -102,6 +102,10 @@ async fn the_waiting_page_polls_this_origin_and_goes_on_to_the_seat_page() {
     assert!(body.contains(&format!("\"status\":\"/queue/{room}/status\"")));
     assert!(body.contains(&format!("\"target\":\"/book/{room}/\"")));
     assert!(body.contains("\"failOpen\":false"));
+    // The proof-of-work solver's worker; no Turnstile without a site key.
+    let csp = r.headers["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains("worker-src blob:"), "{csp}");
+    assert!(!csp.contains("cloudflare") && !body.contains("\"siteKey\""));
 
     let en = get(
         &api,
@@ -111,6 +115,42 @@ async fn the_waiting_page_polls_this_origin_and_goes_on_to_the_seat_page() {
     )
     .await;
     assert!(html(&en).contains("<html lang=\"en\">"));
+}
+
+#[tokio::test]
+async fn only_a_turnstile_rooms_waiting_page_may_load_the_widget() {
+    use origin::room::ChallengeKind;
+    use origin::turnstile::Turnstile;
+    let t = test_store(STORE);
+    let with = |challenge| RoomSettings {
+        challenge,
+        ..RoomSettings::default()
+    };
+    make_room(t.store.as_ref(), "ts", with(ChallengeKind::Turnstile)).await;
+    make_room(t.store.as_ref(), "pw", with(ChallengeKind::Pow)).await;
+    let api = Api::new(state(t.store.clone()).with_turnstile(Turnstile::new(
+        Some("turnstile-secret".into()),
+        Some("0x4AAA-site-key".into()),
+        "http://127.0.0.1:9/siteverify".into(),
+    )));
+
+    let r = get(&api, "/waiting-room/ts", Some(BROWSER), None).await;
+    assert_eq!(r.status, 200);
+    let body = html(&r);
+    assert!(body.contains("\"siteKey\":\"0x4AAA-site-key\""), "{body}");
+    let csp = r.headers["content-security-policy"].to_str().unwrap();
+    assert!(
+        csp.contains("frame-src https://challenges.cloudflare.com"),
+        "{csp}"
+    );
+    assert!(csp.contains("worker-src blob:"), "{csp}");
+
+    // A proof-of-work room on the same origin: no key, no Cloudflare.
+    let r = get(&api, "/waiting-room/pw", Some(BROWSER), None).await;
+    let body = html(&r);
+    assert!(!body.contains("\"siteKey\""));
+    let csp = r.headers["content-security-policy"].to_str().unwrap();
+    assert!(!csp.contains("cloudflare"), "{csp}");
 }
 
 #[tokio::test]

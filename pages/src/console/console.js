@@ -21,9 +21,14 @@
   var SPAN_MS = 30 * 60 * 1000; // what the charts show at most
   var MIN_SPAN_MS = 60 * 1000;  // and at least
   var KEY = "wr-admin-key";     // sessionStorage: this tab only
-  var FIELDS = ["capacity", "admit_per_second", "session_seconds", "abandon_seconds", "identity"];
+  var FIELDS = ["capacity", "admit_per_second", "session_seconds", "abandon_seconds", "identity",
+    "challenge", "challenge_bits", "challenge_fail"];
   // Fields picked from a list (a select) rather than typed; sent as text.
-  var CHOICES = { identity: ["off", "optional", "required"] };
+  var CHOICES = {
+    identity: ["off", "optional", "required"],
+    challenge: ["off", "pow", "turnstile"],
+    challenge_fail: ["closed", "open"]
+  };
 
   var num = new Intl.NumberFormat(cfg.lang, { maximumFractionDigits: 1 });
   var clockTime = new Intl.DateTimeFormat(cfg.lang, { hour: "numeric", minute: "2-digit", second: "2-digit" });

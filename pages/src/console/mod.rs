@@ -213,6 +213,14 @@ mod tests {
             "identity_off",
             "identity_optional",
             "identity_required",
+            "field_challenge",
+            "challenge_off",
+            "challenge_pow",
+            "challenge_turnstile",
+            "field_challenge_bits",
+            "field_challenge_fail",
+            "challenge_fail_closed",
+            "challenge_fail_open",
         ] {
             assert!(en.get(name).is_some(), "{name}");
         }

@@ -142,6 +142,22 @@ pub struct Strings {
     pub identity_optional: &'static str,
     /// The identity field's choice.
     pub identity_required: &'static str,
+    /// Field label: what a join must show before it takes a place.
+    pub field_challenge: &'static str,
+    /// The challenge field's choice.
+    pub challenge_off: &'static str,
+    /// The challenge field's choice.
+    pub challenge_pow: &'static str,
+    /// The challenge field's choice.
+    pub challenge_turnstile: &'static str,
+    /// Field label: the proof of work's difficulty.
+    pub field_challenge_bits: &'static str,
+    /// Field label: a Turnstile room when Cloudflare cannot be asked.
+    pub field_challenge_fail: &'static str,
+    /// The challenge_fail field's choice.
+    pub challenge_fail_closed: &'static str,
+    /// The challenge_fail field's choice.
+    pub challenge_fail_open: &'static str,
     /// The settings form's button.
     pub label_apply: &'static str,
 }
@@ -209,6 +225,14 @@ static EN: Strings = Strings {
     identity_off: "off: one place per browser",
     identity_optional: "optional: one place per account when signed in",
     identity_required: "required: signed-in accounts only",
+    field_challenge: "Join challenge (bots)",
+    challenge_off: "off: joining is one request",
+    challenge_pow: "proof of work: the browser computes for a moment",
+    challenge_turnstile: "Cloudflare Turnstile",
+    field_challenge_bits: "Proof of work difficulty (bits, 8–32)",
+    field_challenge_fail: "When Turnstile cannot be reached",
+    challenge_fail_closed: "closed: refuse joins",
+    challenge_fail_open: "open: let joins in unchecked",
     label_apply: "Apply",
 };
 
@@ -275,6 +299,14 @@ static KO: Strings = Strings {
     identity_off: "끔: 브라우저마다 한 자리",
     identity_optional: "선택: 로그인하면 계정마다 한 자리",
     identity_required: "필수: 로그인한 계정만",
+    field_challenge: "입장 확인 (봇 차단)",
+    challenge_off: "끔: 요청 한 번으로 줄 서기",
+    challenge_pow: "작업 증명: 브라우저가 잠시 계산",
+    challenge_turnstile: "Cloudflare Turnstile 확인",
+    field_challenge_bits: "작업 증명 난이도 (비트, 8–32)",
+    field_challenge_fail: "Turnstile에 연결할 수 없을 때",
+    challenge_fail_closed: "닫힘: 줄 서기 거절",
+    challenge_fail_open: "열림: 확인 없이 줄 서기 허용",
     label_apply: "적용",
 };
 

@@ -6,7 +6,13 @@
 //!
 //! The edge serves it to held visitors and the origin at
 //! `/waiting-room/{room}`; what differs between them (the target, the
-//! queue URLs, fail-open) is passed in a [`Visit`].
+//! queue URLs, fail-open, a Turnstile site key) is passed in a [`Visit`].
+//!
+//! In a room with a join challenge the page solves it itself: proof of
+//! work in a Web Worker made from a `blob:` URL (so every rendering's CSP
+//! allows `worker-src blob:`), or Cloudflare's Turnstile widget, whose
+//! script and frame the CSP allows only for a page rendered with a site
+//! key ([`WaitingPage::csp_for`]).
 
 mod strings;
 
@@ -14,7 +20,7 @@ use serde::Serialize;
 
 pub use strings::{Strings, strings};
 
-use crate::html::{escape, script_json};
+use crate::html::{Allow, escape, script_json};
 use crate::lang::Lang;
 use crate::skeleton::{NOINDEX, Parts, Script, Skeleton};
 
@@ -30,10 +36,23 @@ const PARTS: Parts = Parts {
     }),
 };
 
+/// Where Cloudflare's Turnstile widget comes from (its script and frame).
+pub const TURNSTILE_ORIGIN: &str = "https://challenges.cloudflare.com";
+/// The widget's script, rendered explicitly by the page.
+const TURNSTILE_SCRIPT: &str =
+    "https://challenges.cloudflare.com/turnstile/v0/api.js?render=explicit";
+
 /// The page's parts that depend only on the settings, built once (per
 /// isolate at the edge, per process at the origin).
 #[derive(Debug, Clone)]
-pub struct WaitingPage(Skeleton);
+pub struct WaitingPage {
+    skeleton: Skeleton,
+    /// The policy without Turnstile: the page's own style and script, and
+    /// the solver's `blob:` worker.
+    csp: String,
+    /// The same, allowing Turnstile's script and frame.
+    csp_turnstile: String,
+}
 
 /// One rendering of the page: who waits where, and where the page sends
 /// them.
@@ -51,6 +70,11 @@ pub struct Visit<'a> {
     pub join: &'a str,
     /// The queue API's status URL for the room (`GET`).
     pub status: &'a str,
+    /// The Turnstile site key where the room's challenge may be Turnstile
+    /// (the page may then load Cloudflare's widget; serve it with
+    /// [`WaitingPage::csp_for`]`(true)`); `None`: a page that meets a
+    /// Turnstile challenge goes to `/waiting-room/{room}` once instead.
+    pub turnstile_site_key: Option<&'a str>,
 }
 
 /// What the page's script reads from its config block.
@@ -62,7 +86,16 @@ struct ScriptConfig<'a> {
     #[serde(rename = "failOpen")]
     fail_open: bool,
     api: Api<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    turnstile: Option<Turnstile<'a>>,
     t: &'a Strings,
+}
+
+#[derive(Serialize)]
+struct Turnstile<'a> {
+    #[serde(rename = "siteKey")]
+    site_key: &'a str,
+    script: &'a str,
 }
 
 #[derive(Serialize)]
@@ -77,13 +110,38 @@ impl WaitingPage {
     /// `#rrggbb`; `None` or anything else: [`crate::DEFAULT_COLOR`]).
     #[must_use]
     pub fn new(title: Option<&str>, color: Option<&str>) -> WaitingPage {
-        WaitingPage(Skeleton::new(&PARTS, title, color))
+        let skeleton = Skeleton::new(&PARTS, title, color);
+        let csp = skeleton.csp_allowing(&Allow {
+            scripts: &[],
+            directives: &["worker-src blob:"],
+        });
+        let csp_turnstile = skeleton.csp_allowing(&Allow {
+            scripts: &[TURNSTILE_ORIGIN],
+            directives: &["worker-src blob:", &format!("frame-src {TURNSTILE_ORIGIN}")],
+        });
+        WaitingPage {
+            skeleton,
+            csp,
+            csp_turnstile,
+        }
     }
 
-    /// The `Content-Security-Policy` to serve the page with.
+    /// The `Content-Security-Policy` to serve a page rendered without a
+    /// Turnstile site key with.
     #[must_use]
     pub fn csp(&self) -> &str {
-        self.0.csp()
+        &self.csp
+    }
+
+    /// The `Content-Security-Policy` for a page rendered with a Turnstile
+    /// site key (`true`) or without.
+    #[must_use]
+    pub fn csp_for(&self, turnstile: bool) -> &str {
+        if turnstile {
+            &self.csp_turnstile
+        } else {
+            &self.csp
+        }
     }
 
     /// The page for one visit.
@@ -101,9 +159,13 @@ impl WaitingPage {
                 join: visit.join,
                 status: visit.status,
             },
+            turnstile: visit.turnstile_site_key.map(|site_key| Turnstile {
+                site_key,
+                script: TURNSTILE_SCRIPT,
+            }),
             t,
         });
-        self.0
+        self.skeleton
             .render(lang, t.default_title, &config, &t.labels(), |key| {
                 (key == "room").then_some(room.as_str())
             })
@@ -127,6 +189,7 @@ mod tests {
             fail_open,
             join: "/queue/concert/join",
             status: "/queue/concert/status",
+            turnstile_site_key: None,
         }
     }
 
@@ -185,6 +248,37 @@ mod tests {
         let p = page();
         for lang in Lang::ALL {
             assert_csp_matches(&p.render(&visit("concert", "/", lang, false)), p.csp());
+        }
+    }
+
+    #[test]
+    fn csp_allows_the_solvers_worker_and_turnstile_only_with_a_key() {
+        let p = page();
+        let plain = p.csp_for(false);
+        assert_eq!(plain, p.csp());
+        assert!(plain.contains("; worker-src blob:"));
+        assert!(!plain.contains("cloudflare"));
+        let html = p.render(&visit("concert", "/", Lang::En, false));
+        assert!(!html.contains("\"turnstile\":{") && !html.contains("\"siteKey\""));
+
+        let with_key = p.csp_for(true);
+        assert!(with_key.contains("script-src 'sha256-"));
+        let script_src = with_key
+            .split("; ")
+            .find(|d| d.starts_with("script-src "))
+            .expect("script-src");
+        assert!(script_src.ends_with(" https://challenges.cloudflare.com"));
+        assert!(with_key.contains("; frame-src https://challenges.cloudflare.com"));
+        assert!(with_key.contains("; worker-src blob:"));
+        assert!(!with_key.contains("unsafe"));
+        for lang in Lang::ALL {
+            let html = p.render(&Visit {
+                turnstile_site_key: Some("0x4AAA<key>"),
+                ..visit("concert", "/", lang, false)
+            });
+            assert_csp_matches(&html, with_key);
+            assert!(html.contains("\"siteKey\":\"0x4AAA\\u003ckey>\""));
+            assert!(html.contains("/turnstile/v0/api.js?render=explicit"));
         }
     }
 

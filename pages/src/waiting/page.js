@@ -2,7 +2,10 @@
 // back off with jitter on errors, go to the wanted page once admitted.
 // Settings and strings come from the JSON block the page is rendered with
 // (wr-config), by the edge or the origin:
-// {room, target, lang, failOpen, api: {join, status}, t: {...strings}}.
+// {room, target, lang, failOpen, api: {join, status}, turnstile?: {siteKey,
+// script}, t: {...strings}}. A join answered 428 challenge_required is
+// solved (proof of work in a worker, or Cloudflare Turnstile) and sent again
+// with the solution in the Waiting-Room-Challenge header.
 "use strict";
 (function () {
   var cfg = JSON.parse(document.getElementById("wr-config").textContent);
@@ -23,6 +26,10 @@
   var lastPos = null;
   var skew = 0;              // server clock minus ours, from the Date header
   var retriedJoin = false;
+  var solution = null;       // sent with the next join only
+  var freshSeeds = 0;        // joins sent again after challenge_failed
+  var MAX_FRESH_SEEDS = 3;
+  var stopSolver = null;
 
   // sessionStorage can throw (privacy modes); counters are a nicety.
   function counter(key, change) {
@@ -52,9 +59,10 @@
     return fill(t.eta_hours, { h: num.format(Math.floor(minutes / 60)), m: num.format(minutes % 60) });
   }
 
-  function request(method, url) {
+  function request(method, url, challenge) {
     var headers = { Accept: "application/json" };
     if (method === "GET") { headers.Prefer = "wait=" + HOLD_S; }
+    if (challenge) { headers["Waiting-Room-Challenge"] = challenge; }
     return fetch(url, {
       method: method,
       credentials: "same-origin",
@@ -73,14 +81,159 @@
   // One round trip. A join that meets 401 has had its bad ticket cookie
   // cleared by the origin, so it is tried once more; a status that meets
   // 401 has no ticket at all, so it joins.
+  // --- proof-of-work solver (tests/origin/pow-bench.mjs runs this part alone) ---
+  // The search, self-contained: its source is also the worker's. Nonces are
+  // decimal counters; a nonce solves when SHA-256("<seed>.<nonce>") starts
+  // with `bits` zero bits. The plain SHA-256 below hashes about four times
+  // as fast as WebCrypto in Chromium (one digest per call, even with 512
+  // in flight; docs/challenge.md), so WebCrypto is used only when asked
+  // (mode "subtle", for the benchmark) and present.
+  function powKit(scope, mode) {
+    var subtle = mode === "subtle" && scope.crypto && scope.crypto.subtle;
+    var enc = new TextEncoder();
+    var BATCH = subtle ? 512 : 4096;
+    var K = [];
+    var w = new Int32Array(64);
+    for (var p = 2; K.length < 64; p++) {
+      for (var d = 2; d * d <= p && p % d; d++) { /* trial division */ }
+      if (d * d > p) { K.push((Math.cbrt(p) % 1) * 4294967296 | 0); }
+    }
+    var H = new Int32Array(8), buf = new Uint8Array(0);
+    function rotr(x, n) { return x >>> n | x << (32 - n); }
+    // SHA-256 (FIPS 180-4) of buf[0..n) into H; buf has room for the padding.
+    function hash(n) {
+      var end = (n + 72) & ~63, i;
+      buf[n] = 0x80;
+      for (i = n + 1; i < end - 4; i++) { buf[i] = 0; }
+      buf[end - 4] = n >>> 21; buf[end - 3] = n >>> 13; buf[end - 2] = n >>> 5; buf[end - 1] = n << 3;
+      H[0] = 0x6a09e667; H[1] = 0xbb67ae85; H[2] = 0x3c6ef372; H[3] = 0xa54ff53a;
+      H[4] = 0x510e527f; H[5] = 0x9b05688c; H[6] = 0x1f83d9ab; H[7] = 0x5be0cd19;
+      for (var o = 0; o < end; o += 64) {
+        for (i = 0; i < 64; i++) {
+          if (i < 16) { w[i] = buf[o + 4 * i] << 24 | buf[o + 4 * i + 1] << 16 | buf[o + 4 * i + 2] << 8 | buf[o + 4 * i + 3]; continue; }
+          var x = w[i - 15], y = w[i - 2];
+          w[i] = w[i - 16] + (rotr(x, 7) ^ rotr(x, 18) ^ x >>> 3) + w[i - 7] + (rotr(y, 17) ^ rotr(y, 19) ^ y >>> 10) | 0;
+        }
+        var a = H[0], b = H[1], c = H[2], d = H[3], e = H[4], f = H[5], g = H[6], h = H[7];
+        for (i = 0; i < 64; i++) {
+          var t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + (e & f ^ ~e & g) + K[i] + w[i] | 0;
+          var t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + (a & b ^ a & c ^ b & c) | 0;
+          h = g; g = f; f = e; e = d + t1 | 0; d = c; c = b; b = a; a = t1 + t2 | 0;
+        }
+        H[0] += a; H[1] += b; H[2] += c; H[3] += d; H[4] += e; H[5] += f; H[6] += g; H[7] += h;
+      }
+    }
+    // Room for `n` message bytes and their padding.
+    function room(n) { if (buf.length < n + 72) { buf = new Uint8Array(n + 136); } }
+    function zeros(dg, bits) {
+      var i = 0;
+      for (; bits >= 8; bits -= 8, i++) { if (dg[i] !== 0) { return false; } }
+      return bits === 0 || dg[i] >> (8 - bits) === 0;
+    }
+    // The index in [from, from + count) of the first nonce that solves, or -1.
+    function batch(prefix, bits, from, count) {
+      var i;
+      if (!subtle) {
+        var head = enc.encode(prefix), mask = bits === 32 ? -1 : ~(-1 >>> bits);
+        room(head.length + 32);
+        buf.set(head);
+        for (i = 0; i < count; i++) {
+          var digits = String(from + i), n = head.length;
+          for (var k = 0; k < digits.length; k++) { buf[n++] = digits.charCodeAt(k); }
+          hash(n);
+          if ((H[0] & mask) === 0) { return Promise.resolve(i); }
+        }
+        return Promise.resolve(-1);
+      }
+      var jobs = [];
+      for (i = 0; i < count; i++) { jobs.push(subtle.digest("SHA-256", enc.encode(prefix + (from + i)))); }
+      return Promise.all(jobs).then(function (dgs) {
+        for (var j = 0; j < dgs.length; j++) { if (zeros(new Uint8Array(dgs[j]), bits)) { return j; } }
+        return -1;
+      });
+    }
+    // Searches until solved: progress(tries) after each batch, done(nonce,
+    // tries) at the end; `pause(next)` runs the next batch (the main thread
+    // yields there). Returns a function that stops the search.
+    function search(seed, bits, progress, done, pause) {
+      var prefix = seed + ".", from = 0, stopped = false;
+      var round = function () {
+        if (stopped) { return; }
+        batch(prefix, bits, from, BATCH).then(function (at) {
+          if (stopped) { return; }
+          if (at >= 0) { done(String(from + at), from + at + 1); return; }
+          from += BATCH;
+          progress(from);
+          pause(round);
+        });
+      };
+      round();
+      return function () { stopped = true; };
+    }
+    return { search: search };
+  }
+
+  // Solves in a Web Worker made from powKit's own source (the page's CSP
+  // allows blob: workers); where no worker can be made, on this thread in
+  // slices. Returns a function that stops the search.
+  function solve(seed, bits, progress, done, mode) {
+    var src = "var kit=(" + powKit + ")(self," + JSON.stringify(mode || "") + ");onmessage=function(e){" +
+      "kit.search(e.data.seed,e.data.bits,function(n){postMessage({tries:n})}," +
+      "function(nonce,n){postMessage({nonce:nonce,tries:n})},function(f){f()})}";
+    var worker = null, url = null, stop = null, over = false;
+    var inline = function () {
+      if (over || stop) { return; }
+      if (worker) { worker.terminate(); worker = null; }
+      stop = powKit(window, mode).search(seed, bits, progress, finish,
+        function (next) { setTimeout(next, 0); });
+    };
+    var finish = function (nonce, tries) {
+      if (over) { return; }
+      over = true;
+      if (worker) { worker.terminate(); }
+      if (url) { URL.revokeObjectURL(url); }
+      done(nonce, tries);
+    };
+    try {
+      url = URL.createObjectURL(new Blob([src], { type: "text/javascript" }));
+      worker = new Worker(url);
+      worker.onmessage = function (e) {
+        if (e.data.nonce !== undefined) { finish(e.data.nonce, e.data.tries); } else { progress(e.data.tries); }
+      };
+      worker.onerror = inline;
+      worker.postMessage({ seed: seed, bits: bits });
+    } catch (e) {
+      inline();
+    }
+    return function () {
+      over = true;
+      if (worker) { worker.terminate(); }
+      if (stop) { stop(); }
+    };
+  }
+  // --- end of the proof-of-work solver ---
+
+  // A join answered 428 is solved and sent again with the solution; one
+  // answered 403 challenge_failed (the seed expired meanwhile, say) is sent
+  // again bare for a fresh seed, a few times at most. A solution is kept
+  // for retries until the join is answered 200, 403 or 428.
   function step(kind) {
     var sent = Date.now();
-    var call = kind === "join" ? request("POST", cfg.api.join) : request("GET", cfg.api.status);
+    var call = kind === "join" ? request("POST", cfg.api.join, solution) : request("GET", cfg.api.status);
     call.then(function (r) {
+      var code = r.body && r.body.error ? r.body.error.code : null;
+      if (kind === "join" && (r.status === 200 || r.status === 403 || r.status === 428)) { solution = null; }
       if (r.status === 200 && r.body && typeof r.body.state === "string") {
         errors = 0;
         counter("wr-down", 0);
         show(r.body, r.held ? sent : null);
+      } else if (kind === "join" && r.status === 428 && r.body && r.body.challenge) {
+        errors = 0;
+        challenge(r.body.challenge);
+      } else if (kind === "join" && r.status === 403 && code === "challenge_failed") {
+        freshSeeds += 1;
+        if (freshSeeds > MAX_FRESH_SEEDS) { giveUp(); return; }
+        later(function () { step("join"); }, jitter(500, 0.5));
       } else if (r.status === 401 && (kind === "status" || !retriedJoin)) {
         retriedJoin = retriedJoin || kind === "join";
         later(function () { step("join"); }, jitter(500, 0.5));
@@ -186,9 +339,92 @@
     announce($("wr-msg").textContent);
   }
 
+  function giveUp() {
+    $("wr-bar").hidden = true;
+    say(t.msg_challenge_failed);
+    announce(t.msg_challenge_failed);
+    $("wr-rejoin").hidden = false;
+  }
+
+  // The room asks for a check before it gives a place.
+  function challenge(c) {
+    if (c.kind === "pow" && typeof c.seed === "string" && c.bits > 0 && c.bits <= 32) {
+      pow(c.seed, c.bits);
+    } else if (c.kind === "turnstile") {
+      turnstile(c.site_key);
+    } else {
+      giveUp();
+    }
+  }
+
+  // Shows the check's progress: a search for 2^bits tries on average is
+  // done by `tries` with probability 1 - e^(-tries / 2^bits).
+  function pow(seed, bits) {
+    var expected = Math.pow(2, bits), began = Date.now();
+    $("wr-bar").hidden = false;
+    $("wr-pos").textContent = "–";
+    say(t.msg_checking);
+    announce(t.msg_checking);
+    progress(0);
+    if (stopSolver) { stopSolver(); }
+    stopSolver = solve(seed, bits, function (tries) {
+      progress(100 * (1 - Math.exp(-tries / expected)));
+    }, function (nonce) {
+      stopSolver = null;
+      document.documentElement.setAttribute("data-wr-solved-ms", String(Date.now() - began));
+      progress(100);
+      say(t.msg_connecting);
+      solution = seed + "." + nonce;
+      step("join");
+    });
+  }
+
+  // Turnstile: the widget where the page may load it (rendered with a site
+  // key); elsewhere the waiting page that is, once per visit.
+  var widget = null;
+  function turnstile(siteKey) {
+    var ts = cfg.turnstile;
+    if (!ts) {
+      if (counter("wr-ts-moved", 1) > 1) { counter("wr-ts-moved", 0); giveUp(); return; }
+      location.replace("/waiting-room/" + encodeURIComponent(cfg.room) + "?to=" +
+        encodeURIComponent(cfg.target) + "&lang=" + encodeURIComponent(cfg.lang));
+      return;
+    }
+    counter("wr-ts-moved", 0);
+    $("wr-bar").hidden = true;
+    say(t.msg_turnstile);
+    announce(t.msg_turnstile);
+    var box = $("wr-turnstile");
+    box.hidden = false;
+    var render = function () {
+      var api = window.turnstile;
+      if (widget !== null) { api.reset(widget); return; }
+      widget = api.render(box, {
+        sitekey: siteKey || ts.siteKey,
+        language: cfg.lang,
+        callback: function (token) {
+          box.hidden = true;
+          say(t.msg_connecting);
+          solution = token;
+          step("join");
+        },
+        "error-callback": function () { say(t.msg_challenge_failed); },
+        "expired-callback": function () { api.reset(widget); }
+      });
+    };
+    if (window.turnstile) { render(); return; }
+    var tag = document.createElement("script");
+    tag.src = ts.script;
+    tag.async = true;
+    tag.onload = render;
+    tag.onerror = function () { failed(null, "join"); };
+    document.head.appendChild(tag);
+  }
+
   $("wr-rejoin").addEventListener("click", function () {
     $("wr-rejoin").hidden = true;
     retriedJoin = false;
+    freshSeeds = 0;
     firstPos = null;
     say(t.msg_connecting);
     step("join");

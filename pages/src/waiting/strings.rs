@@ -62,6 +62,12 @@ pub struct Strings {
     pub msg_reconnecting: &'static str,
     /// Admitted again and again: the entry cookie is not kept.
     pub msg_no_cookie: &'static str,
+    /// While the browser works out the room's proof of work.
+    pub msg_checking: &'static str,
+    /// Over the Turnstile widget.
+    pub msg_turnstile: &'static str,
+    /// The check kept failing (or cannot be shown here).
+    pub msg_challenge_failed: &'static str,
     /// Live-region announcement; `{n}`.
     pub announce_position: &'static str,
     /// Position shown before the opening draw.
@@ -96,6 +102,9 @@ const EN: Strings = Strings {
     msg_admitted: "It is your turn! Taking you in…",
     msg_reconnecting: "Connection problem. Retrying shortly…",
     msg_no_cookie: "Your browser did not keep the entry pass. Please allow cookies for this site and reload.",
+    msg_checking: "Checking your browser…",
+    msg_turnstile: "Please complete the check below to get your place in line.",
+    msg_challenge_failed: "The browser check did not work. Please try again.",
     announce_position: "Your place in line: {n}",
     position_draw: "At opening",
     eta_under_minute: "Under a minute",
@@ -125,6 +134,9 @@ const KO: Strings = Strings {
     msg_admitted: "입장 차례입니다! 이동하는 중…",
     msg_reconnecting: "연결에 문제가 있습니다. 잠시 후 다시 시도합니다…",
     msg_no_cookie: "브라우저가 입장권 쿠키를 저장하지 않았습니다. 이 사이트의 쿠키를 허용한 뒤 새로고침하세요.",
+    msg_checking: "브라우저를 확인하는 중…",
+    msg_turnstile: "대기 순서를 받으려면 아래 확인을 완료하세요.",
+    msg_challenge_failed: "브라우저 확인에 실패했습니다. 다시 시도해 주세요.",
     announce_position: "현재 내 순서: {n}번",
     position_draw: "오픈 시 추첨",
     eta_under_minute: "1분 미만",
