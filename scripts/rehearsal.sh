@@ -11,7 +11,7 @@
 #   scripts/rehearsal.sh --full           # BENCHMARKS.md: 20,000 visitors in 10 s, 2,000 seats, release
 #   scripts/rehearsal.sh --slow-payment   # BENCHMARKS.md: payment slowed mid-sale, adaptive admission, release
 #   scripts/rehearsal.sh --accounts       # 20,000 browsers of 5,000 accounts, identity required, 2 seats each, release
-#   scripts/rehearsal.sh --bots           # a pow room: 2,000 people and 20,000 bots that never solve, then 200 that do, release
+#   scripts/rehearsal.sh --bots           # a pow room: 2,000 people and 20,000 bots that never solve, 200 that do, 500 sharing one solution, release
 #   scripts/rehearsal.sh --release -- --visitors 5000 --seats 600   # anything else
 #
 # Everything after `--` goes to the rehearsal tool (see `rehearsal --help`).
@@ -200,6 +200,12 @@ if [[ $mode == bots ]]; then
     --visitors 200 --bots 200 --bot-kind solve --bot-threads 2 --challenge pow --arrive-within 10 \
     --seats 200 --capacity 100 --admit-per-second 20 --abandon-seconds 15 --max-seconds 600 --check \
     --out docs/rehearsal/bots/solve
+  # Bots sharing one solution, each leaving once admitted: one place at
+  # most over the whole run (a spent solution gets no second).
+  env "${tool_env[@]}" "$rehearsal_bin" "${target[@]}" --room "rehearsal-bots-reuse-$run_id" \
+    --visitors 200 --bots 500 --bot-kind reuse --challenge pow --challenge-bits 16 --arrive-within 10 \
+    --seats 200 --capacity 100 --admit-per-second 20 --abandon-seconds 15 --max-seconds 300 --check \
+    --out docs/rehearsal/bots/reuse
 fi
 if [[ $mode == smoke ]]; then
   # Accounts, cheaply: 300 browsers of 100 accounts on the same origin, in
