@@ -39,12 +39,16 @@ log=target/schemathesis-origin.log
 # default in the working directory), deleted at the end.
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/wr-schemathesis-XXXXXX")
 
-# Identity keys, so every setting the schema allows (identity on, too) is
-# one this origin can take.
+# Identity and Turnstile keys, so every setting the schema allows (identity
+# or a Turnstile challenge on, too) is one this origin can take. Turnstile's
+# verify URL is a closed loopback port: nothing leaves the machine, and a
+# Turnstile room answers its joins 428, 403 or 503 as documented.
 identity_key="st:$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
 env -u WR_DATABASE_URL \
   WR_REDIS_URL=redis://127.0.0.1:6379 WR_REDIS_PREFIX="$prefix" WR_ADMIN_KEY="$WR_ST_ADMIN_KEY" \
   WR_IDENTITY_KEYS="$identity_key" \
+  WR_TURNSTILE_SECRET=st-secret WR_TURNSTILE_SITE_KEY=st-site-key \
+  WR_TURNSTILE_VERIFY_URL=http://127.0.0.1:9/siteverify \
   WR_ROOMS=scripts/schemathesis-rooms.toml WR_LISTEN="127.0.0.1:$port" RUST_LOG=warn \
   WR_SQLITE_PATH="$scratch/booking.sqlite" \
   target/debug/origin >"$log" 2>&1 &

@@ -152,8 +152,9 @@ pub struct PreferWait {
 pub struct ChallengeHeader {
     /// Proof of work: `<seed>.<nonce>` (nonce 1 to 32 of `[A-Za-z0-9_-]`),
     /// where SHA-256 of that text starts with the asked zero bits; Turnstile:
-    /// the widget's token.
-    #[param(rename = "Waiting-Room-Challenge", required = false, max_length = 2048)]
+    /// the widget's token (at most 2048 characters). Ignored in a room
+    /// without a challenge.
+    #[param(rename = "Waiting-Room-Challenge", required = false)]
     waiting_room_challenge: Option<String>,
 }
 
