@@ -92,6 +92,7 @@ class FakeBooking {
     }
     if (req.method() === "POST" && p === "/performances/evening/holds") {
       const { seats } = JSON.parse(req.postData());
+      if (this.accountLimit) return error(409, "account_limit");
       const taken = seats.filter((id) => this.seats.find((s) => s.id === id).state !== "available");
       if (taken.length) return error(409, "seat_unavailable", { seats: taken });
       seats.forEach((id) => this.take(id, "held"));
@@ -238,6 +239,14 @@ test("Korean, release, and an ended session leads back to the waiting room", { t
   await page.waitForSelector('#message[data-code="released"]');
   assert.equal(await page.isHidden("#hold"), true);
   await page.waitForSelector('[data-seat="B-1-1"][data-state="available"]');
+
+  // The account holds and has booked its limit: said in its words.
+  api.accountLimit = true;
+  await page.click('[data-seat="B-1-1"]');
+  await page.click("#hold-button");
+  await page.waitForSelector('#message[data-code="account_limit"]');
+  assert.match(await page.textContent("#message"), /계정/);
+  api.accountLimit = false;
 
   api.sessionOver = true;
   await page.waitForSelector('#app[data-phase="ended"]', { timeout: 10000 });

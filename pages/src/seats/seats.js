@@ -504,6 +504,8 @@
           refresh();
         } else if (code(r) === "hold_exists") {
           say(t.msg_hold_exists, "error", "hold_exists");
+        } else if (code(r) === "account_limit") {
+          say(t.msg_account_limit, "error", "account_limit");
         } else if (!common(r)) {
           other(r);
         }

@@ -114,6 +114,8 @@ pub struct Strings {
     pub msg_hold_expired: &'static str,
     /// 409 `hold_exists`.
     pub msg_hold_exists: &'static str,
+    /// 409 `account_limit`: the account holds and has booked its limit.
+    pub msg_account_limit: &'static str,
     /// 401: no entry, or the session is over.
     pub msg_session_ended: &'static str,
     /// 429; `{n}` seconds.
@@ -198,6 +200,7 @@ const EN: Strings = Strings {
     msg_declined: "The payment was declined. Your seats are still held: try another card.",
     msg_hold_expired: "Your hold has ended and its seats are on sale again. Please choose again.",
     msg_hold_exists: "You already hold seats in this sale, for this performance or another. Pay for them or give them back before holding others.",
+    msg_account_limit: "Your account has reached this performance's limit of seats (those held and those booked count together). Choose fewer seats, or none.",
     msg_session_ended: "Your visit has ended, or you have not been let in yet. Go back to the waiting room to get in.",
     msg_rate_limited: "Too many requests. Please wait {n} s and try again.",
     msg_unavailable: "The box office is busy right now. Please try again in a moment.",
@@ -261,6 +264,7 @@ const KO: Strings = Strings {
     msg_declined: "결제가 거절되었습니다. 좌석은 그대로 선점되어 있으니 다른 카드로 다시 시도하세요.",
     msg_hold_expired: "선점 시간이 끝나 좌석이 다시 판매됩니다. 좌석을 다시 골라 주세요.",
     msg_hold_exists: "이미 선점한 좌석이 있습니다(이 공연 또는 다른 공연). 다른 좌석을 선점하려면 먼저 결제하거나 반납하세요.",
+    msg_account_limit: "이 계정은 이 공연에서 살 수 있는 좌석 수에 도달했습니다(선점한 좌석과 예매한 좌석을 합쳐 셉니다). 좌석을 줄여서 고르세요.",
     msg_session_ended: "입장 시간이 끝났거나 아직 입장하지 않았습니다. 대기실로 돌아가 입장하세요.",
     msg_rate_limited: "요청이 너무 많습니다. {n}초 후에 다시 시도하세요.",
     msg_unavailable: "지금은 예매 서비스가 혼잡합니다. 잠시 후 다시 시도하세요.",
