@@ -18,7 +18,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use reqwest::Method;
 use serde_json::Value;
@@ -158,16 +158,6 @@ enum Joined {
 }
 
 impl Bot<'_> {
-    fn past_deadline(&self) -> bool {
-        Instant::now() >= self.ctx.deadline
-    }
-
-    async fn sleep_ms(&self, ms: f64) {
-        let until =
-            (Instant::now() + Duration::from_millis(ms.max(0.0) as u64)).min(self.ctx.deadline);
-        tokio::time::sleep_until(until.into()).await;
-    }
-
     fn error(&mut self, kind: String) {
         *self.log.errors.entry(kind).or_insert(0) += 1;
     }
@@ -264,7 +254,7 @@ impl Bot<'_> {
     /// Joins without ever solving, a few times, a few seconds apart.
     async fn never(&mut self) {
         for _ in 0..NEVER_TRIES {
-            if self.past_deadline() {
+            if self.ctx.past_deadline() {
                 return;
             }
             if let Joined::Place(body) = self.join(None).await {
@@ -272,14 +262,14 @@ impl Bot<'_> {
                 return self.keep(body).await;
             }
             let d = self.rng.jitter(3_000.0, 0.5);
-            self.sleep_ms(d).await;
+            self.ctx.sleep_ms(d).await;
         }
     }
 
     /// Sends the one shared solution, solving it first if nobody has.
     async fn reuse(&mut self) {
         for _ in 0..SOLVE_TRIES {
-            if self.past_deadline() {
+            if self.ctx.past_deadline() {
                 return;
             }
             let bots = self.bots;
@@ -304,7 +294,7 @@ impl Bot<'_> {
                     }
                     _ => {
                         let d = self.rng.jitter(3_000.0, 0.5);
-                        self.sleep_ms(d).await;
+                        self.ctx.sleep_ms(d).await;
                         continue;
                     }
                 },
@@ -313,14 +303,14 @@ impl Bot<'_> {
                 return self.keep(body).await;
             }
             let d = self.rng.jitter(3_000.0, 0.5);
-            self.sleep_ms(d).await;
+            self.ctx.sleep_ms(d).await;
         }
     }
 
     /// Asks for a seed, solves it on the bot's threads, joins with it.
     async fn solve(&mut self) {
         for _ in 0..SOLVE_TRIES {
-            if self.past_deadline() {
+            if self.ctx.past_deadline() {
                 return;
             }
             let bots = self.bots;
@@ -350,7 +340,7 @@ impl Bot<'_> {
                 }
             }
             let d = self.rng.jitter(3_000.0, 0.5);
-            self.sleep_ms(d).await;
+            self.ctx.sleep_ms(d).await;
         }
     }
 
@@ -378,9 +368,9 @@ impl Bot<'_> {
                 .filter(|v| *v > 0.0)
                 .unwrap_or(5_000.0);
             let d = self.rng.jitter(after, 0.2).max(1_000.0);
-            self.sleep_ms(d).await;
+            self.ctx.sleep_ms(d).await;
             loop {
-                if self.past_deadline() || failures >= MAX_FAILURES {
+                if self.ctx.past_deadline() || failures >= MAX_FAILURES {
                     return;
                 }
                 let sent = self.ctx.now_ms();
@@ -404,7 +394,7 @@ impl Bot<'_> {
                         }
                         failures += 1;
                         let d = 1_000.0 + self.rng.unit() * 4_000.0;
-                        self.sleep_ms(d).await;
+                        self.ctx.sleep_ms(d).await;
                     }
                 }
             }

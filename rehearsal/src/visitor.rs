@@ -63,6 +63,17 @@ impl Ctx {
     pub fn now_ms(&self) -> u64 {
         self.start.elapsed().as_millis() as u64
     }
+
+    /// Whether the run's time is up.
+    pub fn past_deadline(&self) -> bool {
+        Instant::now() >= self.deadline
+    }
+
+    /// Sleeps `ms`, never past the run's deadline.
+    pub async fn sleep_ms(&self, ms: f64) {
+        let until = (Instant::now() + Duration::from_millis(ms.max(0.0) as u64)).min(self.deadline);
+        tokio::time::sleep_until(until.into()).await;
+    }
 }
 
 /// Live counts, read by the progress display.
@@ -307,16 +318,6 @@ enum Step {
 }
 
 impl Visit<'_> {
-    fn past_deadline(&self) -> bool {
-        Instant::now() >= self.ctx.deadline
-    }
-
-    async fn sleep_ms(&self, ms: f64) {
-        let until =
-            (Instant::now() + Duration::from_millis(ms.max(0.0) as u64)).min(self.ctx.deadline);
-        tokio::time::sleep_until(until.into()).await;
-    }
-
     fn error(&mut self, kind: String) {
         self.ctx.counters.errors.fetch_add(1, Relaxed);
         *self.log.errors.entry(kind).or_insert(0) += 1;
@@ -411,7 +412,7 @@ impl Visit<'_> {
             }
         };
         let admitted = loop {
-            if self.past_deadline() {
+            if self.ctx.past_deadline() {
                 self.log.outcome = Outcome::TimedOut;
                 break false;
             }
@@ -505,7 +506,7 @@ impl Visit<'_> {
                                 MIN_POLL_MS.max(self.rng.jitter(after, 0.2))
                             };
                             step = Step::Status;
-                            self.sleep_ms(delay).await;
+                            self.ctx.sleep_ms(delay).await;
                         }
                         "expired" => {
                             // The page offers "join again"; a visitor clicks it.
@@ -515,7 +516,7 @@ impl Visit<'_> {
                             step = Step::Join;
                             retried_join = false;
                             let d = self.rng.jitter(500.0, 0.5);
-                            self.sleep_ms(d).await;
+                            self.ctx.sleep_ms(d).await;
                         }
                         "sold_out" => {
                             self.log.sold_out_ms = Some(got);
@@ -536,7 +537,7 @@ impl Visit<'_> {
                     retried_join |= step == Step::Join;
                     step = Step::Join;
                     let d = self.rng.jitter(500.0, 0.5);
-                    self.sleep_ms(d).await;
+                    self.ctx.sleep_ms(d).await;
                 }
                 other => {
                     if let Ok(r) = &other {
@@ -554,7 +555,7 @@ impl Visit<'_> {
                     {
                         delay = delay.max((s as f64 * 1000.0).min(MAX_BACKOFF_MS));
                     }
-                    self.sleep_ms(delay).await;
+                    self.ctx.sleep_ms(delay).await;
                 }
             }
         };
@@ -587,7 +588,7 @@ impl Visit<'_> {
         // Seats it asks for: fewer after its account's limit refused more.
         let mut want = self.plan.seats;
         let hold_id = loop {
-            if self.past_deadline() {
+            if self.ctx.past_deadline() {
                 return Outcome::TimedOut;
             }
             if failures > 10 {
@@ -600,7 +601,7 @@ impl Visit<'_> {
                     Ok(r) => r,
                     Err(_) => {
                         failures += 1;
-                        self.sleep_ms(1000.0).await;
+                        self.ctx.sleep_ms(1000.0).await;
                         continue;
                     }
                 };
@@ -611,13 +612,13 @@ impl Visit<'_> {
                     // as the seat page does.
                     429 if r.code() == "rate_limited" => {
                         let wait = r.retry_after.unwrap_or(1).clamp(1, 60);
-                        self.sleep_ms(wait as f64 * 1000.0).await;
+                        self.ctx.sleep_ms(wait as f64 * 1000.0).await;
                         continue;
                     }
                     _ => {
                         self.error(r.kind());
                         failures += 1;
-                        self.sleep_ms(1000.0).await;
+                        self.ctx.sleep_ms(1000.0).await;
                         continue;
                     }
                 }
@@ -638,7 +639,7 @@ impl Visit<'_> {
                         return Outcome::NoSeat;
                     }
                     // Everything is held: holds run out, so look again soon.
-                    self.sleep_ms(SEAT_RETRY.as_millis() as f64).await;
+                    self.ctx.sleep_ms(SEAT_RETRY.as_millis() as f64).await;
                     continue;
                 }
             }
@@ -693,7 +694,7 @@ impl Visit<'_> {
                 // they share: it books them, or lets them go.
                 (409, "hold_exists") if self.plan.account.is_some() => {
                     *self.log.shared.entry(r.kind()).or_insert(0) += 1;
-                    self.sleep_ms(SEAT_RETRY.as_millis() as f64).await;
+                    self.ctx.sleep_ms(SEAT_RETRY.as_millis() as f64).await;
                 }
                 (429, "rate_limited") => {
                     // The session's allowance of booking writes: wait as told.
@@ -703,12 +704,12 @@ impl Visit<'_> {
                         self.error(r.kind());
                     }
                     let wait = r.retry_after.unwrap_or(1).max(1);
-                    self.sleep_ms(wait as f64 * 1000.0).await;
+                    self.ctx.sleep_ms(wait as f64 * 1000.0).await;
                 }
                 _ => {
                     self.error(r.kind());
                     failures += 1;
-                    self.sleep_ms(500.0).await;
+                    self.ctx.sleep_ms(500.0).await;
                 }
             }
         };
@@ -751,7 +752,7 @@ impl Visit<'_> {
         let mut tries = 0;
         while tries < 5 {
             tries += 1;
-            if self.past_deadline() {
+            if self.ctx.past_deadline() {
                 return Outcome::TimedOut;
             }
             let Ok(r) = self
@@ -763,7 +764,7 @@ impl Visit<'_> {
                 )
                 .await
             else {
-                self.sleep_ms(1000.0).await;
+                self.ctx.sleep_ms(1000.0).await;
                 continue;
             };
             match (r.status, r.code()) {
@@ -799,7 +800,7 @@ impl Visit<'_> {
                     // The good card is never declined: tallied apart from
                     // the planned declines, so it reads as unexpected.
                     self.error(format!("{} (good card)", r.kind()));
-                    self.sleep_ms(1000.0).await;
+                    self.ctx.sleep_ms(1000.0).await;
                 }
                 // The shared session's allowance of booking writes, spent
                 // by the account's other browsers: wait as told, a try
@@ -808,11 +809,11 @@ impl Visit<'_> {
                     *self.log.shared.entry(r.kind()).or_insert(0) += 1;
                     tries -= 1;
                     let wait = r.retry_after.unwrap_or(1).clamp(1, 60);
-                    self.sleep_ms(wait as f64 * 1000.0).await;
+                    self.ctx.sleep_ms(wait as f64 * 1000.0).await;
                 }
                 _ => {
                     self.error(r.kind());
-                    self.sleep_ms(1000.0).await;
+                    self.ctx.sleep_ms(1000.0).await;
                 }
             }
         }
