@@ -277,14 +277,8 @@ impl Api {
         ticket: Option<&str>,
         identity: Option<Identity<'_>>,
     ) -> Reply {
-        let mut req = Request::builder()
-            .method("POST")
-            .uri(format!("/queue/{room}/join"))
-            .header("host", "127.0.0.1:8080");
-        if let Some(t) = ticket {
-            req = req.header("authorization", format!("Bearer {t}"));
-        }
-        req = match identity {
+        let req = join_request(room, ticket);
+        let req = match identity {
             Some(Identity::Header(jwt)) => req.header("waiting-room-identity", jwt),
             Some(Identity::Cookie(jwt)) => req.header("cookie", format!("wr_identity={jwt}")),
             None => req,
@@ -300,13 +294,7 @@ impl Api {
         ticket: Option<&str>,
         answer: Option<&str>,
     ) -> Reply {
-        let mut req = Request::builder()
-            .method("POST")
-            .uri(format!("/queue/{room}/join"))
-            .header("host", "127.0.0.1:8080");
-        if let Some(t) = ticket {
-            req = req.header("authorization", format!("Bearer {t}"));
-        }
+        let mut req = join_request(room, ticket);
         if let Some(a) = answer {
             req = req.header("waiting-room-challenge", a);
         }
@@ -325,6 +313,19 @@ impl Api {
 }
 
 /// The sequence number a ticket carries.
+/// A join of `room` as the tests send it, with the ticket (if any) as a
+/// bearer; the callers add their headers.
+fn join_request(room: &RoomId, ticket: Option<&str>) -> axum::http::request::Builder {
+    let req = Request::builder()
+        .method("POST")
+        .uri(format!("/queue/{room}/join"))
+        .header("host", "127.0.0.1:8080");
+    match ticket {
+        Some(t) => req.header("authorization", format!("Bearer {t}")),
+        None => req,
+    }
+}
+
 pub fn seq_of(ticket: &str, room: &RoomId) -> u64 {
     keys()
         .verify(ticket, token::Kind::Ticket, room.as_str(), unix_now())
