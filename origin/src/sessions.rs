@@ -87,27 +87,13 @@ pub enum Watch {
 impl Sessions {
     /// The room's rules (the defaults until its settings were seen).
     pub fn rules(&self, room: &RoomId) -> SessionRules {
-        self.rules
-            .read()
-            .ok()
-            .and_then(|r| r.get(room).copied())
-            .unwrap_or_default()
+        self.known(room).unwrap_or_default()
     }
 
     /// The room's rules, read from the store the first time this instance
     /// meets the room (after that the refresh keeps them current).
     pub async fn rules_for(&self, room: &RoomId, queue: &dyn QueueStore) -> SessionRules {
-        let known = self.rules.read().ok().and_then(|r| r.get(room).copied());
-        if let Some(rules) = known {
-            return rules;
-        }
-        match queue.figures(room).await {
-            Ok(f) => {
-                self.learn(room, &f.settings);
-                SessionRules::of(&f.settings)
-            }
-            Err(_) => SessionRules::default(),
-        }
+        self.known_for(room, queue).await.unwrap_or_default()
     }
 
     /// The room's rules, when this instance knows the room.

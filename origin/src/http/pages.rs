@@ -184,12 +184,13 @@ async fn waiting_room(
 
 /// The Turnstile site key a room's waiting page is rendered with (its CSP
 /// then allows Cloudflare's widget): only in a room whose challenge is
-/// Turnstile, and only when this origin has a site key. A store that
-/// cannot say gives none; the page then meets the 428 and reloads once.
+/// Turnstile (the rules the join reads, cached), and only when this origin
+/// has a site key. A store that cannot say gives none; the page then meets
+/// the 428 and reloads once.
 async fn turnstile_key<'s>(state: &'s AppState, room: &RoomId) -> Option<&'s str> {
     let key = state.turnstile.site_key()?;
-    match state.queue.figures(room).await {
-        Ok(f) if f.settings.challenge == ChallengeKind::Turnstile => Some(key),
+    match state.sessions.known_for(room, state.queue.as_ref()).await {
+        Ok(rules) if rules.challenge.kind == ChallengeKind::Turnstile => Some(key),
         _ => None,
     }
 }
