@@ -564,11 +564,9 @@ async fn identity_needs_keys_at_the_admin_api() {
     let keyless = Api::new(admin_state(t.store.clone()));
     for mode in ["required", "optional"] {
         let body = json!({"capacity": 5, "identity": mode}).to_string();
-        let r = keyless.admin("PUT", "/admin/rooms/nokeys", body).await;
-        assert_eq!(r.status, 422, "{}", r.json);
-        assert_eq!(r.error_code(), "invalid_body");
-        let message = r.json["error"]["message"].as_str().unwrap();
-        assert!(message.contains("identity"), "{message}");
+        keyless
+            .refused_setting("PUT", "/admin/rooms/nokeys", &body, "identity")
+            .await;
         let r = keyless.admin("GET", "/admin/rooms/nokeys", "").await;
         assert_eq!(r.status, 404, "not made: {}", r.json);
     }
@@ -581,14 +579,9 @@ async fn identity_needs_keys_at_the_admin_api() {
         r#"{"identity": "required"}"#,
         r#"{"identity": "optional", "capacity": 9}"#,
     ] {
-        let r = keyless.admin("PATCH", "/admin/rooms/nokeys", body).await;
-        assert_eq!(r.status, 422, "{}", r.json);
-        assert!(
-            r.json["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("identity")
-        );
+        keyless
+            .refused_setting("PATCH", "/admin/rooms/nokeys", body, "identity")
+            .await;
     }
     let r = keyless.admin("GET", "/admin/rooms/nokeys", "").await;
     assert_eq!(r.json["settings"]["identity"], "off");

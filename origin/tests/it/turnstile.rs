@@ -48,11 +48,9 @@ async fn turnstile_needs_keys_at_the_admin_api() {
     for turnstile in halves {
         let keyless = Api::new(admin_state(t.store.clone()).with_turnstile(turnstile));
         let body = json!({"capacity": 5, "challenge": "turnstile"}).to_string();
-        let r = keyless.admin("PUT", "/admin/rooms/nokeys", body).await;
-        assert_eq!(r.status, 422, "{}", r.json);
-        assert_eq!(r.error_code(), "invalid_body");
-        let message = r.json["error"]["message"].as_str().unwrap();
-        assert!(message.contains("turnstile"), "{message}");
+        let message = keyless
+            .refused_setting("PUT", "/admin/rooms/nokeys", &body, "turnstile")
+            .await;
         assert!(message.contains("--turnstile-secret"), "{message}");
         let r = keyless.admin("GET", "/admin/rooms/nokeys", "").await;
         assert_eq!(r.status, 404, "not made: {}", r.json);
@@ -73,14 +71,9 @@ async fn turnstile_needs_keys_at_the_admin_api() {
         r#"{"challenge": "turnstile"}"#,
         r#"{"challenge": "turnstile", "capacity": 9, "challenge_fail": "open"}"#,
     ] {
-        let r = keyless.admin("PATCH", "/admin/rooms/nokeys", body).await;
-        assert_eq!(r.status, 422, "{}", r.json);
-        assert!(
-            r.json["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("turnstile")
-        );
+        keyless
+            .refused_setting("PATCH", "/admin/rooms/nokeys", body, "turnstile")
+            .await;
     }
     let r = keyless.admin("GET", "/admin/rooms/nokeys", "").await;
     assert_eq!(r.json["settings"]["challenge"], "pow", "nothing changed");

@@ -420,6 +420,17 @@ pub fn admin_state(store: Arc<dyn QueueStore>) -> AppState {
 }
 
 impl Api {
+    /// An admin call that must be refused as a setting this origin cannot
+    /// take: 422 `invalid_body` whose message names `word`; the message.
+    pub async fn refused_setting(&self, method: &str, uri: &str, body: &str, word: &str) -> String {
+        let r = self.admin(method, uri, body.to_owned()).await;
+        assert_eq!(r.status, 422, "{method} {body}: {}", r.json);
+        assert_eq!(r.error_code(), "invalid_body");
+        let message = r.json["error"]["message"].as_str().unwrap().to_owned();
+        assert!(message.contains(word), "{message}");
+        message
+    }
+
     /// An admin call with `key` (None: no Authorization header) and a raw body.
     pub async fn admin_as(
         &self,
