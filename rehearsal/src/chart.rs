@@ -560,7 +560,6 @@ pub fn svg(r: &Report, title: &str) -> Result<String, Error> {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
 
     use super::*;
     use crate::admin::{Live, Seats};
@@ -572,30 +571,17 @@ mod tests {
     fn log(index: usize, joined_ms: u64, admitted_ms: u64, eta_s: u64) -> VisitorLog {
         VisitorLog {
             index,
-            account: None,
-            seq: None,
-            places: Vec::new(),
             joined_ms: Some(joined_ms),
             last_waiting_sent_ms: Some(admitted_ms),
             admitted_ms: Some(admitted_ms),
             promises: vec![(joined_ms, eta_s)],
-            first_position: None,
             queue_requests: 3,
             left_line_ms: Some(admitted_ms),
-            sold_out_ms: None,
-            sold_out_asked_ms: None,
             held_ms: Some(admitted_ms + 1_000),
             booked: Some((admitted_ms + 2_000, vec!["A-1-1".to_owned()])),
             booking_calls: vec![(admitted_ms + 1_000, 80), (admitted_ms + 2_000, 900)],
-            errors: BTreeMap::new(),
-            place_ended: Vec::new(),
-            shared: BTreeMap::new(),
-            ended_places: Vec::new(),
-            challenges: 0,
-            challenges_failed: 0,
-            solves: Vec::new(),
-            ended_ms: None,
             outcome: Outcome::Booked,
+            ..VisitorLog::default()
         }
     }
 

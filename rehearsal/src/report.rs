@@ -1064,31 +1064,15 @@ mod tests {
 
     fn log(outcome: Outcome, held_ms: Option<u64>, booked_ms: Option<u64>) -> VisitorLog {
         VisitorLog {
-            index: 0,
-            account: None,
-            seq: None,
-            places: Vec::new(),
             joined_ms: Some(0),
             last_waiting_sent_ms: Some(0),
             admitted_ms: held_ms.map(|_| 0),
-            promises: Vec::new(),
-            first_position: None,
             queue_requests: 1,
             left_line_ms: Some(0),
-            sold_out_ms: None,
-            sold_out_asked_ms: None,
             held_ms,
             booked: booked_ms.map(|t| (t, vec!["A-1-1".to_owned()])),
-            booking_calls: Vec::new(),
-            errors: BTreeMap::new(),
-            place_ended: Vec::new(),
-            shared: BTreeMap::new(),
-            ended_places: Vec::new(),
-            challenges: 0,
-            challenges_failed: 0,
-            solves: Vec::new(),
-            ended_ms: None,
             outcome,
+            ..VisitorLog::default()
         }
     }
 

@@ -280,31 +280,14 @@ mod tests {
     /// A browser of `account` that saw `places` and ended with `outcome`.
     fn browser(account: usize, places: Vec<PlaceSeen>, outcome: Outcome) -> VisitorLog {
         VisitorLog {
-            index: 0,
             account: Some(account),
             seq: places.last().map(|p| p.seq),
             admitted_ms: places.iter().find_map(|p| p.admitted_ms),
             places,
             joined_ms: Some(0),
-            last_waiting_sent_ms: None,
-            promises: Vec::new(),
-            first_position: None,
             queue_requests: 1,
-            left_line_ms: None,
-            sold_out_ms: None,
-            sold_out_asked_ms: None,
-            held_ms: None,
-            booked: None,
-            booking_calls: Vec::new(),
-            errors: BTreeMap::new(),
-            place_ended: Vec::new(),
-            shared: BTreeMap::new(),
-            ended_places: Vec::new(),
-            challenges: 0,
-            challenges_failed: 0,
-            solves: Vec::new(),
-            ended_ms: None,
             outcome,
+            ..VisitorLog::default()
         }
     }
 
