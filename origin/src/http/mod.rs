@@ -2,7 +2,8 @@
 //! here into the app and into the OpenAPI document (each route is
 //! registered once, with its description, through `utoipa_axum`); plus the
 //! layers every route shares (tracing, latency metrics, panic catching,
-//! header size limit, JSON 404/405); [`serve`] runs it under the connection
+//! header size limit, 404 (slash redirects, JSON or the HTML page) and
+//! JSON 405); [`serve`] runs it under the connection
 //! limits of `conn`.
 
 mod admin;
@@ -13,6 +14,7 @@ pub mod conn;
 mod deadline;
 pub mod entry;
 pub mod extract;
+mod fallback;
 mod health;
 mod history;
 mod issue;
@@ -94,7 +96,7 @@ pub fn app(state: AppState) -> Router {
     crate::telemetry::handle();
     let (router, _) = routes().split_for_parts();
     router
-        .fallback(|| async { ApiError::NotFound })
+        .fallback(fallback::fallback)
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         // The last layer added runs first: an oversized head is refused
         // before the session's addresses are counted or its token renewed,

@@ -53,6 +53,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(waiting_room))
         .routes(routes!(seat_page))
         .routes(routes!(console))
+        .routes(routes!(favicon))
         .layer(super::compression())
 }
 
@@ -255,6 +256,27 @@ async fn console(RawQuery(query): RawQuery, headers: HeaderMap) -> Response {
     page(CONSOLE.csp(), body)
 }
 
+/// The site's icon, so a browser's own request for it is not a 404.
+#[utoipa::path(
+    get,
+    path = "/favicon.ico",
+    tag = "pages",
+    responses(
+        (status = 200, description = "The icon (SVG)", content_type = "image/svg+xml", body = String),
+    ),
+)]
+async fn favicon() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "image/svg+xml"),
+            (header::CACHE_CONTROL, "public, max-age=86400"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        pages::FAVICON_SVG,
+    )
+        .into_response()
+}
+
 /// The body of the room's pages: the language chosen, the room looked up,
 /// then `render` with the room's id and the language; a room that is not
 /// there (or a store that does not answer) gets `refuse`'s answer.
@@ -287,7 +309,7 @@ fn waiting_url(room: &str) -> String {
 }
 
 /// `?lang=` when it names a language, else `Accept-Language`.
-fn lang(query: Option<&str>, headers: &HeaderMap) -> Lang {
+pub(super) fn lang(query: Option<&str>, headers: &HeaderMap) -> Lang {
     let chosen = query
         .unwrap_or("")
         .split('&')
@@ -350,8 +372,9 @@ fn html_headers(headers: &mut HeaderMap, csp: &str) {
 
 /// The contract's JSON error, or for a browser the same status (and
 /// headers, e.g. `Retry-After`) with a short HTML page.
-fn refuse(e: ApiError, headers: &HeaderMap, lang: Lang) -> Response {
+pub(super) fn refuse(e: ApiError, headers: &HeaderMap, lang: Lang) -> Response {
     let notice = match e.status() {
+        StatusCode::NOT_FOUND if matches!(e, ApiError::NotFound) => Some(Notice::NotFound),
         StatusCode::NOT_FOUND => Some(Notice::UnknownRoom),
         StatusCode::SERVICE_UNAVAILABLE => Some(Notice::Unavailable),
         _ => None,

@@ -208,3 +208,76 @@ async fn pages_answer_get_only() {
         assert_eq!(r.error_code(), "method_not_allowed");
     }
 }
+
+#[tokio::test]
+async fn a_missing_or_extra_slash_redirects_to_the_page() {
+    let t = test_store(STORE);
+    let api = Api::new(state(t.store.clone()));
+    for (path, to) in [
+        ("/admin", "/admin/"),
+        ("/admin?lang=ko", "/admin/?lang=ko"),
+        ("/book/concert", "/book/concert/"),
+        ("/waiting-room/concert/", "/waiting-room/concert"),
+        (
+            "/waiting-room/concert/?lang=ko",
+            "/waiting-room/concert?lang=ko",
+        ),
+    ] {
+        for accept in [Some(BROWSER), None] {
+            let r = get(&api, path, accept, None).await;
+            assert_eq!(r.status, 308, "{path}");
+            assert_eq!(r.headers["location"], to, "{path}");
+        }
+    }
+    // Only a page's own shape, only for GET: a write or a made-up room id
+    // is not sent anywhere.
+    for path in [
+        "/book/Not_A_Room",
+        "/waiting-room/x//",
+        "/book//evil.example",
+    ] {
+        let r = get(&api, path, None, None).await;
+        assert_eq!(r.status, 404, "{path}");
+    }
+    let r = api.call("POST", "/book/concert", None).await;
+    assert_eq!(r.status, 404);
+}
+
+#[tokio::test]
+async fn a_path_nobody_serves_is_json_for_apps_and_a_page_for_browsers() {
+    let t = test_store(STORE);
+    let api = Api::new(state(t.store.clone()));
+    for path in ["/nothing-here", "/queue", "/book/concert/x/y"] {
+        let r = get(&api, path, Some("application/json"), None).await;
+        assert_eq!(r.status, 404, "{path}");
+        assert_eq!(r.error_code(), "not_found", "{path}");
+        let r = get(&api, path, None, None).await;
+        assert_eq!(r.error_code(), "not_found", "{path}");
+        for (lang, title) in [
+            ("en", "Page not found"),
+            ("ko", "페이지를 찾을 수 없습니다"),
+        ] {
+            let r = get(&api, path, Some(BROWSER), Some(lang)).await;
+            assert_eq!(r.status, 404, "{path}");
+            let body = html(&r);
+            assert!(body.contains(title), "{path} {lang}");
+            assert!(!body.contains("<script"), "{path}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_site_has_an_icon() {
+    let t = test_store(STORE);
+    let api = Api::new(state(t.store.clone()));
+    let r = get(
+        &api,
+        "/favicon.ico",
+        Some("image/avif,image/webp,*/*"),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.headers["content-type"], "image/svg+xml");
+    assert!(r.json.as_str().is_some_and(|s| s.starts_with("<svg")));
+}

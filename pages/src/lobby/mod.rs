@@ -55,6 +55,8 @@ pub enum Notice {
     UnknownRoom,
     /// The store or the service does not answer (503).
     Unavailable,
+    /// No page at this address (404 `not_found`).
+    NotFound,
 }
 
 struct Words {
@@ -68,6 +70,8 @@ struct Words {
     unknown_text: &'static str,
     unavailable_title: &'static str,
     unavailable_text: &'static str,
+    missing_title: &'static str,
+    missing_text: &'static str,
     all_rooms: &'static str,
 }
 
@@ -82,6 +86,8 @@ const EN: Words = Words {
     unknown_text: "There is no waiting room at this address.",
     unavailable_title: "Please try again shortly",
     unavailable_text: "The waiting room cannot be reached right now. Reload this page in a few seconds.",
+    missing_title: "Page not found",
+    missing_text: "There is no page at this address. Check the link, or pick an event from the list.",
     all_rooms: "All events",
 };
 
@@ -96,6 +102,8 @@ const KO: Words = Words {
     unknown_text: "이 주소에는 대기실이 없습니다.",
     unavailable_title: "잠시 후 다시 시도하세요",
     unavailable_text: "지금은 대기실에 연결할 수 없습니다. 몇 초 뒤 이 페이지를 새로고침하세요.",
+    missing_title: "페이지를 찾을 수 없습니다",
+    missing_text: "이 주소에는 페이지가 없습니다. 링크를 확인하거나 목록에서 이벤트를 고르세요.",
     all_rooms: "전체 이벤트",
 };
 
@@ -148,6 +156,7 @@ impl Notice {
         let (title, text) = match self {
             Notice::UnknownRoom => (w.unknown_title, w.unknown_text),
             Notice::Unavailable => (w.unavailable_title, w.unavailable_text),
+            Notice::NotFound => (w.missing_title, w.missing_text),
         };
         let body = format!("<p>{text}</p>\n<p><a href=\"/\">{}</a></p>\n", w.all_rooms);
         document(lang, title, &body)
@@ -191,7 +200,7 @@ mod tests {
     #[test]
     fn notices_in_both_languages() {
         for lang in Lang::ALL {
-            for notice in [Notice::UnknownRoom, Notice::Unavailable] {
+            for notice in [Notice::UnknownRoom, Notice::Unavailable, Notice::NotFound] {
                 let html = notice.render(lang);
                 assert!(html.contains(&format!("<html lang=\"{}\">", lang.tag())));
                 assert!(html.contains("<a href=\"/\">"));
