@@ -18,6 +18,7 @@ mod fallback;
 mod health;
 mod history;
 mod issue;
+mod look;
 mod metrics;
 mod pages;
 mod payment;
@@ -56,6 +57,7 @@ pub const MAX_HEADER_BYTES: usize = 16 * 1024;
 fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(api_doc::ApiDoc::openapi())
         .merge(queue::router())
+        .merge(look::router())
         .merge(admin::router())
         .merge(history::router())
         .merge(performances::router())

@@ -281,3 +281,79 @@ async fn the_site_has_an_icon() {
     assert_eq!(r.headers["content-type"], "image/svg+xml");
     assert!(r.json.as_str().is_some_and(|s| s.starts_with("<svg")));
 }
+
+/// A room's display settings (name, colour, logo, currency): set through
+/// the admin API (bad values 422, nothing changed), served by the look
+/// route for the waiting page, and shown by the seat page and the room
+/// list in place of the id; a pre-queue room lists as "Opens …".
+#[tokio::test]
+async fn a_room_is_shown_by_its_name_colour_logo_and_currency() {
+    let t = test_store(STORE);
+    let room = "look-a";
+    make_room(t.store.as_ref(), room, RoomSettings::default()).await;
+    let api = Api::new(admin_state(t.store.clone()).with_lobby(true));
+
+    let r = api.call("GET", &format!("/queue/{room}/look"), None).await;
+    assert_eq!(r.status, 200, "{}", r.json);
+    assert_eq!(
+        r.json,
+        serde_json::json!({"name": null, "color": null, "logo": null, "currency": "KRW"})
+    );
+    assert_eq!(r.headers["cache-control"], "public, max-age=60");
+
+    for (field, bad) in [
+        ("display_name", serde_json::json!("")),
+        ("display_name", serde_json::json!("a\u{7}b")),
+        ("color", serde_json::json!("red")),
+        ("logo", serde_json::json!("//evil.example/x.png")),
+        ("logo", serde_json::json!("https://evil.example/x.png")),
+        ("currency", serde_json::json!("usd")),
+        ("currency", serde_json::json!(5)),
+    ] {
+        let body = serde_json::json!({ field: bad }).to_string();
+        let r = api
+            .admin("PATCH", &format!("/admin/rooms/{room}"), body)
+            .await;
+        assert_eq!(r.status, 422, "{field} {bad}: {}", r.json);
+    }
+    let opens = "2030-05-01T19:00:00Z";
+    let body = serde_json::json!({
+        "display_name": "Spring <tour> 봄", "color": "#aa3300",
+        "logo": "/static/logo.svg", "currency": "USD", "opens_at": opens,
+    });
+    let r = api
+        .admin("PATCH", &format!("/admin/rooms/{room}"), body.to_string())
+        .await;
+    assert_eq!(r.status, 200, "{}", r.json);
+    assert_eq!(r.json["settings"]["display_name"], "Spring <tour> 봄");
+
+    // A fresh instance reads it from the store (another instance's change).
+    let other = Api::new(state(t.store.clone()).with_lobby(true));
+    let r = other
+        .call("GET", &format!("/queue/{room}/look"), None)
+        .await;
+    assert_eq!(
+        r.json,
+        serde_json::json!({"name": "Spring <tour> 봄", "color": "#aa3300",
+            "logo": "/static/logo.svg", "currency": "USD"})
+    );
+    let r = get(&other, &format!("/book/{room}/"), Some(BROWSER), None).await;
+    let body = html(&r);
+    assert!(
+        body.contains("<strong>Spring &lt;tour&gt; 봄</strong>"),
+        "{body}"
+    );
+    assert!(body.contains("\"currency\":\"USD\""));
+    assert!(body.contains("--accent:#aa3300"));
+    let r = get(&other, "/", Some(BROWSER), None).await;
+    let body = html(&r);
+    assert!(
+        body.contains(&format!("data-room=\"{room}\">Spring &lt;tour&gt; 봄</a>")),
+        "{body}"
+    );
+    assert!(body.contains("Opens 2030-05-01 19:00 UTC"), "{body}");
+
+    let r = api.call("GET", "/queue/no-such-room-q/look", None).await;
+    assert_eq!(r.status, 404);
+    assert_eq!(r.error_code(), "unknown_room");
+}

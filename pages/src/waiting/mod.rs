@@ -199,7 +199,7 @@ mod tests {
             let html = page().render(&visit("concert", "/book/concert?seat=1", lang, false));
             assert!(!html.contains("{{"), "unfilled placeholder");
             assert!(html.contains(&format!("<html lang=\"{}\">", lang.tag())));
-            assert!(html.contains("<strong>concert</strong>"));
+            assert!(html.contains("<strong id=\"wr-room\">concert</strong>"));
             assert!(html.contains("aria-live=\"polite\""));
             assert!(html.contains(strings(lang).label_position));
             assert!(html.contains("\"target\":\"/book/concert?seat=1\""));
@@ -216,7 +216,7 @@ mod tests {
         let html = page().render(&visit("<i>x</i>", "/", Lang::En, false));
         assert!(html.contains("<title>Tix &lt;b&gt;&amp; &quot;co&quot;</title>"));
         assert!(!html.contains("<b>&"));
-        assert!(html.contains("<strong>&lt;i&gt;x&lt;/i&gt;</strong>"));
+        assert!(html.contains("<strong id=\"wr-room\">&lt;i&gt;x&lt;/i&gt;</strong>"));
         assert!(!html.contains("<i>x"));
         assert!(html.contains("--accent:#aa3300"));
     }

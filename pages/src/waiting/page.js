@@ -421,6 +421,21 @@
     document.head.appendChild(tag);
   }
 
+  // The room's name, colour and logo (its look route, beside status).
+  function applyLook() {
+    fetch(cfg.api.status.replace(/status$/, "look")).then(function (r) {
+      return r.ok ? r.json() : {};
+    }).then(function (k) {
+      if (k.name) { $("wr-room").textContent = k.name; document.title = k.name + " – " + document.title; }
+      if (k.color) { document.documentElement.style.setProperty("--accent", k.color); }
+      if (k.logo) {
+        var img = document.createElement("img");
+        img.className = "logo"; img.alt = ""; img.src = k.logo;
+        $("wr-title").before(img);
+      }
+    }).catch(function () {});
+  }
+
   $("wr-rejoin").addEventListener("click", function () {
     $("wr-rejoin").hidden = true;
     retriedJoin = false;
@@ -429,5 +444,6 @@
     say(t.msg_connecting);
     step("join");
   });
+  applyLook();
   step("join");
 })();
