@@ -68,7 +68,8 @@ struct Seen {
     addresses: HashSet<ClientKey>,
 }
 
-/// How a room's pages look (its display settings), as cached.
+/// What a room's pages show of its settings (its display settings, the
+/// visit's length, the line's cap), as cached.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Look {
     /// The name visitors see; `None`: the room id.
@@ -79,6 +80,10 @@ pub struct Look {
     pub logo: Option<String>,
     /// The prices' currency (ISO 4217).
     pub currency: String,
+    /// How long a visit lasts once let in, in seconds.
+    pub session_seconds: u32,
+    /// How many places the line ever gives.
+    pub max_line: Option<u64>,
 }
 
 impl Look {
@@ -95,6 +100,8 @@ impl Look {
                 .currency
                 .clone()
                 .unwrap_or_else(|| Look::DEFAULT_CURRENCY.to_owned()),
+            session_seconds: settings.session_seconds,
+            max_line: settings.max_line,
         }
     }
 }

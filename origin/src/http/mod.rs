@@ -6,6 +6,7 @@
 //! JSON 405); [`serve`] runs it under the connection
 //! limits of `conn`.
 
+mod about;
 mod admin;
 pub mod api_doc;
 mod booking;
@@ -18,7 +19,6 @@ mod fallback;
 mod health;
 mod history;
 mod issue;
-mod look;
 mod metrics;
 mod pages;
 mod payment;
@@ -57,7 +57,7 @@ pub const MAX_HEADER_BYTES: usize = 16 * 1024;
 fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(api_doc::ApiDoc::openapi())
         .merge(queue::router())
-        .merge(look::router())
+        .merge(about::router())
         .merge(admin::router())
         .merge(history::router())
         .merge(performances::router())

@@ -293,11 +293,12 @@ async fn a_room_is_shown_by_its_name_colour_logo_and_currency() {
     make_room(t.store.as_ref(), room, RoomSettings::default()).await;
     let api = Api::new(admin_state(t.store.clone()).with_lobby(true));
 
-    let r = api.call("GET", &format!("/queue/{room}/look"), None).await;
+    let r = api.call("GET", &format!("/queue/{room}/about"), None).await;
     assert_eq!(r.status, 200, "{}", r.json);
     assert_eq!(
         r.json,
-        serde_json::json!({"name": null, "color": null, "logo": null, "currency": "KRW"})
+        serde_json::json!({"name": null, "color": null, "logo": null, "currency": "KRW",
+            "session_seconds": 420, "max_line": null})
     );
     assert_eq!(r.headers["cache-control"], "public, max-age=60");
 
@@ -330,12 +331,13 @@ async fn a_room_is_shown_by_its_name_colour_logo_and_currency() {
     // A fresh instance reads it from the store (another instance's change).
     let other = Api::new(state(t.store.clone()).with_lobby(true));
     let r = other
-        .call("GET", &format!("/queue/{room}/look"), None)
+        .call("GET", &format!("/queue/{room}/about"), None)
         .await;
     assert_eq!(
         r.json,
         serde_json::json!({"name": "Spring <tour> 봄", "color": "#aa3300",
-            "logo": "/static/logo.svg", "currency": "USD"})
+            "logo": "/static/logo.svg", "currency": "USD", "session_seconds": 420,
+            "max_line": null})
     );
     let r = get(&other, &format!("/book/{room}/"), Some(BROWSER), None).await;
     let body = html(&r);
@@ -353,7 +355,7 @@ async fn a_room_is_shown_by_its_name_colour_logo_and_currency() {
     );
     assert!(body.contains("Opens 2030-05-01 19:00 UTC"), "{body}");
 
-    let r = api.call("GET", "/queue/no-such-room-q/look", None).await;
+    let r = api.call("GET", "/queue/no-such-room-q/about", None).await;
     assert_eq!(r.status, 404);
     assert_eq!(r.error_code(), "unknown_room");
 }

@@ -421,9 +421,9 @@
     document.head.appendChild(tag);
   }
 
-  // The room's name, colour and logo (its look route, beside status).
+  // The room's name, colour and logo (its about route, beside status).
   function applyLook() {
-    fetch(cfg.api.status.replace(/status$/, "look")).then(function (r) {
+    fetch(cfg.api.status.replace(/status$/, "about")).then(function (r) {
       return r.ok ? r.json() : {};
     }).then(function (k) {
       if (k.name) { $("wr-room").textContent = k.name; document.title = k.name + " – " + document.title; }

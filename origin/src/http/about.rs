@@ -1,8 +1,9 @@
-//! `GET /queue/{room}/look`: how the room's pages look (its display
-//! settings: name, accent colour, logo, currency), for the waiting page
-//! wherever it is served (the edge renders its own and asks here, under
-//! `/queue/*`, which the edge passes through) and for apps. From the
-//! instance's cache of room settings: no store call once the room is known.
+//! `GET /queue/{room}/about`: what the room's pages tell visitors beyond
+//! their place (its display name, accent colour, logo, currency, how long
+//! a visit lasts, the line's cap), for the waiting page wherever it is
+//! served (the edge renders its own and asks here, under `/queue/*`, which
+//! the edge passes through) and for apps. From the instance's cache of room
+//! settings: no store call once the room is known.
 
 use axum::Json;
 use axum::extract::State;
@@ -21,12 +22,12 @@ use crate::state::AppState;
 
 /// The route.
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(look))
+    OpenApiRouter::new().routes(routes!(about))
 }
 
-/// How a room's pages look.
+/// What a room's pages tell visitors about it.
 #[derive(Serialize, ToSchema)]
-struct LookBody<'a> {
+struct AboutBody<'a> {
     /// The name visitors see; null: show the room id.
     #[schema(required = true)]
     name: Option<&'a str>,
@@ -39,32 +40,40 @@ struct LookBody<'a> {
     /// The currency prices are in (ISO 4217).
     #[schema(example = "KRW")]
     currency: &'a str,
+    /// How long a visit lasts once let in, in seconds.
+    session_seconds: u32,
+    /// How many places the line ever gives; null: no cap.
+    #[schema(required = true)]
+    max_line: Option<u64>,
 }
 
-/// How the room's pages look: its display name, accent colour, logo and
-/// currency (room settings `display_name`, `color`, `logo`, `currency`).
-/// Public and cacheable for a minute.
+/// What the room's pages tell visitors: its display name, accent colour,
+/// logo and currency (room settings `display_name`, `color`, `logo`,
+/// `currency`), how long a visit lasts and the line's cap. Public and
+/// cacheable for a minute.
 #[utoipa::path(
     get,
-    path = "/queue/{room}/look",
+    path = "/queue/{room}/about",
     tag = "queue",
     params(RoomPath),
     responses(
-        (status = 200, description = "How the room looks", body = LookBody,
+        (status = 200, description = "About the room", body = AboutBody,
             headers(("Cache-Control" = String, description = "`public, max-age=60`"))),
         NoRoom, StoreDown,
     ),
 )]
-async fn look(State(state): State<AppState>, Room(room): Room) -> Result<Response, ApiError> {
+async fn about(State(state): State<AppState>, Room(room): Room) -> Result<Response, ApiError> {
     if !super::queue::room_exists(&state, &room).await? {
         return Err(ApiError::UnknownRoom);
     }
     let look = state.sessions.look_for(&room, state.queue.as_ref()).await?;
-    let mut response = Json(LookBody {
+    let mut response = Json(AboutBody {
         name: look.name.as_deref(),
         color: look.color.as_deref(),
         logo: look.logo.as_deref(),
         currency: &look.currency,
+        session_seconds: look.session_seconds,
+        max_line: look.max_line,
     })
     .into_response();
     response.headers_mut().insert(
