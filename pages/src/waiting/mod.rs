@@ -289,9 +289,11 @@ mod tests {
         }
     }
 
+    /// A budget against bloat: the solver, the about lines (visit length,
+    /// cap, reference, live dot) and the outlook took it past 20 KiB.
     #[test]
     fn page_is_small() {
         let html = page().render(&visit("concert", "/", Lang::Ko, false));
-        assert!(html.len() < 20 * 1024, "{} bytes", html.len());
+        assert!(html.len() < 24 * 1024, "{} bytes", html.len());
     }
 }
