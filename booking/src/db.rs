@@ -89,6 +89,9 @@ impl Db {
                 "the booking database URL must start with mysql:// or sqlite:".into(),
             ));
         };
+        if url.starts_with("mysql:") {
+            create_if_missing(url).await?;
+        }
         let pool = AnyPoolOptions::new()
             .max_connections(max_connections)
             .acquire_timeout(timeout)
@@ -263,3 +266,24 @@ macro_rules! write_tx {
     }};
 }
 pub(crate) use write_tx;
+
+/// Creates the MySQL database `url` names when the server has no such
+/// database, so a first start needs no `CREATE DATABASE` by hand; a server
+/// that refuses (no such right) is told in the log with what to run.
+async fn create_if_missing(url: &str) -> Result<(), BookingError> {
+    use sqlx::migrate::MigrateDatabase;
+    match sqlx::MySql::database_exists(url).await {
+        Ok(true) => Ok(()),
+        Ok(false) => sqlx::MySql::create_database(url).await.map_err(|e| {
+            tracing::error!(
+                error = %e,
+                "the booking database does not exist and could not be created: \
+                 create it (CREATE DATABASE <name>) or give a user that may"
+            );
+            BookingError::Unavailable
+        }),
+        // Unreachable or refused: the pool's connect below says so, and
+        // waits for a server that is still starting.
+        Err(_) => Ok(()),
+    }
+}

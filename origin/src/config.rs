@@ -32,7 +32,8 @@ pub struct Config {
     #[arg(long, env = "WR_REDIS_CLUSTER", value_parser = clap::builder::BoolishValueParser::new())]
     pub redis_cluster: bool,
 
-    /// Put before every Redis key, so several deployments (or tests) can share one Redis.
+    /// Put before every Redis key, so several deployments (or tests) can share one Redis
+    /// (`:` is added when it ends in no separator: `shop` gives `shop:wr:rooms`).
     #[arg(long, env = "WR_REDIS_PREFIX", default_value = "", value_parser = parse_prefix)]
     pub redis_prefix: String,
 
@@ -215,6 +216,12 @@ pub struct Config {
     #[arg(long, env = "WR_LOBBY")]
     pub lobby: bool,
 
+    /// On a first start, put a demo performance (160 seats) on sale in the
+    /// room `concert` when it has none, whatever the database (always so on
+    /// the SQLite file, when `--database-url` is unset).
+    #[arg(long, env = "WR_DEMO")]
+    pub demo: bool,
+
     /// Addresses of proxies in front of the origin (comma-separated IPs, e.g.
     /// a TLS proxy on the same host: `127.0.0.1`). A request from one is keyed
     /// by the last address in its `X-Forwarded-For`, for the abuse limits
@@ -278,6 +285,7 @@ impl std::fmt::Debug for Config {
             status_snapshot,
             max_held_polls,
             lobby,
+            demo,
             trusted_proxies,
             seat_map_per_minute,
         } = self;
@@ -327,6 +335,7 @@ impl std::fmt::Debug for Config {
             .field("status_snapshot", status_snapshot)
             .field("max_held_polls", max_held_polls)
             .field("lobby", lobby)
+            .field("demo", demo)
             .field("trusted_proxies", trusted_proxies)
             .field("seat_map_per_minute", seat_map_per_minute)
             .finish()
@@ -440,14 +449,30 @@ fn parse_long_secret(raw: &str) -> Result<String, String> {
 fn parse_prefix(raw: &str) -> Result<String, String> {
     if raw.contains(['{', '}']) || raw.chars().any(char::is_whitespace) {
         Err("must not contain braces or whitespace (braces are Redis hash tags)".into())
-    } else {
+    } else if raw.is_empty() || raw.ends_with([':', '-', '_', '.', '/']) {
         Ok(raw.to_owned())
+    } else {
+        Ok(format!("{raw}:"))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_redis_prefix_ends_in_a_separator() {
+        for (given, used) in [
+            ("", ""),
+            ("shop", "shop:"),
+            ("shop:", "shop:"),
+            ("t-1_", "t-1_"),
+        ] {
+            let cfg = Config::try_parse_from(["origin", "--redis-prefix", given]).unwrap();
+            assert_eq!(cfg.redis_prefix, used, "{given}");
+        }
+        assert!(Config::try_parse_from(["origin", "--redis-prefix", "a{b}"]).is_err());
+    }
 
     #[test]
     fn defaults_work() {

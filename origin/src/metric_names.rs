@@ -30,3 +30,13 @@ pub const SESSION_RATE_LIMITED: &str = "wr_session_rate_limited_total";
 pub const SESSIONS_SHARED: &str = "wr_sessions_shared_total";
 /// Gauge: status polls held now (`Prefer: wait`, see `holds`).
 pub const HELD_POLLS: &str = "wr_held_polls";
+/// Gauge per `room` and `state` (available, held, booked): the seats of
+/// the room's performances, as the sale loop last read them.
+pub const SEATS: &str = "wr_seats";
+/// Gauge per `room`: adaptive admission's factor on the admit rate (1: none).
+pub const ROOM_RATE_FACTOR: &str = "wr_room_rate_factor";
+/// Counter per `room`: holds made.
+pub const HOLDS: &str = "wr_holds_total";
+/// Counter per `room` and `outcome` (booked, declined, refused): confirms
+/// answered on a live session (a repeated idempotency key counts again).
+pub const CONFIRMS: &str = "wr_confirms_total";

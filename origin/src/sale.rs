@@ -41,6 +41,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::history::History;
 use crate::latency::Latency;
+use crate::metric_names::SEATS;
 use booking::{BookingStore, RoomSeats};
 use queue::snapshot::Snapshots;
 use queue::{QueueStore, SaleSignal, SeatsLeft, StoreError};
@@ -185,6 +186,19 @@ async fn bounded<T>(
     }
 }
 
+/// The room's seats by state, for `/metrics` (rooms selling nothing here
+/// have none).
+fn gauge_seats(room: &RoomId, seats: Option<RoomSeats>) {
+    let Some(seats) = seats else { return };
+    for (state, n) in [
+        ("available", seats.available),
+        ("held", seats.held),
+        ("booked", seats.booked),
+    ] {
+        metrics::gauge!(SEATS, "room" => room.to_string(), "state" => state).set(n as f64);
+    }
+}
+
 /// One pass over every room; whether any is near its end ([`near_the_end`]).
 async fn pass(
     queue: &dyn QueueStore,
@@ -227,8 +241,10 @@ async fn pass(
         });
         let seats_left = match seats {
             Some(seats) => {
-                // The console's seat figures: what was read here anyway.
+                // The console's seat figures and the seat gauges: what was
+                // read here anyway.
                 history.note_seats(&room, seats);
+                gauge_seats(&room, seats);
                 soon |= near_the_end(seats);
                 state.sells = seats.is_some();
                 seats_left(seats)

@@ -14,7 +14,7 @@
 //! over instances each sees a part, which only makes the rule gentler.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use crate::limits::clients::ClientKey;
 use queue::QueueStore;
@@ -68,10 +68,49 @@ struct Seen {
     addresses: HashSet<ClientKey>,
 }
 
+/// What a room's pages show of its settings (its display settings, the
+/// visit's length, the line's cap), as cached.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Look {
+    /// The name visitors see; `None`: the room id.
+    pub name: Option<String>,
+    /// The pages' accent colour.
+    pub color: Option<String>,
+    /// A logo's path on the site.
+    pub logo: Option<String>,
+    /// The prices' currency (ISO 4217).
+    pub currency: String,
+    /// How long a visit lasts once let in, in seconds.
+    pub session_seconds: u32,
+    /// How many places the line ever gives.
+    pub max_line: Option<u64>,
+}
+
+impl Look {
+    /// The currency unless a room names one.
+    pub const DEFAULT_CURRENCY: &str = "KRW";
+
+    /// How `settings` say the room looks.
+    pub fn of(settings: &RoomSettings) -> Look {
+        Look {
+            name: settings.display_name.clone(),
+            color: settings.color.clone(),
+            logo: settings.logo.clone(),
+            currency: settings
+                .currency
+                .clone()
+                .unwrap_or_else(|| Look::DEFAULT_CURRENCY.to_owned()),
+            session_seconds: settings.session_seconds,
+            max_line: settings.max_line,
+        }
+    }
+}
+
 /// The per-instance memory of rooms' rules and sessions' addresses.
 #[derive(Default)]
 pub struct Sessions {
     rules: RwLock<HashMap<RoomId, SessionRules>>,
+    looks: RwLock<HashMap<RoomId, Arc<Look>>>,
     seen: Mutex<HashMap<(RoomId, u64), Seen>>,
 }
 
@@ -123,6 +162,27 @@ impl Sessions {
         if let Ok(mut rules) = self.rules.write() {
             rules.insert(room.clone(), SessionRules::of(settings));
         }
+        let look = Look::of(settings);
+        if let Ok(mut looks) = self.looks.write()
+            && looks.get(room).is_none_or(|l| **l != look)
+        {
+            looks.insert(room.clone(), Arc::new(look));
+        }
+    }
+
+    /// How the room's pages look, read from the store the first time this
+    /// instance meets the room (after that the refresh keeps it current).
+    pub async fn look_for(
+        &self,
+        room: &RoomId,
+        queue: &dyn QueueStore,
+    ) -> Result<Arc<Look>, queue::StoreError> {
+        if let Some(look) = self.looks.read().ok().and_then(|l| l.get(room).cloned()) {
+            return Ok(look);
+        }
+        let figures = queue.figures(room).await?;
+        self.learn(room, &figures.settings);
+        Ok(Arc::new(Look::of(&figures.settings)))
     }
 
     /// Records that the session `seq` (ending at `until_ms`) was used from

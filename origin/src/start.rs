@@ -278,9 +278,9 @@ pub async fn apply_rooms_file(
     Ok(())
 }
 
-/// The example room's demo performance, made on a first start on the
-/// embedded defaults (no `--database-url`) when nothing is on sale yet, so
-/// the demo shows a sale with nothing installed.
+/// The example room's demo performance, made on a first start with
+/// `--demo` or on the embedded defaults (no `--database-url`) when nothing
+/// is on sale yet, so the demo shows a sale on any database.
 pub async fn demo_sale(
     config: &Config,
     store: &dyn QueueStore,
@@ -291,7 +291,7 @@ pub async fn demo_sale(
     let Some(room) = room::RoomId::parse(ROOM) else {
         return Ok(());
     };
-    if config.database_url.is_some()
+    if (config.database_url.is_some() && !config.demo)
         || !booking
             .list_performances(ROOM, clock.now_ms())
             .await?

@@ -15,9 +15,9 @@ use tracing_subscriber::EnvFilter;
 
 use crate::history::History;
 use crate::metric_names::{
-    HELD_POLLS, HTTP_DURATION, JOINS_RATE_LIMITED, ROOM_ABANDONED, ROOM_ACTIVE, ROOM_ADMIT_RATE,
-    ROOM_ADMITTED, ROOM_CAPACITY, ROOM_OLDEST_WAIT, ROOM_STATE, ROOM_WAITING, SESSION_RATE_LIMITED,
-    SESSIONS_SHARED, STORE_UP,
+    CONFIRMS, HELD_POLLS, HOLDS, HTTP_DURATION, JOINS_RATE_LIMITED, ROOM_ABANDONED, ROOM_ACTIVE,
+    ROOM_ADMIT_RATE, ROOM_ADMITTED, ROOM_CAPACITY, ROOM_OLDEST_WAIT, ROOM_RATE_FACTOR, ROOM_STATE,
+    ROOM_WAITING, SEATS, SESSION_RATE_LIMITED, SESSIONS_SHARED, STORE_UP,
 };
 use crate::sessions::Sessions;
 use queue::{QueueStore, StoreError};
@@ -110,6 +110,24 @@ fn describe() {
         HELD_POLLS,
         "Status polls held now (Prefer: wait, while a sale is on)."
     );
+    describe_gauge!(
+        SEATS,
+        "Seats of the room's performances by state (available, held, booked), per room."
+    );
+    describe_gauge!(
+        ROOM_RATE_FACTOR,
+        "Adaptive admission's factor on the admit rate (1: none), per room."
+    );
+    describe_counter!(HOLDS, "Holds made, per room.");
+    describe_counter!(
+        CONFIRMS,
+        "Confirms answered by outcome (booked, declined, refused), per room."
+    );
+    // Series that start at zero rather than at their first event, so a
+    // rate over them reads 0, not "no data".
+    gauge!(HELD_POLLS).increment(0.0);
+    counter!(JOINS_RATE_LIMITED).absolute(0);
+    counter!(SESSION_RATE_LIMITED).absolute(0);
 }
 
 /// Reads every room's figures into the per-room gauges and the rooms'
@@ -145,6 +163,13 @@ pub async fn refresh(
         gauge!(ROOM_ADMIT_RATE, "room" => id.clone()).set(rate);
         gauge!(ROOM_OLDEST_WAIT, "room" => id.clone())
             .set(f.oldest_wait_seconds.unwrap_or(0) as f64);
+        gauge!(ROOM_RATE_FACTOR, "room" => id.clone()).set(f.sale.rate_factor);
+        // The per-room event counters from zero (`absolute` keeps a higher count).
+        counter!(HOLDS, "room" => id.clone()).absolute(0);
+        counter!(SESSIONS_SHARED, "room" => id.clone()).absolute(0);
+        for outcome in ["booked", "declined", "refused"] {
+            counter!(CONFIRMS, "room" => id.clone(), "outcome" => outcome).absolute(0);
+        }
         for state in [
             room::RoomState::Open,
             room::RoomState::Paused,
@@ -154,6 +179,7 @@ pub async fn refresh(
             gauge!(ROOM_STATE, "room" => id.clone(), "state" => state.as_str()).set(on);
         }
     }
+    gauge!(STORE_UP).set(1.0);
     Ok(())
 }
 
@@ -177,7 +203,6 @@ pub async fn run(
                     tracing::info!("metrics: store reachable again");
                     failing = false;
                 }
-                gauge!(STORE_UP).set(1.0);
             }
             Err(e) => {
                 if !failing {

@@ -35,6 +35,10 @@ mod skeleton;
 pub mod waiting;
 
 pub use console::ConsolePage;
+
+/// The site's icon (`/favicon.ico`): a ticket in the pages' colour, as
+/// SVG (every current browser takes an SVG icon at that path).
+pub const FAVICON_SVG: &str = include_str!("favicon.svg");
 pub use html::DEFAULT_COLOR;
 pub use lang::{Lang, weighted};
 pub use lobby::{Notice, RoomLink, RoomState};

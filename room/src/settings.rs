@@ -251,6 +251,26 @@ pub struct RoomSettings {
     /// A Turnstile room's answer when the verify URL fails or times out:
     /// `closed` (joins refused, the default) or `open` (joins pass unchecked).
     pub challenge_fail: ChallengeFail,
+    /// The room's name as visitors see it on its pages and the room list
+    /// (1 to 80 characters); `null`: the room id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(min_length = 1, max_length = 80)]
+    pub display_name: Option<String>,
+    /// The accent colour of the room's pages, `#rgb` or `#rrggbb`; `null`:
+    /// the pages' own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = "^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$")]
+    pub color: Option<String>,
+    /// A logo shown on the room's pages: a path on the site itself (`/…`,
+    /// the pages load images from their own site only); `null`: none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 300, pattern = "^/[A-Za-z0-9._~/%-]*$")]
+    pub logo: Option<String>,
+    /// The currency prices are in (ISO 4217, e.g. `KRW`, `USD`), formatted
+    /// for the visitor's language; `null`: `KRW`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = "^[A-Z]{3}$")]
+    pub currency: Option<String>,
 }
 
 impl Default for RoomSettings {
@@ -271,6 +291,10 @@ impl Default for RoomSettings {
             challenge: ChallengeKind::Off,
             challenge_bits: Self::DEFAULT_CHALLENGE_BITS,
             challenge_fail: ChallengeFail::Closed,
+            display_name: None,
+            color: None,
+            logo: None,
+            currency: None,
         }
     }
 }
@@ -361,6 +385,34 @@ impl RoomSettings {
         if !(8..=32).contains(&self.challenge_bits) {
             return err("challenge_bits", "must be between 8 and 32");
         }
+        if self.display_name.as_deref().is_some_and(|n| {
+            let chars = n.chars().count();
+            chars == 0 || chars > 80 || n.trim().is_empty() || n.chars().any(char::is_control)
+        }) {
+            return err(
+                "display_name",
+                "must be 1 to 80 characters, not only spaces, no control characters",
+            );
+        }
+        if self.color.as_deref().is_some_and(|c| !is_color(c)) {
+            return err("color", "must be #rgb or #rrggbb (hex digits)");
+        }
+        if self.logo.as_deref().is_some_and(|l| !is_site_path(l)) {
+            return err(
+                "logo",
+                "must be a path on the site (/…, at most 300 of A-Z a-z 0-9 . _ ~ / % -), not //",
+            );
+        }
+        if self
+            .currency
+            .as_deref()
+            .is_some_and(|c| c.len() != 3 || !c.bytes().all(|b| b.is_ascii_uppercase()))
+        {
+            return err(
+                "currency",
+                "must be an ISO 4217 code: three capital letters",
+            );
+        }
         if self.windows.len() > Self::MAX_WINDOWS {
             return err("windows", "at most 32 windows");
         }
@@ -411,6 +463,22 @@ impl RoomSettings {
         self.opens_at
             .map(|at| u64::try_from(unix_ms(at)).unwrap_or(0))
     }
+}
+
+/// `#rgb` or `#rrggbb`.
+fn is_color(c: &str) -> bool {
+    c.strip_prefix('#')
+        .is_some_and(|hex| matches!(hex.len(), 3 | 6) && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// A path on the site itself: `/…` (not `//`, another site), of URL-safe
+/// characters a page can put in an attribute unescaped.
+fn is_site_path(p: &str) -> bool {
+    p.len() <= 300
+        && p.starts_with('/')
+        && !p.starts_with("//")
+        && p.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._~/%-".contains(&b))
 }
 
 /// An instant in unix milliseconds, the stores' unit of time. Both stores
@@ -471,6 +539,59 @@ mod tests {
         ];
         for s in bad {
             assert!(s.validate().is_err(), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn how_a_room_looks() {
+        let look =
+            |name: Option<&str>, color: Option<&str>, logo: Option<&str>, cur: Option<&str>| {
+                RoomSettings {
+                    display_name: name.map(str::to_owned),
+                    color: color.map(str::to_owned),
+                    logo: logo.map(str::to_owned),
+                    currency: cur.map(str::to_owned),
+                    ..Default::default()
+                }
+                .validate()
+                .map_err(|e| e.field)
+            };
+        assert_eq!(
+            look(
+                Some("Spring tour — 봄 공연"),
+                Some("#a30"),
+                Some("/static/logo.svg"),
+                Some("USD")
+            ),
+            Ok(())
+        );
+        assert_eq!(look(None, Some("#AA3300"), None, None), Ok(()));
+        for name in ["", "   ", "a\nb", &"x".repeat(81)] {
+            assert_eq!(
+                look(Some(name), None, None, None),
+                Err("display_name"),
+                "{name:?}"
+            );
+        }
+        for color in ["red", "#12", "#1234", "#ggg", "aa3300", "#aa3300;x"] {
+            assert_eq!(look(None, Some(color), None, None), Err("color"), "{color}");
+        }
+        for logo in [
+            "logo.png",
+            "//evil.example/x.png",
+            "https://x/y.png",
+            "/a b.png",
+            "/a\"b",
+            "/javascript:x",
+        ] {
+            assert_eq!(look(None, None, Some(logo), None), Err("logo"), "{logo}");
+        }
+        assert_eq!(
+            look(None, None, Some(&format!("/{}", "a".repeat(300))), None),
+            Err("logo")
+        );
+        for cur in ["usd", "US", "USDT", "₩"] {
+            assert_eq!(look(None, None, None, Some(cur)), Err("currency"), "{cur}");
         }
     }
 }

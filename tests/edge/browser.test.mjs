@@ -260,7 +260,7 @@ test("the page counts down before the opening and says when the line is full", {
   await page.waitForFunction(() => !document.getElementById("wr-countdown").hidden, null, { timeout: 15000 });
   const clock = await page.textContent("#wr-clock");
   assert.match(clock, /^(01:59:\d\d|02:00:00)$/, `countdown ${clock}`);
-  assert.equal(await page.textContent("#wr-pos"), "At opening");
+  assert.equal(await page.textContent("#wr-pos"), "Drawn at opening");
   assert.match(await page.textContent("#wr-msg"), /The line opens at/);
   await page.screenshot({ path: path.join(ARTIFACTS, "waiting-page-prequeue.png") });
 

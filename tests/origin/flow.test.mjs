@@ -52,6 +52,12 @@ before(async () => {
         performances: [{ id: "evening", ...EVENING }],
       },
       { id: "later", capacity: 10, admit_per_second: 1.0 },
+      // A pre-queue three days off, with a cap and a look of its own.
+      {
+        id: "spring", capacity: 10, admit_per_second: 1.0, max_line: 100,
+        opens_at: new Date(Date.now() + 3 * 86400e3 + 3600e3).toISOString().replace(/\.\d+Z$/, "Z"),
+        display_name: "Spring tour", color: "#aa3300",
+      },
       // A join here costs a proof of work at the default difficulty.
       { id: POW, capacity: 100, admit_per_second: 50.0, challenge: "pow" },
     ],
@@ -126,6 +132,16 @@ test("from the room list through the waiting page to the seat page", { timeout: 
   await page.waitForURL(`${origin.url}/waiting-room/${ROOM}`);
   await page.waitForFunction(() => document.getElementById("wr-pos").textContent === "1", null, { timeout: 15000 });
   assert.match(await page.textContent("#wr-msg"), /You are in line/);
+  // What the page says beside the place: nobody ahead, a live line with the
+  // answer's time, the visit's length, the place's reference, the ETA's
+  // clock time.
+  assert.equal(await page.textContent("#wr-waiting"), "0");
+  await page.waitForFunction(() => !document.getElementById("wr-visit").hidden, null, { timeout: 5000 });
+  assert.match(await page.textContent("#wr-updated"), /^ ?1 in line · updated \d/);
+  assert.match(await page.textContent("#wr-visit"), /you have 10 min/);
+  assert.match(await page.textContent("#wr-ref"), /reference: [0-9A-Z]{4}(-[0-9A-Z]{1,4})+\./);
+  const eta = await page.textContent("#wr-eta");
+  assert.ok(eta === "–" || /around \d/.test(eta), eta);
   const live = await figures((l) => l.waiting === 1 && l.active === 1, "the browser waits behind the visitor inside");
   assert.equal(live.waiting, 1);
   await page.screenshot({ path: path.join(ARTIFACTS, "origin-waiting-en.png") });
@@ -148,6 +164,40 @@ test("from the room list through the waiting page to the seat page", { timeout: 
   const left = await page.evaluate(async (room) => (await fetch(`/queue/${room}/leave`, { method: "POST" })).status, ROOM);
   assert.equal(left, 204);
   await ctx.close();
+});
+
+test("a pre-queue days off: days in the countdown, the zone named, the cap and the room's look", { timeout: 60000 }, async () => {
+  for (const [locale, lang, days, opens, cap] of [
+    ["en-US", "en", /^3 d \d\d:\d\d:\d\d$/, /The line opens at .*(UTC|GMT)/, /first 100 places/],
+    ["ko-KR", "ko", /^3일 \d\d:\d\d:\d\d$/, /(UTC|GMT)/, /100명까지/],
+  ]) {
+    const ctx = await browser.newContext({ locale, viewport: { width: 420, height: 900 } });
+    const page = await ctx.newPage();
+    await page.goto(`${origin.url}/`);
+    const state = page.locator('a[data-room="spring"] + .state');
+    assert.equal(await page.textContent('a[data-room="spring"]'), "Spring tour");
+    assert.equal(await state.getAttribute("data-state"), "opens");
+    await page.goto(`${origin.url}/waiting-room/spring`);
+    await page.waitForFunction(() => !document.getElementById("wr-countdown").hidden, null, { timeout: 15000 });
+    await page.waitForFunction(() => !document.getElementById("wr-cap").hidden, null, { timeout: 5000 });
+    assert.match(await page.textContent("#wr-clock"), days);
+    assert.match(await page.textContent("#wr-msg"), opens);
+    assert.match(await page.textContent("#wr-cap"), cap);
+    assert.equal(await page.textContent("#wr-room"), "Spring tour");
+    const accent = await page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue("--accent").trim());
+    assert.equal(accent, "#aa3300");
+    await page.screenshot({ path: path.join(ARTIFACTS, `origin-prequeue-${lang}.png`), fullPage: true });
+
+    // A page nobody serves is a page for a person, in their language; a
+    // missing slash finds the page.
+    const missing = await page.goto(`${origin.url}/no-such-page`);
+    assert.equal(missing.status(), 404);
+    assert.equal(await page.getAttribute("html", "lang"), lang);
+    await page.screenshot({ path: path.join(ARTIFACTS, `origin-404-${lang}.png`) });
+    await page.goto(`${origin.url}/waiting-room/spring/`);
+    assert.equal(page.url(), `${origin.url}/waiting-room/spring`);
+    await ctx.close();
+  }
 });
 
 // Records, across the page's navigations, what the waiting page said and

@@ -31,8 +31,9 @@ use super::session_end::end_session;
 use super::site::SameSite;
 use crate::error::ApiError;
 use crate::limits::sessions::SessionAction;
+use crate::metric_names::{CONFIRMS, HOLDS};
 use crate::state::AppState;
-use booking::{Booking, BookingStore, Hold, PerformanceSummary, Session};
+use booking::{Booking, BookingError, BookingStore, Hold, PerformanceSummary, Session};
 use room::RoomId;
 
 /// Largest visitor body: a hold's seat list or a payment token.
@@ -250,6 +251,7 @@ async fn hold(
         return Err(ApiError::SessionEnded);
     }
     tracing::info!(hold = %hold.hold_id, seats = hold.seats.len(), "held");
+    metrics::counter!(HOLDS, "room" => room.to_string()).increment(1);
     Ok((StatusCode::CREATED, Json(hold)).into_response())
 }
 
@@ -326,9 +328,16 @@ async fn confirm(
     // answered, as the first time: the booking itself ended the session.
     let result = if state.queue.session_active(room, claims.seq).await? {
         let now = state.clock.now_ms();
-        store
+        let result = store
             .confirm(room.as_str(), claims.visitor, hold_id, &key, token, now)
-            .await
+            .await;
+        let outcome = match &result {
+            Ok(_) => "booked",
+            Err(BookingError::PaymentDeclined) => "declined",
+            Err(_) => "refused",
+        };
+        metrics::counter!(CONFIRMS, "room" => room.to_string(), "outcome" => outcome).increment(1);
+        result
     } else {
         store
             .replay(room.as_str(), claims.visitor, hold_id, &key, token)

@@ -2,9 +2,11 @@
 //! here into the app and into the OpenAPI document (each route is
 //! registered once, with its description, through `utoipa_axum`); plus the
 //! layers every route shares (tracing, latency metrics, panic catching,
-//! header size limit, JSON 404/405); [`serve`] runs it under the connection
+//! header size limit, 404 (slash redirects, JSON or the HTML page) and
+//! JSON 405); [`serve`] runs it under the connection
 //! limits of `conn`.
 
+mod about;
 mod admin;
 pub mod api_doc;
 mod booking;
@@ -13,6 +15,7 @@ pub mod conn;
 mod deadline;
 pub mod entry;
 pub mod extract;
+mod fallback;
 mod health;
 mod history;
 mod issue;
@@ -54,6 +57,7 @@ pub const MAX_HEADER_BYTES: usize = 16 * 1024;
 fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(api_doc::ApiDoc::openapi())
         .merge(queue::router())
+        .merge(about::router())
         .merge(admin::router())
         .merge(history::router())
         .merge(performances::router())
@@ -94,7 +98,7 @@ pub fn app(state: AppState) -> Router {
     crate::telemetry::handle();
     let (router, _) = routes().split_for_parts();
     router
-        .fallback(|| async { ApiError::NotFound })
+        .fallback(fallback::fallback)
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         // The last layer added runs first: an oversized head is refused
         // before the session's addresses are counted or its token renewed,

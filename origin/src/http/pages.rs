@@ -17,7 +17,8 @@
 //! for a browser (`Accept: text/html`) a short HTML page with the same
 //! status.
 
-use std::sync::LazyLock;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
@@ -33,16 +34,31 @@ use super::api_doc::{ErrorBody, RoomPath};
 use crate::error::ApiError;
 use crate::state::AppState;
 use queue::StoreError;
-use room::{ChallengeKind, RoomId, RoomState};
-
-/// The currency of the booking API's prices (integers in its minor unit).
-/// The contract's examples are in won; a per-room currency would come with
-/// the performance settings.
-const CURRENCY: &str = "KRW";
+use room::{ChallengeKind, RoomId, RoomSettings, RoomState};
 
 // Built once: each holds the page's stylesheet and the CSP with its hashes.
 static WAITING: LazyLock<WaitingPage> = LazyLock::new(|| WaitingPage::new(None, None));
-static SEATS: LazyLock<SeatPage> = LazyLock::new(|| SeatPage::new(None, None));
+/// Seat pages by accent colour (rooms' `color`; `None`: the default), each
+/// built once: the colour is in the page's style, which its CSP hashes.
+static SEATS: LazyLock<Mutex<HashMap<Option<String>, Arc<SeatPage>>>> =
+    LazyLock::new(Mutex::default);
+/// Colours kept at most (operators set them, a few per room at most).
+const MAX_SEAT_PAGES: usize = 256;
+
+/// The seat page in `color`.
+fn seat_page_in(color: Option<&str>) -> Arc<SeatPage> {
+    let mut pages = SEATS.lock().unwrap_or_else(PoisonError::into_inner);
+    let key = color.map(str::to_owned);
+    if let Some(page) = pages.get(&key) {
+        return page.clone();
+    }
+    if pages.len() >= MAX_SEAT_PAGES {
+        pages.clear();
+    }
+    let page = Arc::new(SeatPage::new(None, color));
+    pages.insert(key, page.clone());
+    page
+}
 static LOBBY_CSP: LazyLock<String> = LazyLock::new(pages::lobby::csp_header);
 static CONSOLE: LazyLock<ConsolePage> = LazyLock::new(|| ConsolePage::new(None));
 
@@ -53,6 +69,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(waiting_room))
         .routes(routes!(seat_page))
         .routes(routes!(console))
+        .routes(routes!(favicon))
         .layer(super::compression())
 }
 
@@ -96,26 +113,34 @@ async fn room_list(
     }
     match rooms(&state).await {
         Ok(rooms) => {
-            let links: Vec<(String, String, pages::RoomState)> = rooms
+            let now = state.clock.now_ms();
+            let hrefs: Vec<String> = rooms.iter().map(|r| waiting_url(r.id.as_str())).collect();
+            let opens: Vec<Option<String>> = rooms
                 .iter()
-                .map(|(id, room_state)| {
-                    (
-                        id.to_string(),
-                        waiting_url(id.as_str()),
-                        match room_state {
-                            RoomState::Open => pages::RoomState::Open,
-                            RoomState::Paused => pages::RoomState::Paused,
-                            RoomState::Closed => pages::RoomState::Closed,
-                        },
-                    )
+                .map(|r| {
+                    r.settings
+                        .opens_at
+                        .filter(|_| r.settings.opens_at_ms().is_some_and(|at| at > now))
+                        .and_then(|at| {
+                            at.format(&time::format_description::well_known::Rfc3339)
+                                .ok()
+                        })
                 })
                 .collect();
-            let links: Vec<RoomLink<'_>> = links
+            let links: Vec<RoomLink<'_>> = rooms
                 .iter()
-                .map(|(id, href, state)| RoomLink {
-                    id,
+                .zip(&hrefs)
+                .zip(&opens)
+                .map(|((r, href), opens_at)| RoomLink {
+                    id: r.id.as_str(),
                     href,
-                    state: *state,
+                    state: match r.state {
+                        RoomState::Open => pages::RoomState::Open,
+                        RoomState::Paused => pages::RoomState::Paused,
+                        RoomState::Closed => pages::RoomState::Closed,
+                    },
+                    name: r.settings.display_name.as_deref(),
+                    opens_at: opens_at.as_deref(),
                 })
                 .collect();
             page(&LOBBY_CSP, pages::lobby::rooms(lang, &links))
@@ -124,17 +149,29 @@ async fn room_list(
     }
 }
 
-/// Every room with its state, by id; a room removed meanwhile is left out.
-async fn rooms(state: &AppState) -> Result<Vec<(RoomId, RoomState)>, ApiError> {
+/// A room as the list shows it.
+struct Listed {
+    id: RoomId,
+    state: RoomState,
+    settings: RoomSettings,
+}
+
+/// Every room with its state and settings, by id; a room removed
+/// meanwhile is left out.
+async fn rooms(state: &AppState) -> Result<Vec<Listed>, ApiError> {
     let mut rooms = Vec::new();
     for room in state.queue.rooms().await? {
         match state.queue.figures(&room).await {
-            Ok(f) => rooms.push((room, f.state)),
+            Ok(f) => rooms.push(Listed {
+                id: room,
+                state: f.state,
+                settings: f.settings,
+            }),
             Err(StoreError::UnknownRoom) => {}
             Err(e) => return Err(e.into()),
         }
     }
-    rooms.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+    rooms.sort_by(|a, b| a.id.as_str().cmp(b.id.as_str()));
     Ok(rooms)
 }
 
@@ -218,17 +255,26 @@ async fn seat_page(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
-    room_page(&state, &raw, query.as_deref(), &headers, |room, lang| {
-        let body = SEATS.render(&pages::seats::Visit {
-            room,
-            lang,
-            api: &format!("/api/{room}"),
-            waiting: &waiting_url(room),
-            currency: CURRENCY,
-        });
-        page(SEATS.csp(), body)
-    })
-    .await
+    let lang = lang(query.as_deref(), &headers);
+    let room = match known_room(&state, &raw).await {
+        Ok(room) => room,
+        Err(e) => return refuse(e, &headers, lang),
+    };
+    let look = match state.sessions.look_for(&room, state.queue.as_ref()).await {
+        Ok(look) => look,
+        Err(e) => return refuse(e.into(), &headers, lang),
+    };
+    let seats = seat_page_in(look.color.as_deref());
+    let room = room.as_str();
+    let body = seats.render(&pages::seats::Visit {
+        room,
+        name: look.name.as_deref(),
+        lang,
+        api: &format!("/api/{room}"),
+        waiting: &waiting_url(room),
+        currency: &look.currency,
+    });
+    page(seats.csp(), body)
 }
 
 /// The operator's console (HTML): asks for the admin key, then shows every
@@ -255,21 +301,25 @@ async fn console(RawQuery(query): RawQuery, headers: HeaderMap) -> Response {
     page(CONSOLE.csp(), body)
 }
 
-/// The body of the room's pages: the language chosen, the room looked up,
-/// then `render` with the room's id and the language; a room that is not
-/// there (or a store that does not answer) gets `refuse`'s answer.
-async fn room_page(
-    state: &AppState,
-    raw: &str,
-    query: Option<&str>,
-    headers: &HeaderMap,
-    render: impl FnOnce(&str, Lang) -> Response,
-) -> Response {
-    let lang = lang(query, headers);
-    match known_room(state, raw).await {
-        Ok(room) => render(room.as_str(), lang),
-        Err(e) => refuse(e, headers, lang),
-    }
+/// The site's icon, so a browser's own request for it is not a 404.
+#[utoipa::path(
+    get,
+    path = "/favicon.ico",
+    tag = "pages",
+    responses(
+        (status = 200, description = "The icon (SVG)", content_type = "image/svg+xml", body = String),
+    ),
+)]
+async fn favicon() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "image/svg+xml"),
+            (header::CACHE_CONTROL, "public, max-age=86400"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        pages::FAVICON_SVG,
+    )
+        .into_response()
 }
 
 /// The room the path names, if it is well formed and exists.
@@ -287,7 +337,7 @@ fn waiting_url(room: &str) -> String {
 }
 
 /// `?lang=` when it names a language, else `Accept-Language`.
-fn lang(query: Option<&str>, headers: &HeaderMap) -> Lang {
+pub(super) fn lang(query: Option<&str>, headers: &HeaderMap) -> Lang {
     let chosen = query
         .unwrap_or("")
         .split('&')
@@ -350,8 +400,9 @@ fn html_headers(headers: &mut HeaderMap, csp: &str) {
 
 /// The contract's JSON error, or for a browser the same status (and
 /// headers, e.g. `Retry-After`) with a short HTML page.
-fn refuse(e: ApiError, headers: &HeaderMap, lang: Lang) -> Response {
+pub(super) fn refuse(e: ApiError, headers: &HeaderMap, lang: Lang) -> Response {
     let notice = match e.status() {
+        StatusCode::NOT_FOUND if matches!(e, ApiError::NotFound) => Some(Notice::NotFound),
         StatusCode::NOT_FOUND => Some(Notice::UnknownRoom),
         StatusCode::SERVICE_UNAVAILABLE => Some(Notice::Unavailable),
         _ => None,

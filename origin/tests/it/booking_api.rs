@@ -35,6 +35,7 @@ both!(
     the_seat_map_is_sent_as_it_stands,
     one_session_cannot_leave_row_after_row,
     max_seats_per_account_is_a_performance_setting,
+    the_dashboard_reads_only_what_metrics_exports,
 );
 
 /// A payment whose latency the test sets while it runs.
@@ -1237,4 +1238,103 @@ async fn max_seats_per_account_is_a_performance_setting(db: &TestDb) {
     assert!(r.json["max_seats_per_account"].is_null());
     let r = s.api.admin("GET", &uri, "").await;
     assert!(r.json["max_seats_per_account"].is_null());
+}
+
+/// The metrics the Grafana dashboard (deploy/grafana/) queries, by name.
+fn dashboard_metrics() -> std::collections::BTreeSet<String> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../deploy/grafana/waiting-room.json"
+    );
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut names = std::collections::BTreeSet::new();
+    let mut texts: Vec<String> = dashboard["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().unwrap().iter())
+        .map(|t| t["expr"].as_str().unwrap().to_owned())
+        .collect();
+    for v in dashboard["templating"]["list"].as_array().unwrap() {
+        texts.push(v["definition"].as_str().unwrap_or("").to_owned());
+    }
+    for text in texts {
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("wr_") {
+            let tail = &rest[at..];
+            let end = tail
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(tail.len());
+            names.insert(tail[..end].to_owned());
+            rest = &tail[end..];
+        }
+    }
+    names
+}
+
+/// Every metric the dashboard queries is one `/metrics` exports, after a
+/// sale's first steps (a hold, a declined and a good payment); the seat
+/// and booking figures are among them.
+async fn the_dashboard_reads_only_what_metrics_exports(db: &TestDb) {
+    let names = dashboard_metrics();
+    assert!(names.len() >= 10, "{names:?}");
+    let s = sale(db).await;
+    let room = s.room("dash", settings(10), (1, 4)).await;
+    let cancel = s.follow();
+    let entry = s.entered(&room).await;
+    let r = s.hold(&room, &entry, &["A-1-1"]).await;
+    assert_eq!(r.status, 201, "{}", r.json);
+    let hold = r.json["hold_id"].as_str().unwrap().to_owned();
+    let r = s.confirm(&room, &entry, &hold, "k1", "tok_decline").await;
+    assert_eq!(r.status, 402);
+    let r = s.confirm(&room, &entry, &hold, "k2", "tok_visa").await;
+    assert_eq!(r.status, 201, "{}", r.json);
+    let booked = format!("wr_seats{{room=\"{room}\",state=\"booked\"}} 1");
+    let metrics = || async {
+        s.api
+            .call("GET", "/metrics", None)
+            .await
+            .json
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    };
+    eventually(
+        "the booked seat in /metrics",
+        Duration::from_secs(3),
+        || async { metrics().await.contains(&booked) },
+    )
+    .await;
+    cancel.cancel();
+    origin::telemetry::refresh(
+        s.queue.as_ref(),
+        &s.state.sessions,
+        &s.state.history,
+        unix_now() * 1000,
+    )
+    .await
+    .unwrap();
+    let text = metrics().await;
+    let exported = |name: &str| {
+        text.lines().any(|l| {
+            l.strip_prefix(name)
+                .is_some_and(|r| r.starts_with(['{', ' ']))
+        })
+    };
+    for name in &names {
+        assert!(
+            exported(name),
+            "the dashboard queries {name}, which /metrics lacks:\n{text}"
+        );
+    }
+    for expected in [
+        format!("wr_holds_total{{room=\"{room}\"}} 1"),
+        format!("wr_confirms_total{{room=\"{room}\",outcome=\"declined\"}} 1"),
+        format!("wr_confirms_total{{room=\"{room}\",outcome=\"booked\"}} 1"),
+        format!("wr_seats{{room=\"{room}\",state=\"available\"}} 3"),
+        format!("wr_room_rate_factor{{room=\"{room}\"}} 1"),
+    ] {
+        assert!(text.contains(&expected), "missing {expected} in\n{text}");
+    }
 }

@@ -1111,3 +1111,18 @@ async fn rows_past_their_time_go(db: &TestDb) {
     assert_eq!(db.rows("booking_payments").await, 1);
     assert_eq!(db.rows("booking_holds").await, 1);
 }
+
+/// A first start on a MySQL server without the database creates it, and
+/// the store works (a new user's `WR_DATABASE_URL=mysql://…/shop`).
+#[tokio::test]
+async fn a_missing_mysql_database_is_created() {
+    let db = TestDb::missing_mysql();
+    let (store, _) = db.store_counting().await;
+    assert!(
+        store
+            .list_performances("concert", T0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}

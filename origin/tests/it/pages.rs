@@ -208,3 +208,154 @@ async fn pages_answer_get_only() {
         assert_eq!(r.error_code(), "method_not_allowed");
     }
 }
+
+#[tokio::test]
+async fn a_missing_or_extra_slash_redirects_to_the_page() {
+    let t = test_store(STORE);
+    let api = Api::new(state(t.store.clone()));
+    for (path, to) in [
+        ("/admin", "/admin/"),
+        ("/admin?lang=ko", "/admin/?lang=ko"),
+        ("/book/concert", "/book/concert/"),
+        ("/waiting-room/concert/", "/waiting-room/concert"),
+        (
+            "/waiting-room/concert/?lang=ko",
+            "/waiting-room/concert?lang=ko",
+        ),
+    ] {
+        for accept in [Some(BROWSER), None] {
+            let r = get(&api, path, accept, None).await;
+            assert_eq!(r.status, 308, "{path}");
+            assert_eq!(r.headers["location"], to, "{path}");
+        }
+    }
+    // Only a page's own shape, only for GET: a write or a made-up room id
+    // is not sent anywhere.
+    for path in [
+        "/book/Not_A_Room",
+        "/waiting-room/x//",
+        "/book//evil.example",
+    ] {
+        let r = get(&api, path, None, None).await;
+        assert_eq!(r.status, 404, "{path}");
+    }
+    let r = api.call("POST", "/book/concert", None).await;
+    assert_eq!(r.status, 404);
+}
+
+#[tokio::test]
+async fn a_path_nobody_serves_is_json_for_apps_and_a_page_for_browsers() {
+    let t = test_store(STORE);
+    let api = Api::new(state(t.store.clone()));
+    for path in ["/nothing-here", "/queue", "/book/concert/x/y"] {
+        let r = get(&api, path, Some("application/json"), None).await;
+        assert_eq!(r.status, 404, "{path}");
+        assert_eq!(r.error_code(), "not_found", "{path}");
+        let r = get(&api, path, None, None).await;
+        assert_eq!(r.error_code(), "not_found", "{path}");
+        for (lang, title) in [
+            ("en", "Page not found"),
+            ("ko", "페이지를 찾을 수 없습니다"),
+        ] {
+            let r = get(&api, path, Some(BROWSER), Some(lang)).await;
+            assert_eq!(r.status, 404, "{path}");
+            let body = html(&r);
+            assert!(body.contains(title), "{path} {lang}");
+            assert!(!body.contains("<script"), "{path}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_site_has_an_icon() {
+    let t = test_store(STORE);
+    let api = Api::new(state(t.store.clone()));
+    let r = get(
+        &api,
+        "/favicon.ico",
+        Some("image/avif,image/webp,*/*"),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.headers["content-type"], "image/svg+xml");
+    assert!(r.json.as_str().is_some_and(|s| s.starts_with("<svg")));
+}
+
+/// A room's display settings (name, colour, logo, currency): set through
+/// the admin API (bad values 422, nothing changed), served by the look
+/// route for the waiting page, and shown by the seat page and the room
+/// list in place of the id; a pre-queue room lists as "Opens …".
+#[tokio::test]
+async fn a_room_is_shown_by_its_name_colour_logo_and_currency() {
+    let t = test_store(STORE);
+    let room = "look-a";
+    make_room(t.store.as_ref(), room, RoomSettings::default()).await;
+    let api = Api::new(admin_state(t.store.clone()).with_lobby(true));
+
+    let r = api.call("GET", &format!("/queue/{room}/about"), None).await;
+    assert_eq!(r.status, 200, "{}", r.json);
+    assert_eq!(
+        r.json,
+        serde_json::json!({"name": null, "color": null, "logo": null, "currency": "KRW",
+            "session_seconds": 420, "max_line": null})
+    );
+    assert_eq!(r.headers["cache-control"], "public, max-age=60");
+
+    for (field, bad) in [
+        ("display_name", serde_json::json!("")),
+        ("display_name", serde_json::json!("a\u{7}b")),
+        ("color", serde_json::json!("red")),
+        ("logo", serde_json::json!("//evil.example/x.png")),
+        ("logo", serde_json::json!("https://evil.example/x.png")),
+        ("currency", serde_json::json!("usd")),
+        ("currency", serde_json::json!(5)),
+    ] {
+        let body = serde_json::json!({ field: bad }).to_string();
+        let r = api
+            .admin("PATCH", &format!("/admin/rooms/{room}"), body)
+            .await;
+        assert_eq!(r.status, 422, "{field} {bad}: {}", r.json);
+    }
+    let opens = "2030-05-01T19:00:00Z";
+    let body = serde_json::json!({
+        "display_name": "Spring <tour> 봄", "color": "#aa3300",
+        "logo": "/static/logo.svg", "currency": "USD", "opens_at": opens,
+    });
+    let r = api
+        .admin("PATCH", &format!("/admin/rooms/{room}"), body.to_string())
+        .await;
+    assert_eq!(r.status, 200, "{}", r.json);
+    assert_eq!(r.json["settings"]["display_name"], "Spring <tour> 봄");
+
+    // A fresh instance reads it from the store (another instance's change).
+    let other = Api::new(state(t.store.clone()).with_lobby(true));
+    let r = other
+        .call("GET", &format!("/queue/{room}/about"), None)
+        .await;
+    assert_eq!(
+        r.json,
+        serde_json::json!({"name": "Spring <tour> 봄", "color": "#aa3300",
+            "logo": "/static/logo.svg", "currency": "USD", "session_seconds": 420,
+            "max_line": null})
+    );
+    let r = get(&other, &format!("/book/{room}/"), Some(BROWSER), None).await;
+    let body = html(&r);
+    assert!(
+        body.contains("<strong>Spring &lt;tour&gt; 봄</strong>"),
+        "{body}"
+    );
+    assert!(body.contains("\"currency\":\"USD\""));
+    assert!(body.contains("--accent:#aa3300"));
+    let r = get(&other, "/", Some(BROWSER), None).await;
+    let body = html(&r);
+    assert!(
+        body.contains(&format!("data-room=\"{room}\">Spring &lt;tour&gt; 봄</a>")),
+        "{body}"
+    );
+    assert!(body.contains("Opens 2030-05-01 19:00 UTC"), "{body}");
+
+    let r = api.call("GET", "/queue/no-such-room-q/about", None).await;
+    assert_eq!(r.status, 404);
+    assert_eq!(r.error_code(), "unknown_room");
+}

@@ -22,7 +22,10 @@
   var MIN_SPAN_MS = 60 * 1000;  // and at least
   var KEY = "wr-admin-key";     // sessionStorage: this tab only
   var FIELDS = ["capacity", "admit_per_second", "session_seconds", "abandon_seconds", "identity",
-    "challenge", "challenge_bits", "challenge_fail"];
+    "challenge", "challenge_bits", "challenge_fail", "display_name", "color", "logo", "currency"];
+  // Fields typed as text; an emptied one is sent as null (the default).
+  var TEXTS = { display_name: true, color: true, logo: true, currency: true };
+  function shown(v) { return v === null || v === undefined ? "" : String(v); }
   // Fields picked from a list (a select) rather than typed; sent as text.
   var CHOICES = {
     identity: ["off", "optional", "required"],
@@ -266,6 +269,9 @@
         input = el("select", { id: fid, name: name, "aria-describedby": fid + "-error" });
         CHOICES[name].forEach(function (v) { input.appendChild(el("option", { value: v }, t[name + "_" + v])); });
         input.addEventListener("change", function () { r.dirty = true; });
+      } else if (TEXTS[name]) {
+        input = el("input", { id: fid, name: name, type: "text", autocomplete: "off", "aria-describedby": fid + "-error" });
+        input.addEventListener("input", function () { r.dirty = true; });
       } else {
         input = el("input", { id: fid, name: name, type: "text", inputmode: name === "admit_per_second" ? "decimal" : "numeric", autocomplete: "off", "aria-describedby": fid + "-error" });
         input.addEventListener("input", function () { r.dirty = true; });
@@ -330,7 +336,7 @@
     if (seats) p.seats.textContent = [seats.available, seats.held, seats.booked].map(num.format).join(" / ");
     if (!r.dirty) {
       FIELDS.forEach(function (name) {
-        if (document.activeElement !== p.inputs[name]) p.inputs[name].value = String(s[name]);
+        if (document.activeElement !== p.inputs[name]) p.inputs[name].value = shown(s[name]);
       });
     }
   }
@@ -442,7 +448,8 @@
     var body = {}, current = r.room ? r.room.settings : {};
     for (var i = 0; i < FIELDS.length; i++) {
       var name = FIELDS[i], raw = r.parts.inputs[name].value.trim();
-      if (raw === String(current[name])) continue;
+      if (raw === shown(current[name])) continue;
+      if (TEXTS[name]) { body[name] = raw === "" ? null : raw; continue; }
       // Sent as typed when it is a number at all, so the API's own rules
       // (ranges, whole numbers) decide and its words are shown; only text
       // that is no number is sent as text, which the API refuses too.

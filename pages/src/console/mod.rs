@@ -219,6 +219,10 @@ mod tests {
             "challenge_turnstile",
             "field_challenge_bits",
             "field_challenge_fail",
+            "field_display_name",
+            "field_color",
+            "field_logo",
+            "field_currency",
             "challenge_fail_closed",
             "challenge_fail_open",
         ] {

@@ -154,6 +154,14 @@ pub struct Strings {
     pub field_challenge_bits: &'static str,
     /// Field label: a Turnstile room when Cloudflare cannot be asked.
     pub field_challenge_fail: &'static str,
+    /// The display_name field's label.
+    pub field_display_name: &'static str,
+    /// The color field's label.
+    pub field_color: &'static str,
+    /// The logo field's label.
+    pub field_logo: &'static str,
+    /// The currency field's label.
+    pub field_currency: &'static str,
     /// The challenge_fail field's choice.
     pub challenge_fail_closed: &'static str,
     /// The challenge_fail field's choice.
@@ -231,6 +239,10 @@ static EN: Strings = Strings {
     challenge_turnstile: "Cloudflare Turnstile",
     field_challenge_bits: "Proof of work difficulty (bits, 8–32)",
     field_challenge_fail: "When Turnstile cannot be reached",
+    field_display_name: "Name visitors see (empty: the room id)",
+    field_color: "Page colour (#rgb or #rrggbb)",
+    field_logo: "Logo (a path on your site, /…)",
+    field_currency: "Currency (ISO 4217, e.g. KRW, USD)",
     challenge_fail_closed: "closed: refuse joins",
     challenge_fail_open: "open: let joins in unchecked",
     label_apply: "Apply",
@@ -305,6 +317,10 @@ static KO: Strings = Strings {
     challenge_turnstile: "Cloudflare Turnstile 확인",
     field_challenge_bits: "작업 증명 난이도 (비트, 8–32)",
     field_challenge_fail: "Turnstile에 연결할 수 없을 때",
+    field_display_name: "방문자에게 보이는 이름 (비우면 대기실 ID)",
+    field_color: "페이지 색상 (#rgb 또는 #rrggbb)",
+    field_logo: "로고 (사이트 안의 경로, /…)",
+    field_currency: "통화 (ISO 4217, 예: KRW, USD)",
     challenge_fail_closed: "닫힘: 줄 서기 거절",
     challenge_fail_open: "열림: 확인 없이 줄 서기 허용",
     label_apply: "적용",

@@ -44,6 +44,11 @@ pub struct RoomLink<'a> {
     pub href: &'a str,
     /// Its state.
     pub state: RoomState,
+    /// Its display name (escaped when shown); `None`: the id.
+    pub name: Option<&'a str>,
+    /// Its opening, while still ahead (RFC 3339, UTC): the room's state
+    /// then reads "Opens …" rather than open.
+    pub opens_at: Option<&'a str>,
 }
 
 /// A short page for a browser that asked for something that cannot be
@@ -55,6 +60,8 @@ pub enum Notice {
     UnknownRoom,
     /// The store or the service does not answer (503).
     Unavailable,
+    /// No page at this address (404 `not_found`).
+    NotFound,
 }
 
 struct Words {
@@ -64,10 +71,13 @@ struct Words {
     open: &'static str,
     paused: &'static str,
     closed: &'static str,
+    opens: &'static str,
     unknown_title: &'static str,
     unknown_text: &'static str,
     unavailable_title: &'static str,
     unavailable_text: &'static str,
+    missing_title: &'static str,
+    missing_text: &'static str,
     all_rooms: &'static str,
 }
 
@@ -78,10 +88,13 @@ const EN: Words = Words {
     open: "Open",
     paused: "Paused",
     closed: "Closed",
+    opens: "Opens",
     unknown_title: "No such event",
     unknown_text: "There is no waiting room at this address.",
     unavailable_title: "Please try again shortly",
     unavailable_text: "The waiting room cannot be reached right now. Reload this page in a few seconds.",
+    missing_title: "Page not found",
+    missing_text: "There is no page at this address. Check the link, or pick an event from the list.",
     all_rooms: "All events",
 };
 
@@ -92,10 +105,13 @@ const KO: Words = Words {
     open: "진행 중",
     paused: "일시 중지",
     closed: "마감",
+    opens: "오픈 예정",
     unknown_title: "이벤트를 찾을 수 없습니다",
     unknown_text: "이 주소에는 대기실이 없습니다.",
     unavailable_title: "잠시 후 다시 시도하세요",
     unavailable_text: "지금은 대기실에 연결할 수 없습니다. 몇 초 뒤 이 페이지를 새로고침하세요.",
+    missing_title: "페이지를 찾을 수 없습니다",
+    missing_text: "이 주소에는 페이지가 없습니다. 링크를 확인하거나 목록에서 이벤트를 고르세요.",
     all_rooms: "전체 이벤트",
 };
 
@@ -123,21 +139,37 @@ pub fn rooms(lang: Lang, rooms: &[RoomLink<'_>]) -> String {
     } else {
         body.push_str("<ul id=\"rooms\">\n");
         for room in rooms {
-            let (key, label) = match room.state {
-                RoomState::Open => ("open", w.open),
-                RoomState::Paused => ("paused", w.paused),
-                RoomState::Closed => ("closed", w.closed),
+            let (key, label) = match (room.state, room.opens_at) {
+                (RoomState::Open, Some(at)) => ("opens", format!("{} {}", w.opens, utc_time(at))),
+                (RoomState::Open, None) => ("open", w.open.to_owned()),
+                (RoomState::Paused, _) => ("paused", w.paused.to_owned()),
+                (RoomState::Closed, _) => ("closed", w.closed.to_owned()),
             };
             let id = escape(room.id);
+            let at = room
+                .opens_at
+                .map(|at| format!(" data-opens-at=\"{}\"", escape(at)))
+                .unwrap_or_default();
             body.push_str(&format!(
-                "<li><a href=\"{href}\" data-room=\"{id}\">{id}</a> \
-                 <span class=\"state\" data-state=\"{key}\">{label}</span></li>\n",
+                "<li><a href=\"{href}\" data-room=\"{id}\">{name}</a> \
+                 <span class=\"state\" data-state=\"{key}\"{at}>{label}</span></li>\n",
                 href = escape(room.href),
+                name = escape(room.name.unwrap_or(room.id)),
+                label = escape(&label),
             ));
         }
         body.push_str("</ul>\n");
     }
     document(lang, w.rooms_title, &body)
+}
+
+/// `2030-05-01T19:00:00Z` as `2030-05-01 19:00 UTC` (the list has no
+/// script to show the visitor's own zone; the zone is named instead).
+fn utc_time(rfc3339: &str) -> String {
+    match (rfc3339.get(..10), rfc3339.get(11..16)) {
+        (Some(day), Some(time)) => format!("{day} {time} UTC"),
+        _ => rfc3339.to_owned(),
+    }
 }
 
 impl Notice {
@@ -148,6 +180,7 @@ impl Notice {
         let (title, text) = match self {
             Notice::UnknownRoom => (w.unknown_title, w.unknown_text),
             Notice::Unavailable => (w.unavailable_title, w.unavailable_text),
+            Notice::NotFound => (w.missing_title, w.missing_text),
         };
         let body = format!("<p>{text}</p>\n<p><a href=\"/\">{}</a></p>\n", w.all_rooms);
         document(lang, title, &body)
@@ -169,11 +202,22 @@ mod tests {
                     id: "concert",
                     href: "/waiting-room/concert",
                     state: RoomState::Open,
+                    name: None,
+                    opens_at: None,
                 },
                 RoomLink {
                     id: "<b>x\"",
                     href: "/waiting-room/\"><script>",
                     state: RoomState::Paused,
+                    name: None,
+                    opens_at: None,
+                },
+                RoomLink {
+                    id: "spring",
+                    href: "/waiting-room/spring",
+                    state: RoomState::Open,
+                    name: Some("Spring <tour>"),
+                    opens_at: Some("2030-05-01T19:00:00Z"),
                 },
             ],
         );
@@ -184,6 +228,10 @@ mod tests {
         assert!(html.contains("href=\"/waiting-room/&quot;&gt;&lt;script&gt;\""));
         assert!(!html.contains("<script") && !html.contains("<b>"));
         assert!(html.contains("data-state=\"paused\">Paused<"));
+        assert!(html.contains("data-room=\"spring\">Spring &lt;tour&gt;</a>"));
+        assert!(html.contains(
+            "data-state=\"opens\" data-opens-at=\"2030-05-01T19:00:00Z\">Opens 2030-05-01 19:00 UTC<"
+        ));
         let ko = rooms(Lang::Ko, &[]);
         assert!(ko.contains("<html lang=\"ko\">") && ko.contains(KO.rooms_none));
     }
@@ -191,7 +239,7 @@ mod tests {
     #[test]
     fn notices_in_both_languages() {
         for lang in Lang::ALL {
-            for notice in [Notice::UnknownRoom, Notice::Unavailable] {
+            for notice in [Notice::UnknownRoom, Notice::Unavailable, Notice::NotFound] {
                 let html = notice.render(lang);
                 assert!(html.contains(&format!("<html lang=\"{}\">", lang.tag())));
                 assert!(html.contains("<a href=\"/\">"));

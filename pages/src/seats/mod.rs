@@ -45,6 +45,8 @@ pub struct SeatPage(Skeleton);
 pub struct Visit<'a> {
     /// The room id (escaped where it is shown).
     pub room: &'a str,
+    /// The room's display name, shown instead of its id when set.
+    pub name: Option<&'a str>,
     /// The visitor's language.
     pub lang: Lang,
     /// The room's booking API, without a trailing `/`: `/api/{room}`.
@@ -89,7 +91,7 @@ impl SeatPage {
     pub fn render(&self, visit: &Visit<'_>) -> String {
         let lang = visit.lang;
         let t = strings(lang);
-        let room = escape(visit.room);
+        let room = escape(visit.name.unwrap_or(visit.room));
         let waiting = escape(visit.waiting);
         // The currency goes to `Intl.NumberFormat`, which throws on
         // anything but three letters.
@@ -131,6 +133,7 @@ mod tests {
     fn visit(room: &str, lang: Lang) -> Visit<'_> {
         Visit {
             room,
+            name: None,
             lang,
             api: "/api/concert",
             waiting: "/waiting-room/concert",
@@ -199,6 +202,7 @@ mod tests {
         let page = SeatPage::new(Some("Tix <b>& \"co\""), Some("#aa3300"));
         let html = page.render(&Visit {
             room: "<i>x</i>",
+            name: None,
             lang: Lang::Ko,
             api: "/api/x",
             waiting: "/w\"><script>",
@@ -209,6 +213,15 @@ mod tests {
         assert!(html.contains("href=\"/w&quot;&gt;&lt;script&gt;\""));
         assert_eq!(html.matches("<script").count(), 2, "only the page's own");
         assert!(html.contains("--accent:#aa3300"));
+        let html = page.render(&Visit {
+            name: Some("Spring <tour>"),
+            ..visit("spring", Lang::En)
+        });
+        assert!(html.contains("<strong>Spring &lt;tour&gt;</strong>"));
+        assert!(
+            html.contains("\"room\":\"spring\""),
+            "the API still names the id"
+        );
     }
 
     #[test]

@@ -199,7 +199,7 @@ mod tests {
             let html = page().render(&visit("concert", "/book/concert?seat=1", lang, false));
             assert!(!html.contains("{{"), "unfilled placeholder");
             assert!(html.contains(&format!("<html lang=\"{}\">", lang.tag())));
-            assert!(html.contains("<strong>concert</strong>"));
+            assert!(html.contains("<strong id=\"wr-room\">concert</strong>"));
             assert!(html.contains("aria-live=\"polite\""));
             assert!(html.contains(strings(lang).label_position));
             assert!(html.contains("\"target\":\"/book/concert?seat=1\""));
@@ -216,7 +216,7 @@ mod tests {
         let html = page().render(&visit("<i>x</i>", "/", Lang::En, false));
         assert!(html.contains("<title>Tix &lt;b&gt;&amp; &quot;co&quot;</title>"));
         assert!(!html.contains("<b>&"));
-        assert!(html.contains("<strong>&lt;i&gt;x&lt;/i&gt;</strong>"));
+        assert!(html.contains("<strong id=\"wr-room\">&lt;i&gt;x&lt;/i&gt;</strong>"));
         assert!(!html.contains("<i>x"));
         assert!(html.contains("--accent:#aa3300"));
     }
@@ -289,9 +289,11 @@ mod tests {
         }
     }
 
+    /// A budget against bloat: the solver, the about lines (visit length,
+    /// cap, reference, live dot) and the outlook took it past 20 KiB.
     #[test]
     fn page_is_small() {
         let html = page().render(&visit("concert", "/", Lang::Ko, false));
-        assert!(html.len() < 20 * 1024, "{} bytes", html.len());
+        assert!(html.len() < 24 * 1024, "{} bytes", html.len());
     }
 }

@@ -51,12 +51,48 @@
     $("wr-fill").style.width = pct + "%";
     $("wr-bar").setAttribute("aria-valuenow", String(Math.round(pct)));
   }
+  var hhmm = new Intl.DateTimeFormat(cfg.lang, { hour: "numeric", minute: "2-digit" });
   function eta(seconds) {
     if (seconds === null || seconds === undefined) { return "–"; }
     if (seconds < 60) { return t.eta_under_minute; }
     var minutes = Math.round(seconds / 60);
     if (minutes < 60) { return fill(t.eta_minutes, { n: num.format(minutes) }); }
     return fill(t.eta_hours, { h: num.format(Math.floor(minutes / 60)), m: num.format(minutes % 60) });
+  }
+  // The wait, and under it the clock time it ends: what a visitor plans by.
+  function showEta(seconds) {
+    var dd = $("wr-eta");
+    dd.textContent = eta(seconds);
+    if (seconds >= 60) {
+      var at = document.createElement("small");
+      at.textContent = fill(t.eta_at, { time: hhmm.format(new Date(Date.now() + seconds * 1000)) });
+      dd.appendChild(at);
+    }
+  }
+  // The last answer's time and the line's length, beside a live dot.
+  function updated(s) {
+    var box = $("wr-updated");
+    box.hidden = false;
+    box.className = "updated";
+    $("wr-updated-text").textContent = fill(t.msg_updated, {
+      n: num.format(typeof s.waiting === "number" ? s.waiting : 0),
+      time: new Date().toLocaleTimeString(cfg.lang)
+    });
+  }
+  // The place's reference for support: its ticket's sequence number (the
+  // ticket's payload: version, kind, kid length, kid, room length, room,
+  // visitor id (16 bytes), seq (8, big-endian)), in base 36.
+  function reference(ticket) {
+    try {
+      var b = atob(ticket.split(".")[0].replace(/-/g, "+").replace(/_/g, "/"));
+      var i = 3 + b.charCodeAt(2);
+      i += 1 + b.charCodeAt(i) + 16;
+      var seq = 0;
+      for (var k = 0; k < 8; k++) { seq = seq * 256 + b.charCodeAt(i + k); }
+      var ref = seq.toString(36).toUpperCase();
+      $("wr-ref").textContent = fill(t.msg_reference, { ref: ref.replace(/(.{4})(?=.)/g, "$1-") });
+      $("wr-ref").hidden = false;
+    } catch (e) { /* no reference shown */ }
   }
 
   function request(method, url, challenge) {
@@ -226,6 +262,8 @@
       if (r.status === 200 && r.body && typeof r.body.state === "string") {
         errors = 0;
         counter("wr-down", 0);
+        if (typeof r.body.ticket === "string") { reference(r.body.ticket); }
+        updated(r.body);
         show(r.body, r.held ? sent : null);
       } else if (kind === "join" && r.status === 428 && r.body && r.body.challenge) {
         errors = 0;
@@ -250,6 +288,7 @@
     var after = r ? parseInt(r.retryAfter, 10) : NaN;
     if (after > 0) { delay = Math.max(delay, Math.min(after * 1000, MAX_BACKOFF_MS)); }
     say(t.msg_reconnecting);
+    $("wr-updated").className = "updated stale";
     var down = !r || (r.status >= 502 && r.status <= 504);
     if (down && cfg.failOpen) {
       // The edge lets visitors through while the queue is down: try the
@@ -269,7 +308,9 @@
     var tick = function () {
       var left = Math.max(0, Math.round((opensAt - (Date.now() + skew)) / 1000));
       var pad = function (v) { return (v < 10 ? "0" : "") + v; };
-      $("wr-clock").textContent = pad(Math.floor(left / 3600)) + ":" + pad(Math.floor(left / 60) % 60) + ":" + pad(left % 60);
+      var days = Math.floor(left / 86400);
+      $("wr-clock").textContent = (days ? fill(t.countdown_days, { n: num.format(days) }) + " " : "") +
+        pad(Math.floor(left / 3600) % 24) + ":" + pad(Math.floor(left / 60) % 60) + ":" + pad(left % 60);
       if (left === 0) { clearInterval(clock); }
     };
     box.hidden = false;
@@ -287,8 +328,8 @@
     var inLine = s.state === "waiting" || s.state === "admitted";
     $("wr-bar").hidden = !inLine;
     $("wr-note").hidden = !inLine;
-    $("wr-waiting").textContent = typeof s.waiting === "number" ? num.format(s.waiting) : "–";
-    $("wr-eta").textContent = eta(s.eta_seconds);
+    $("wr-waiting").textContent = "–";
+    showEta(s.eta_seconds);
     $("wr-rejoin").hidden = true;
 
     if (s.state === "admitted") {
@@ -306,6 +347,7 @@
         if (firstPos === null || s.position > firstPos) { firstPos = s.position; }
         progress(100 * (firstPos - s.position + 1) / (firstPos + 1));
         $("wr-pos").textContent = num.format(s.position);
+        $("wr-waiting").textContent = num.format(s.position - 1);
         if (s.position !== lastPos) { announce(fill(t.announce_position, { n: num.format(s.position) })); }
         lastPos = s.position;
       } else {
@@ -314,7 +356,9 @@
       if (room.state === "paused") {
         say(t.msg_paused);
       } else if (prequeue) {
-        say(fill(t.msg_prequeue, { time: new Date(opensAt).toLocaleString(cfg.lang) }));
+        say(fill(t.msg_prequeue, { time: new Date(opensAt).toLocaleString(cfg.lang, {
+          year: "numeric", month: "short", day: "numeric", hour: "numeric", minute: "2-digit", timeZoneName: "short"
+        }) }));
       } else if (s.position === null) {
         say(t.msg_lottery);
       } else {
@@ -421,6 +465,29 @@
     document.head.appendChild(tag);
   }
 
+  // The room's name, colour and logo (its about route, beside status).
+  function applyLook() {
+    fetch(cfg.api.status.replace(/status$/, "about")).then(function (r) {
+      return r.ok ? r.json() : {};
+    }).then(function (k) {
+      if (k.name) { $("wr-room").textContent = k.name; document.title = k.name + " – " + document.title; }
+      if (k.color) { document.documentElement.style.setProperty("--accent", k.color); }
+      if (k.session_seconds) {
+        $("wr-visit").textContent = fill(t.msg_visit, { n: num.format(Math.max(1, Math.round(k.session_seconds / 60))) });
+        $("wr-visit").hidden = false;
+      }
+      if (k.max_line) {
+        $("wr-cap").textContent = fill(t.msg_cap, { n: num.format(k.max_line) });
+        $("wr-cap").hidden = false;
+      }
+      if (k.logo) {
+        var img = document.createElement("img");
+        img.className = "logo"; img.alt = ""; img.src = k.logo;
+        $("wr-title").before(img);
+      }
+    }).catch(function () {});
+  }
+
   $("wr-rejoin").addEventListener("click", function () {
     $("wr-rejoin").hidden = true;
     retriedJoin = false;
@@ -429,5 +496,6 @@
     say(t.msg_connecting);
     step("join");
   });
+  applyLook();
   step("join");
 })();

@@ -78,6 +78,19 @@ pub struct Strings {
     pub eta_minutes: &'static str,
     /// ETA in hours and minutes; `{h}`, `{m}`.
     pub eta_hours: &'static str,
+    /// After the ETA: the clock time it ends; `{time}`.
+    pub eta_at: &'static str,
+    /// Beside the live dot: the line's length and the last answer's time;
+    /// `{n}`, `{time}`.
+    pub msg_updated: &'static str,
+    /// The place's reference for support; `{ref}`.
+    pub msg_reference: &'static str,
+    /// Days in the countdown to the opening; `{n}`.
+    pub countdown_days: &'static str,
+    /// How long a visit lasts once in; `{n}` minutes.
+    pub msg_visit: &'static str,
+    /// The line's cap; `{n}`.
+    pub msg_cap: &'static str,
 }
 
 const EN: Strings = Strings {
@@ -86,7 +99,7 @@ const EN: Strings = Strings {
     label_progress: "Progress through the line",
     label_opens_in: "Opens in",
     label_position: "Your place",
-    label_waiting: "People waiting",
+    label_waiting: "People ahead of you",
     label_eta: "Estimated wait",
     label_rejoin: "Join the line again",
     msg_keep_open: "Keep this page open. Reloading is safe: your place is kept.",
@@ -106,10 +119,16 @@ const EN: Strings = Strings {
     msg_turnstile: "Please complete the check below to get your place in line.",
     msg_challenge_failed: "The browser check did not work. Please try again.",
     announce_position: "Your place in line: {n}",
-    position_draw: "At opening",
+    position_draw: "Drawn at opening",
     eta_under_minute: "Under a minute",
     eta_minutes: "About {n} min",
     eta_hours: "About {h} h {m} min",
+    eta_at: "around {time}",
+    msg_updated: "{n} in line · updated {time}",
+    msg_reference: "Your place's reference: {ref}. Quote it if you contact support.",
+    countdown_days: "{n} d",
+    msg_visit: "Once in, you have {n} min to choose your seats and pay.",
+    msg_cap: "Only the first {n} places in line are given.",
 };
 
 const KO: Strings = Strings {
@@ -118,7 +137,7 @@ const KO: Strings = Strings {
     label_progress: "대기열 진행 상황",
     label_opens_in: "오픈까지",
     label_position: "내 순서",
-    label_waiting: "대기 인원",
+    label_waiting: "내 앞 대기 인원",
     label_eta: "예상 대기 시간",
     label_rejoin: "다시 줄 서기",
     msg_keep_open: "이 페이지를 열어 두세요. 새로고침해도 순서는 유지됩니다.",
@@ -142,6 +161,12 @@ const KO: Strings = Strings {
     eta_under_minute: "1분 미만",
     eta_minutes: "약 {n}분",
     eta_hours: "약 {h}시간 {m}분",
+    eta_at: "{time}쯤",
+    msg_updated: "대기 {n}명 · {time} 업데이트",
+    msg_reference: "대기 참조 번호: {ref}. 고객센터에 문의할 때 알려 주세요.",
+    countdown_days: "{n}일",
+    msg_visit: "입장 후 {n}분 안에 좌석을 고르고 결제해야 합니다.",
+    msg_cap: "대기 순서는 앞에서부터 {n}명까지만 받습니다.",
 };
 
 impl Strings {

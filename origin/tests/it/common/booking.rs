@@ -109,6 +109,20 @@ impl TestDb {
         }
     }
 
+    /// A MySQL database name nobody has created yet (dropped after, if
+    /// something made it).
+    pub fn missing_mysql() -> TestDb {
+        sqlx::any::install_default_drivers();
+        let name = format!("wr_test_{:016x}", rand::random::<u64>());
+        TestDb {
+            kind: Kind::MySql,
+            url: Some(format!("{}/{name}", mysql_server())),
+            sqlite_path: PathBuf::new(),
+            name,
+            _dir: None,
+        }
+    }
+
     /// The configuration for this database with `payment`.
     pub fn config(&self, payment: Arc<dyn Payment>) -> BookingConfig {
         let mut config = BookingConfig::new(self.url.clone(), self.sqlite_path.clone());
