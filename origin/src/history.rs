@@ -177,6 +177,12 @@ impl History {
         }
     }
 
+    /// The room's seat counts as last noted (the sale loop notes them on
+    /// every pass); `None` when it sells nothing or is not recorded.
+    pub fn seats(&self, room: &RoomId) -> Option<Seats> {
+        self.rooms.lock().ok()?.get(room)?.seats
+    }
+
     /// Forgets every room not in `rooms` (the store's list): a deleted
     /// room's history goes with it.
     pub fn retain(&self, rooms: &[RoomId]) {
