@@ -293,6 +293,29 @@ mod tests {
     }
 
     #[test]
+    fn the_seats_last_noted_are_there_between_samples() {
+        let h = History::default();
+        let r = id("r");
+        assert_eq!(h.seats(&r), None, "never noted");
+        let count = |held| RoomSeats {
+            available: 8 - held,
+            held,
+            booked: 0,
+            total: 8,
+        };
+        h.note_seats(&r, Some(count(1)));
+        h.note_seats(&r, Some(count(3)));
+        let live = h.seats(&r).expect("noted");
+        assert_eq!(
+            (live.available, live.held),
+            (5, 3),
+            "the last count, unsampled"
+        );
+        h.note_seats(&r, None);
+        assert_eq!(h.seats(&r), None, "sells nothing now");
+    }
+
+    #[test]
     fn old_samples_fall_out_and_gone_rooms_are_dropped() {
         let h = History::default();
         let (a, b) = (id("a"), id("b"));
