@@ -177,6 +177,12 @@ impl History {
         }
     }
 
+    /// The room's seat counts as last noted (the sale loop notes them on
+    /// every pass); `None` when it sells nothing or is not recorded.
+    pub fn seats(&self, room: &RoomId) -> Option<Seats> {
+        self.rooms.lock().ok()?.get(room)?.seats
+    }
+
     /// Forgets every room not in `rooms` (the store's list): a deleted
     /// room's history goes with it.
     pub fn retain(&self, rooms: &[RoomId]) {
@@ -284,6 +290,29 @@ mod tests {
         );
         assert_eq!(h.samples(&r, 10_000, 15_000).unwrap().len(), 1, "since");
         assert_eq!(h.samples(&id("other"), 0, 15_000), None);
+    }
+
+    #[test]
+    fn the_seats_last_noted_are_there_between_samples() {
+        let h = History::default();
+        let r = id("r");
+        assert_eq!(h.seats(&r), None, "never noted");
+        let count = |held| RoomSeats {
+            available: 8 - held,
+            held,
+            booked: 0,
+            total: 8,
+        };
+        h.note_seats(&r, Some(count(1)));
+        h.note_seats(&r, Some(count(3)));
+        let live = h.seats(&r).expect("noted");
+        assert_eq!(
+            (live.available, live.held),
+            (5, 3),
+            "the last count, unsampled"
+        );
+        h.note_seats(&r, None);
+        assert_eq!(h.seats(&r), None, "sells nothing now");
     }
 
     #[test]

@@ -87,6 +87,12 @@ impl Skeleton {
         }
     }
 
+    /// Whether the operator set the heading (else the page's own, which a
+    /// page's script may change with its state).
+    pub(crate) fn titled(&self) -> bool {
+        self.title.is_some()
+    }
+
     /// The `Content-Security-Policy` to serve the page with.
     pub(crate) fn csp(&self) -> &str {
         &self.csp

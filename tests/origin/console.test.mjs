@@ -103,6 +103,14 @@ test("the console: key, live figures, pause, rate, resume, close", { timeout: 12
   assert.equal(response.headers()["cache-control"], "no-store");
   assert.match(response.headers()["content-security-policy"], /^default-src 'none';.*script-src 'sha256-/);
 
+  // A room before its opening (in 2030): the console says when it opens.
+  const put = await fetch(`${origin.url}/admin/rooms/gala`, {
+    method: "PUT",
+    headers: { Authorization: `Bearer ${ADMIN_KEY}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ opens_at: "2030-06-01T10:00:00Z" }),
+  });
+  assert.equal(put.status, 200, await put.text());
+
   // A wrong key: the refusal and nothing else.
   await page.fill("#admin-key", "not-the-admin-key-0123456789");
   await page.press("#admin-key", "Enter");
@@ -133,6 +141,30 @@ test("the console: key, live figures, pause, rate, resume, close", { timeout: 12
     await page.waitForSelector(`section[data-room="${ROOM}"] [data-chart="waiting"] polyline`, { timeout: 15000 });
     await page.waitForSelector(`section[data-room="${ROOM}"] [data-figure="seats"]:not([hidden])`, { timeout: 15000 });
     assert.match(await page.textContent(`section[data-room="${ROOM}"] [data-field="seats"]`), /^40 \/ 0 \/ 0$/);
+    // The seats are the origin's live count, in the room's own answer.
+    assert.deepEqual((await room()).live.seats, { available: 40, held: 0, booked: 0 });
+
+    // Axes with units: each chart's top and 0, its span back to now.
+    const waitingChart = roomEl.locator('[data-chart="waiting"]');
+    assert.match(await waitingChart.locator('[data-axis="ymax"]').textContent(), /^\d[\d,.]* people$/);
+    assert.equal(await waitingChart.locator('[data-axis="ymin"]').textContent(), "0");
+    assert.match(await waitingChart.locator('[data-axis="xfrom"]').textContent(), /^−\d+ (s|min)/);
+    assert.equal(await waitingChart.locator('[data-axis="xto"]').textContent(), "now");
+    assert.match(await roomEl.locator('[data-chart="rate"] [data-axis="ymax"]').textContent(), /^\d[\d,.]*\/s$/);
+    assert.match(await roomEl.locator('[data-chart="seats"] [data-axis="ymax"]').textContent(), /^\d+ seats$/);
+
+    // The achieved rate over a stated short window while people wait.
+    assert.match(await roomEl.locator('[data-figure="rate"] dt').textContent(), /last 10 s/);
+    await until(page, "rate", (v) => v > 0, "an achieved rate shows");
+    // Nobody waits or has entered the matinee: no rate, not a low one.
+    const matineeEl = page.locator('section[data-room="matinee"]');
+    assert.equal(await matineeEl.locator('[data-field="rate"]').textContent(), "— / 2");
+    assert.equal(await matineeEl.locator('[data-field="eta"]').textContent(), "—");
+    // Before its opening a room says when it opens, not "open".
+    const galaState = page.locator('section[data-room="gala"] [data-field="state"]');
+    assert.equal(await galaState.getAttribute("data-state"), "opens");
+    assert.match(await galaState.textContent(), /^opens .*2030/);
+    await roomEl.screenshot({ path: path.join(ARTIFACTS, "console-room-en.png") });
 
     // Pause: admissions stop while the line keeps filling.
     await roomEl.locator('button[data-action="pause"]').click();
@@ -216,6 +248,12 @@ test("the console: key, live figures, pause, rate, resume, close", { timeout: 12
     assert.equal(await page.isVisible("#login"), false);
     await page.waitForFunction((r) => document.querySelector(`section[data-room="${r}"] [data-chart="waiting"] polyline`), ROOM);
     assert.match(await page.textContent(`section[data-room="${ROOM}"] [data-field="state"]`), /열림/);
+    const koWaiting = page.locator(`section[data-room="${ROOM}"] [data-chart="waiting"]`);
+    assert.match(await koWaiting.locator('[data-axis="ymax"]').textContent(), /^\d[\d,.]*명$/);
+    assert.equal(await koWaiting.locator('[data-axis="xto"]').textContent(), "지금");
+    assert.match(await page.textContent(`section[data-room="${ROOM}"] [data-figure="rate"] dt`), /최근 10초/);
+    assert.match(await page.textContent('section[data-room="gala"] [data-field="state"]'), /2030.*열림 예정/);
+    await page.locator(`section[data-room="${ROOM}"]`).screenshot({ path: path.join(ARTIFACTS, "console-room-ko.png") });
     // The saved challenge reads back into the new page's form.
     await page.waitForFunction(() => document.querySelector('section[data-room="matinee"] select[name="challenge"]').value === "pow");
     assert.equal(await page.inputValue('section[data-room="matinee"] input[name="challenge_bits"]'), "16");

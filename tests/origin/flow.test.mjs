@@ -16,6 +16,7 @@ import path from "node:path";
 import { after, before, test } from "node:test";
 
 import { closeBrowser, launchBrowser } from "../browser.mjs";
+import { assertBookedReads, assertHeldReads, assertPayErrorInView, TITLES } from "./seat-checks.mjs";
 import { ARTIFACTS, Visitor, cleanup, scratch, sleep, startOrigin, stopAll } from "../edge/harness.mjs";
 
 const ROOM = "concert";
@@ -297,7 +298,9 @@ test("hold two seats, pay, see the booking (English)", { timeout: 90000 }, async
   await performance();
   const { ctx, page } = await admittedPage("en-US");
   assert.equal(await page.getAttribute("#app", "data-phase"), "seats");
-  assert.match(await page.textContent('[data-section="A"] h3'), /₩110,000/);
+  assert.equal(await page.textContent("#bk-title"), TITLES.en.seats);
+  // Won on an English page by its code, as Intl writes it for en-US.
+  assert.match(await page.textContent('[data-section="A"] h3'), /KRW\s110,000/);
 
   // One seat by keyboard, one by mouse.
   await page.focus('[data-seat="A-1-1"]');
@@ -305,7 +308,7 @@ test("hold two seats, pay, see the booking (English)", { timeout: 90000 }, async
   await page.click('[data-seat="A-1-2"]');
   assert.equal(await page.getAttribute('[data-seat="A-1-1"]', "aria-pressed"), "true");
   assert.match(await page.textContent("#live"), /A-1-2 chosen, 2 of 4/);
-  assert.equal(await page.textContent("#selected-total"), "₩220,000");
+  assert.match(await page.textContent("#selected-total"), /^KRW\s220,000$/);
   await page.screenshot({ path: path.join(ARTIFACTS, "seats-chosen-en.png") });
 
   await page.click("#hold-button");
@@ -315,6 +318,7 @@ test("hold two seats, pay, see the booking (English)", { timeout: 90000 }, async
   // Seven minutes from now, never more (the session outlasts the hold).
   assert.match(await page.textContent("#countdown"), /^(07:00|06:[0-5]\d)$/);
   assert.equal(await page.getAttribute('[data-seat="A-1-1"]', "data-state"), "mine");
+  await assertHeldReads(page, "en");
   await page.screenshot({ path: path.join(ARTIFACTS, "seats-held-en.png") });
 
   // A declined card keeps the hold; the default card then pays.
@@ -323,6 +327,8 @@ test("hold two seats, pay, see the booking (English)", { timeout: 90000 }, async
   const holdId = await page.getAttribute("#hold", "data-hold-id");
   await page.waitForSelector('#message[data-code="payment_declined"]');
   assert.match(await page.textContent("#message"), /declined/i);
+  await assertPayErrorInView(page, "payment_declined");
+  assert.match(await page.textContent("#pay-error"), /declined/i);
   assert.equal(await page.isVisible("#hold"), true, "the hold stays");
   assert.equal(await page.getAttribute("#hold", "data-hold-id"), holdId, "the same hold");
   assert.equal(await page.getAttribute("#app", "data-phase"), "held");
@@ -342,8 +348,10 @@ test("hold two seats, pay, see the booking (English)", { timeout: 90000 }, async
   await page.waitForSelector("#booking:not([hidden])", { timeout: 15000 });
   assert.equal(await page.getAttribute("#app", "data-phase"), "booked");
   assert.equal(await page.textContent("#booking-seats"), "A-1-1, A-1-2");
-  assert.equal(await page.textContent("#booking-total"), "₩220,000");
+  assert.match(await page.textContent("#booking-total"), /^KRW\s220,000$/);
   assert.equal(await page.textContent("#booking-status"), "Confirmed");
+  assert.equal(await page.isHidden("#pay-error"), true);
+  await assertBookedReads(page, "en");
   await page.screenshot({ path: path.join(ARTIFACTS, "booking-en.png"), fullPage: true });
   await ctx.close();
 });
@@ -354,18 +362,27 @@ test("the same in Korean; the seats just sold are taken", { timeout: 90000 }, as
   assert.equal(await page.getAttribute("html", "lang"), "ko");
   assert.equal(await page.getAttribute('[data-seat="A-1-1"]', "data-state"), "booked");
   assert.equal(await page.isDisabled('[data-seat="A-1-1"]'), true);
-  assert.match(await page.getAttribute('[data-seat="B-1-1"]', "aria-label"), /B구역 1열 1번, ₩88,000, 선택 가능/);
+  assert.match(await page.getAttribute('[data-seat="B-1-1"]', "aria-label"), /B구역 1열 1번, 88,000원, 선택 가능/);
+  assert.equal(await page.textContent("#bk-title"), TITLES.ko.seats);
 
   await page.focus('[data-seat="B-1-1"]');
   await page.keyboard.press("Space");
   await page.click('[data-seat="B-1-2"]');
   await page.click("#hold-button");
   await page.waitForSelector("#hold:not([hidden])");
+  await assertHeldReads(page, "ko");
   await page.screenshot({ path: path.join(ARTIFACTS, "seats-held-ko.png") });
+  await page.fill("#payment-token", "tok_decline");
+  await page.click("#confirm");
+  await assertPayErrorInView(page, "payment_declined");
+  assert.match(await page.textContent("#pay-error"), /거절/);
+  await page.screenshot({ path: path.join(ARTIFACTS, "payment-declined-ko.png") });
+  await page.fill("#payment-token", "tok_visa");
   await page.click("#confirm");
   await page.waitForSelector("#booking:not([hidden])", { timeout: 15000 });
   assert.equal(await page.textContent("#booking-status"), "확정");
-  assert.equal(await page.textContent("#booking-total"), "₩176,000");
+  assert.equal(await page.textContent("#booking-total"), "176,000원");
+  await assertBookedReads(page, "ko");
   await page.screenshot({ path: path.join(ARTIFACTS, "booking-ko.png"), fullPage: true });
   await ctx.close();
 });

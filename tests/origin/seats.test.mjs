@@ -13,6 +13,7 @@ import path from "node:path";
 import { after, before, test } from "node:test";
 
 import { closeBrowser, launchBrowser } from "../browser.mjs";
+import { assertBookedReads, assertFitsWidth, assertHeldReads, assertPayErrorInView, TITLES } from "./seat-checks.mjs";
 import { ARTIFACTS, cleanup, scratch, startOrigin, stopAll } from "../edge/harness.mjs";
 
 const ROOM = "concert";
@@ -33,14 +34,16 @@ after(async () => {
 
 /** The stand-in performance's sections: [name, rows, seats a row, price]. */
 const SECTIONS = [["A", 2, 6, 110000], ["B", 1, 6, 88000]];
-const LAYOUT = SECTIONS.map(([name, rows, seats_per_row, price]) => ({ name, rows, seats_per_row, price }));
+/** A wide hall: more seats a row than a phone's width shows at once. */
+const WIDE = [["A", 2, 24, 150000]];
 
 /** An in-memory booking API for one performance, as the contract says. */
 class FakeBooking {
-  constructor() {
+  constructor(sections = SECTIONS) {
     this.layoutLoads = 0;
+    this.layout = sections.map(([name, rows, seats_per_row, price]) => ({ name, rows, seats_per_row, price }));
     this.seats = [];
-    for (const [section, rows, perRow, price] of SECTIONS) {
+    for (const [section, rows, perRow, price] of sections) {
       for (let row = 1; row <= rows; row++) {
         for (let number = 1; number <= perRow; number++) {
           this.seats.push({ id: `${section}-${row}-${number}`, section, row, number, price, state: "available" });
@@ -82,7 +85,7 @@ class FakeBooking {
     // then the seats' state (one letter a seat, in the layout's order).
     if (req.method() === "GET" && p === "/performances/evening/layout") {
       this.layoutLoads += 1;
-      return json(200, { performance: "evening", layout: "l1", seats: this.seats.length, sections: LAYOUT }, { ETag: '"l1"' });
+      return json(200, { performance: "evening", layout: "l1", seats: this.seats.length, sections: this.layout }, { ETag: '"l1"' });
     }
     if (req.method() === "GET" && p === "/performances/evening/state") {
       const etag = `"v${this.version}"`;
@@ -143,8 +146,8 @@ class FakeBooking {
   }
 }
 
-async function seatPage(locale, api) {
-  const ctx = await browser.newContext({ locale, viewport: { width: 900, height: 1000 } });
+async function seatPage(locale, api, viewport = { width: 900, height: 1000 }) {
+  const ctx = await browser.newContext({ locale, viewport, hasTouch: viewport.width < 500 });
   const page = await ctx.newPage();
   await page.route(`${origin.url}/api/${ROOM}/**`, (route) => api.handle(route));
   const response = await page.goto(`${origin.url}/book/${ROOM}/`);
@@ -158,8 +161,10 @@ test("choose by keyboard and mouse, lose a seat to someone faster, hold, decline
   const { ctx, page } = await seatPage("en-US", api);
   assert.equal(await page.getAttribute("#app", "data-phase"), "seats");
   assert.equal(await page.isHidden("#performances"), true, "one performance is chosen by itself");
-  assert.match(await page.textContent('[data-section="A"] h3'), /Section A ₩110,000/);
-  assert.match(await page.getAttribute('[data-seat="A-1-1"]', "aria-label"), /^Section A, row 1, seat 1, ₩110,000, available$/);
+  assert.equal(await page.textContent("#bk-title"), TITLES.en.seats);
+  // Won on an English page by its code (Intl's en-US form), not a bare ₩.
+  assert.match(await page.textContent('[data-section="A"] h3'), /^Section A KRW\s110,000$/);
+  assert.match(await page.getAttribute('[data-seat="A-1-1"]', "aria-label"), /^Section A, row 1, seat 1, KRW\s110,000, available$/);
 
   await page.focus('[data-seat="A-1-1"]');
   await page.keyboard.press("Enter");
@@ -168,7 +173,7 @@ test("choose by keyboard and mouse, lose a seat to someone faster, hold, decline
   await page.click('[data-seat="A-1-3"]');
   assert.equal(await page.getAttribute('[data-seat="A-1-2"]', "aria-pressed"), "true");
   assert.match(await page.textContent("#live"), /A-1-3 chosen, 3 of 4/);
-  assert.equal(await page.textContent("#selected-total"), "₩330,000");
+  assert.match(await page.textContent("#selected-total"), /^KRW\s330,000$/);
 
   // Someone else holds A-1-3 before this visitor asks: the map refresh says so.
   api.take("A-1-3", "held");
@@ -191,22 +196,28 @@ test("choose by keyboard and mouse, lose a seat to someone faster, hold, decline
   await page.waitForSelector("#hold:not([hidden])");
   assert.equal(await page.getAttribute("#app", "data-phase"), "held");
   assert.equal(await page.textContent("#hold-seats"), "A-1-1, A-1-2");
-  assert.equal(await page.textContent("#hold-total"), "₩220,000");
+  assert.match(await page.textContent("#hold-total"), /^KRW\s220,000$/);
   assert.match(await page.textContent("#countdown"), /^0[67]:\d\d$/);
   assert.equal(await page.getAttribute('[data-seat="A-1-1"]', "data-state"), "mine");
+  await assertHeldReads(page, "en");
   await page.screenshot({ path: path.join(ARTIFACTS, "seats-held-stand-in-en.png"), fullPage: true });
 
-  // Declined: the hold stays and a new attempt gets a new key.
+  // Declined: said by the pay button, focused; the hold stays and a new
+  // attempt gets a new key. (A viewport screenshot: what the visitor sees.)
   await page.fill("#payment-token", "tok_decline");
   await page.click("#confirm");
   await page.waitForSelector('#message[data-code="payment_declined"]');
-  assert.equal(await page.isVisible("#hold"), true);
+  await assertPayErrorInView(page, "payment_declined");
+  assert.match(await page.textContent("#pay-error"), /declined/);
+  await page.screenshot({ path: path.join(ARTIFACTS, "seats-declined-stand-in-en.png") });
 
-  // No answer: the retry is the same attempt, with the same key.
+  // No answer: said by the pay button too; the retry is the same attempt,
+  // with the same key.
   await page.fill("#payment-token", "tok_visa");
   api.failNextConfirm = true;
   await page.click("#confirm");
   await page.waitForSelector('#message[data-code="network"]');
+  await assertPayErrorInView(page, "network");
   await page.click("#confirm");
   await page.waitForSelector("#booking:not([hidden])");
   const [declined, lost, retried] = api.calls;
@@ -216,8 +227,9 @@ test("choose by keyboard and mouse, lose a seat to someone faster, hold, decline
 
   assert.equal(await page.getAttribute("#app", "data-phase"), "booked");
   assert.equal(await page.textContent("#booking-seats"), "A-1-1, A-1-2");
-  assert.equal(await page.textContent("#booking-total"), "₩220,000");
+  assert.match(await page.textContent("#booking-total"), /^KRW\s220,000$/);
   assert.equal(await page.textContent("#booking-status"), "Confirmed");
+  await assertBookedReads(page, "en");
   await page.screenshot({ path: path.join(ARTIFACTS, "booking-stand-in-en.png"), fullPage: true });
   await ctx.close();
 });
@@ -228,13 +240,21 @@ test("Korean, release, and an ended session leads back to the waiting room", { t
   const { ctx, page } = await seatPage("ko-KR", api);
   assert.equal(await page.getAttribute("html", "lang"), "ko");
   assert.equal(await page.getAttribute('[data-seat="A-1-1"]', "data-state"), "booked");
-  assert.match(await page.getAttribute('[data-seat="B-1-1"]', "aria-label"), /^B구역 1열 1번, ₩88,000, 선택 가능$/);
+  assert.match(await page.getAttribute('[data-seat="B-1-1"]', "aria-label"), /^B구역 1열 1번, 88,000원, 선택 가능$/);
+  assert.equal(await page.textContent('[data-section="B"] h3 .sub'), "88,000원");
 
   await page.click('[data-seat="B-1-1"]');
   await page.click('[data-seat="B-1-2"]');
+  assert.equal(await page.textContent("#selected-total"), "176,000원");
   await page.click("#hold-button");
   await page.waitForSelector("#hold:not([hidden])");
+  await assertHeldReads(page, "ko");
   await page.screenshot({ path: path.join(ARTIFACTS, "seats-held-stand-in-ko.png"), fullPage: true });
+  await page.fill("#payment-token", "tok_decline");
+  await page.click("#confirm");
+  await assertPayErrorInView(page, "payment_declined");
+  assert.match(await page.textContent("#pay-error"), /거절/);
+  await page.screenshot({ path: path.join(ARTIFACTS, "seats-declined-stand-in-ko.png") });
   await page.click("#release");
   await page.waitForSelector('#message[data-code="released"]');
   assert.equal(await page.isHidden("#hold"), true);
@@ -257,3 +277,36 @@ test("Korean, release, and an ended session leads back to the waiting room", { t
   await page.screenshot({ path: path.join(ARTIFACTS, "seats-session-ended-ko.png"), fullPage: true });
   await ctx.close();
 });
+
+for (const [locale, lang] of [["en-US", "en"], ["ko-KR", "ko"]]) {
+  test(`a phone, 390 px wide (${lang}): the map scrolls in its own box, the page does not`, { timeout: 60000 }, async () => {
+    const api = new FakeBooking(WIDE);
+    const { ctx, page } = await seatPage(locale, api, { width: 390, height: 844 });
+    const m = await assertFitsWidth(page);
+    assert.ok(m.mapScroll > m.mapClient, `24 seats a row are wider than a phone: the map scrolls (${JSON.stringify(m)})`);
+    await page.screenshot({ path: path.join(ARTIFACTS, `seats-phone-${lang}.png`) });
+
+    // The last seat of a row is reached by scrolling the map, and chosen.
+    const last = '[data-seat="A-1-24"]';
+    await page.locator(last).scrollIntoViewIfNeeded();
+    assert.ok(await page.evaluate(() => document.getElementById("seatmap").scrollLeft > 0), "the map scrolled");
+    const seat = await page.evaluate((sel) => document.querySelector(sel).getBoundingClientRect().toJSON(), last);
+    assert.ok(seat.left >= 0 && seat.right <= 390, `the last seat shows whole: ${JSON.stringify(seat)}`);
+    await page.click(last);
+    assert.equal(await page.getAttribute(last, "aria-pressed"), "true");
+    await page.screenshot({ path: path.join(ARTIFACTS, `seats-phone-scrolled-${lang}.png`) });
+    await assertFitsWidth(page);
+
+    // Held and booked at phone width: the page still fits, the number is one line.
+    await page.click("#hold-button");
+    await page.waitForSelector("#hold:not([hidden])");
+    await assertHeldReads(page, lang);
+    await page.click("#confirm");
+    await page.waitForSelector("#booking:not([hidden])");
+    await assertBookedReads(page, lang);
+    await assertFitsWidth(page);
+    assert.match(await page.textContent("#booking-total"), lang === "ko" ? /^150,000원$/ : /^KRW\s150,000$/);
+    await page.screenshot({ path: path.join(ARTIFACTS, `booking-phone-${lang}.png`), fullPage: true });
+    await ctx.close();
+  });
+}

@@ -21,8 +21,10 @@ use utoipa_axum::routes;
 
 use super::api_doc::RoomPath;
 use super::extract::{Room, optional_json};
+use super::history::SeatCounts;
 use super::responses::{AdminAuth, BadBody, NoRoom, StoreDown};
 use crate::error::ApiError;
+use crate::history::Seats;
 use crate::limits::strikes;
 use crate::state::AppState;
 use queue::{RoomFigures, StoreError};
@@ -132,6 +134,11 @@ struct Live {
     /// booking is slow.
     #[schema(minimum = 0, maximum = 1)]
     rate_factor: f64,
+    /// The room's seats over all its performances as the origin last
+    /// counted them (a fraction of a second ago); null when it sells
+    /// nothing, or before the first count.
+    #[schema(required = true)]
+    seats: Option<SeatCounts>,
 }
 
 /// Every room.
@@ -142,7 +149,7 @@ struct RoomList {
 }
 
 impl AdminRoom {
-    fn new(room: &RoomId, f: RoomFigures) -> AdminRoom {
+    fn new(room: &RoomId, f: RoomFigures, seats: Option<Seats>) -> AdminRoom {
         AdminRoom {
             id: room.to_string(),
             state: f.state,
@@ -160,6 +167,7 @@ impl AdminRoom {
                 },
                 oldest_wait_seconds: f.oldest_wait_seconds,
                 rate_factor: f.sale.rate_factor,
+                seats: seats.map(SeatCounts::from),
             },
         }
     }
@@ -168,7 +176,8 @@ impl AdminRoom {
 async fn room_view(state: &AppState, room: &RoomId) -> Result<Json<AdminRoom>, ApiError> {
     let figures = state.queue.figures(room).await?;
     state.sessions.learn(room, &figures.settings);
-    Ok(Json(AdminRoom::new(room, figures)))
+    let seats = state.history.seats(room);
+    Ok(Json(AdminRoom::new(room, figures, seats)))
 }
 
 fn invalid(e: impl std::fmt::Display) -> ApiError {
@@ -212,7 +221,7 @@ async fn list_rooms(_: Admin, State(state): State<AppState>) -> Result<Json<Room
     let mut rooms = Vec::new();
     for room in state.queue.rooms().await? {
         match state.queue.figures(&room).await {
-            Ok(f) => rooms.push(AdminRoom::new(&room, f)),
+            Ok(f) => rooms.push(AdminRoom::new(&room, f, state.history.seats(&room))),
             Err(StoreError::UnknownRoom) => {}
             Err(e) => return Err(e.into()),
         }

@@ -85,13 +85,23 @@ struct HistorySample {
 
 /// A room's seats over all its performances.
 #[derive(Serialize, ToSchema)]
-struct SeatCounts {
+pub(super) struct SeatCounts {
     /// Neither held nor booked.
     available: u32,
     /// In live holds.
     held: u32,
     /// Sold.
     booked: u32,
+}
+
+impl From<history::Seats> for SeatCounts {
+    fn from(seats: history::Seats) -> SeatCounts {
+        SeatCounts {
+            available: seats.available,
+            held: seats.held,
+            booked: seats.booked,
+        }
+    }
 }
 
 impl From<Sample> for HistorySample {
@@ -110,11 +120,7 @@ impl From<Sample> for HistorySample {
             admitted_total: s.admitted_total,
             abandoned_total: s.abandoned_total,
             oldest_wait_seconds: s.oldest_wait_seconds,
-            seats: s.seats.map(|seats| SeatCounts {
-                available: seats.available,
-                held: seats.held,
-                booked: seats.booked,
-            }),
+            seats: s.seats.map(SeatCounts::from),
         }
     }
 }

@@ -136,7 +136,7 @@ async fn put_creates_with_defaults_and_get_and_list_show_it() {
         "live": {
             "waiting": 0, "active": 0, "admitted_total": 0, "abandoned_total": 0,
             "places_given": 0, "admit_rate": 10.0, "oldest_wait_seconds": null,
-            "rate_factor": 1.0
+            "rate_factor": 1.0, "seats": null
         }
     });
     assert_eq!(r.json, expected);

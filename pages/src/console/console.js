@@ -21,6 +21,7 @@
   var SPAN_MS = 30 * 60 * 1000; // what the charts show at most
   var MIN_SPAN_MS = 60 * 1000;  // and at least
   var KEY = "wr-admin-key";     // sessionStorage: this tab only
+  var RATE_WINDOW_MS = 10000;   // the achieved rate's window (said in its label)
   var FIELDS = ["capacity", "admit_per_second", "session_seconds", "abandon_seconds", "identity",
     "challenge", "challenge_bits", "challenge_fail", "display_name", "color", "logo", "currency"];
   // Fields typed as text; an emptied one is sent as null (the default).
@@ -35,6 +36,10 @@
 
   var num = new Intl.NumberFormat(cfg.lang, { maximumFractionDigits: 1 });
   var clockTime = new Intl.DateTimeFormat(cfg.lang, { hour: "numeric", minute: "2-digit", second: "2-digit" });
+  // An opening time, with the operator's own time zone named.
+  var dateTime = new Intl.DateTimeFormat(cfg.lang, {
+    year: "numeric", month: "short", day: "numeric", hour: "numeric", minute: "2-digit", timeZoneName: "short"
+  });
 
   var key = null;       // the admin key, once given
   var rooms = {};       // id -> {el, parts, samples, since, dirty, room}
@@ -188,6 +193,9 @@
       seen[room.id] = true;
       var r = rooms[room.id] || (rooms[room.id] = build(room.id));
       r.room = room;
+      // The admissions counted at each read, for the achieved rate.
+      r.reads.push([Date.now(), room.live.admitted_total]);
+      while (r.reads.length > 2 && r.reads[1][0] <= Date.now() - RATE_WINDOW_MS) r.reads.shift();
       figures(r);
     });
     Object.keys(rooms).forEach(function (id) {
@@ -239,7 +247,8 @@
 
     var charts = el("div", { "class": "charts" });
     parts.charts = {};
-    [["waiting", t.chart_waiting], ["inside", t.chart_inside], ["rate", t.chart_rate], ["seats", t.chart_seats]].forEach(function (c) {
+    [["waiting", t.chart_waiting, t.unit_people], ["inside", t.chart_inside, t.unit_people],
+     ["rate", t.chart_rate, t.unit_rate], ["seats", t.chart_seats, t.unit_seats]].forEach(function (c) {
       var fig = el("figure", { "class": "chart", "data-chart": c[0] });
       var cap = el("figcaption", {}, c[1]);
       var svg = document.createElementNS(SVG, "svg");
@@ -247,11 +256,26 @@
       svg.setAttribute("preserveAspectRatio", "none");
       svg.setAttribute("role", "img");
       fig.appendChild(cap);
-      fig.appendChild(svg);
+      // The axes in HTML beside the drawing (text in a stretched SVG
+      // would stretch too): the scale's top and 0, then the time span.
+      var plot = el("div", { "class": "plot" });
+      var yaxis = el("div", { "class": "yaxis", "aria-hidden": "true" });
+      var ymax = el("span", { "data-axis": "ymax" });
+      yaxis.appendChild(ymax);
+      yaxis.appendChild(el("span", { "data-axis": "ymin" }, "0"));
+      plot.appendChild(yaxis);
+      plot.appendChild(svg);
+      plot.appendChild(el("span", {}));
+      var xaxis = el("div", { "class": "xaxis", "aria-hidden": "true" });
+      var xfrom = el("span", { "data-axis": "xfrom" });
+      xaxis.appendChild(xfrom);
+      xaxis.appendChild(el("span", { "data-axis": "xto" }, t.axis_now));
+      plot.appendChild(xaxis);
+      fig.appendChild(plot);
       var legend = el("p", { "class": "legend" });
       fig.appendChild(legend);
       charts.appendChild(fig);
-      parts.charts[c[0]] = { fig: fig, svg: svg, legend: legend, caption: cap, title: c[1] };
+      parts.charts[c[0]] = { fig: fig, svg: svg, legend: legend, caption: cap, title: c[1], ymax: ymax, xfrom: xfrom, unit: c[2] };
     });
     section.appendChild(charts);
 
@@ -293,7 +317,7 @@
     form.addEventListener("submit", function (e) { e.preventDefault(); patch(r); });
     section.appendChild(form);
 
-    var r = { id: id, el: section, parts: parts, samples: [], since: 0, dirty: false, room: null, busy: false };
+    var r = { id: id, el: section, parts: parts, samples: [], since: 0, dirty: false, room: null, busy: false, reads: [] };
     $("rooms").appendChild(section);
     return r;
   }
@@ -314,24 +338,48 @@
     return last ? last.seats : null;
   }
 
+  // Admissions per second over the last RATE_WINDOW_MS, from the counts
+  // this page read (the API's own figure is a longer average that decays
+  // after the line empties); null until two reads a few seconds apart.
+  function achieved(r) {
+    var reads = r.reads, last = reads[reads.length - 1], first = reads[0];
+    if (!last || last[0] - first[0] < 2000) return null;
+    return Math.max(0, last[1] - first[1]) / ((last[0] - first[0]) / 1000);
+  }
+
+  // The room's state as a word: an open room before its opening says when
+  // it opens, in the operator's time zone.
+  function stateWord(room) {
+    var opens = Date.parse((room.settings && room.settings.opens_at) || "");
+    if (room.state === "open" && opens > Date.now()) {
+      return { key: "opens", text: fill(t.state_opens, { time: dateTime.format(opens) }) };
+    }
+    return { key: room.state, text: t["state_" + room.state] };
+  }
+
   function figures(r) {
     var room = r.room, p = r.parts, live = room.live, s = room.settings;
     r.el.setAttribute("data-state", room.state);
-    p.state.textContent = t["state_" + room.state];
-    p.state.setAttribute("data-state", room.state);
+    var word = stateWord(room);
+    p.state.textContent = word.text;
+    p.state.setAttribute("data-state", word.key);
     p.pause.disabled = r.busy || room.state !== "open";
     p.resume.disabled = r.busy || room.state === "open";
     p.close.disabled = r.busy || room.state === "closed";
     p.waiting.textContent = num.format(live.waiting);
     p.waiting.setAttribute("data-value", live.waiting);
     p.inside.textContent = num.format(live.active) + " / " + num.format(s.capacity);
-    p.rate.textContent = num.format(live.admit_rate) + " / " + num.format(s.admit_per_second);
-    p.rate.setAttribute("data-value", live.admit_rate);
+    // Nobody waiting: nothing to achieve, so no rate (not a low one).
+    var rate = live.waiting === 0 ? null : achieved(r);
+    p.rate.textContent = (rate === null ? "—" : num.format(rate)) + " / " + num.format(s.admit_per_second);
+    p.rate.setAttribute("data-value", rate === null ? "" : String(rate));
     p.oldest.textContent = duration(live.oldest_wait_seconds);
     // The last in line gets in after everyone ahead, at the rate achieved.
-    p.eta.textContent = live.waiting === 0 ? "–" : live.admit_rate > 0 ? duration(live.waiting / live.admit_rate) : t.msg_no_admissions;
+    var pace = rate === null ? live.admit_rate : rate;
+    p.eta.textContent = live.waiting === 0 ? "—" : pace > 0 ? duration(live.waiting / pace) : t.msg_no_admissions;
     p.abandoned.textContent = num.format(live.abandoned_total);
-    var seats = latestSeats(r);
+    // Live counts when the API gives them, else the last sample's.
+    var seats = live.seats !== undefined ? live.seats : latestSeats(r);
     p.seatsBox.hidden = !seats;
     if (seats) p.seats.textContent = [seats.available, seats.held, seats.booked].map(num.format).join(" / ");
     if (!r.dirty) {
@@ -341,17 +389,33 @@
     }
   }
 
-  // One chart: a line per series over the last 30 minutes.
+  // The smallest 1, 2 or 5 times a power of ten at or above v: a scale
+  // whose top reads as a round number.
+  function roundUp(v) {
+    if (!(v > 0)) return 1;
+    var p = Math.pow(10, Math.floor(Math.log(v) / Math.LN10));
+    var steps = [1, 2, 5, 10];
+    for (var i = 0; i < steps.length; i++) if (steps[i] * p >= v * 0.9999) return steps[i] * p;
+    return 10 * p;
+  }
+
+  // One chart: a line per series over the last 30 minutes, on a scale from
+  // 0 to a round top, both named with their unit.
   function chart(c, series, from, now) {
     var svg = c.svg;
     while (svg.firstChild) svg.removeChild(svg.firstChild);
     var max = 0;
     series.forEach(function (s) { s.points.forEach(function (p) { if (p[1] > max) max = p[1]; }); });
-    max = max > 0 ? max * 1.1 : 1;
-    var grid = document.createElementNS(SVG, "line");
-    grid.setAttribute("x1", 0); grid.setAttribute("x2", 300); grid.setAttribute("y1", 79.5); grid.setAttribute("y2", 79.5);
-    grid.setAttribute("class", "axis");
-    svg.appendChild(grid);
+    max = roundUp(max);
+    c.ymax.textContent = fill(c.unit, { n: num.format(max) });
+    c.xfrom.textContent = fill(t.axis_ago, { d: duration(Math.round((now - from) / 60000) * 60) });
+    [79.5, 4.5].forEach(function (y, i) {
+      var grid = document.createElementNS(SVG, "line");
+      grid.setAttribute("x1", 0); grid.setAttribute("x2", 300); grid.setAttribute("y1", y); grid.setAttribute("y2", y);
+      grid.setAttribute("class", i ? "axis top" : "axis");
+      grid.setAttribute("vector-effect", "non-scaling-stroke");
+      svg.appendChild(grid);
+    });
     var words = [];
     series.forEach(function (s) {
       if (!s.points.length) return;
@@ -392,8 +456,14 @@
     chart(c.inside, [
       { label: t.series_inside, cls: "s1", points: pick(function (s) { return s.active; }) },
       { label: t.series_capacity, cls: "s2", points: pick(function (s) { return s.capacity; }) }], from, now);
+    // Achieved: the admissions between one sample and the next, per second.
+    var admitted = [];
+    for (var i = 1; i < xs.length; i++) {
+      var dt = (xs[i].at_ms - xs[i - 1].at_ms) / 1000;
+      if (dt > 0) admitted.push([xs[i].at_ms, Math.max(0, xs[i].admitted_total - xs[i - 1].admitted_total) / dt]);
+    }
     chart(c.rate, [
-      { label: t.series_achieved, cls: "s1", points: pick(function (s) { return s.admit_rate; }) },
+      { label: t.series_achieved, cls: "s1", points: admitted },
       { label: t.series_configured, cls: "s2", points: pick(function (s) { return s.admit_per_second; }) }], from, now);
     var withSeats = xs.filter(function (s) { return s.seats; });
     c.seats.fig.hidden = withSeats.length === 0;

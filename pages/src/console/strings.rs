@@ -52,6 +52,8 @@ pub struct Strings {
     pub state_paused: &'static str,
     /// A room's state.
     pub state_closed: &'static str,
+    /// An open room before its opening (`opens_at`); `{time}`.
+    pub state_opens: &'static str,
     /// Button.
     pub label_pause: &'static str,
     /// Button.
@@ -100,6 +102,16 @@ pub struct Strings {
     pub fmt_hours: &'static str,
     /// Under a chart: how far back it reaches.
     pub fmt_span: &'static str,
+    /// A chart's time axis, at its left end; `{d}` a duration.
+    pub axis_ago: &'static str,
+    /// A chart's time axis, at its right end.
+    pub axis_now: &'static str,
+    /// A count of people on a chart's axis; `{n}`.
+    pub unit_people: &'static str,
+    /// A rate on a chart's axis; `{n}`.
+    pub unit_rate: &'static str,
+    /// A count of seats on a chart's axis; `{n}`.
+    pub unit_seats: &'static str,
     /// Chart title.
     pub chart_waiting: &'static str,
     /// Chart title.
@@ -188,6 +200,7 @@ static EN: Strings = Strings {
     state_open: "open",
     state_paused: "paused",
     state_closed: "closed",
+    state_opens: "opens {time}",
     label_pause: "Pause",
     label_resume: "Resume",
     label_close: "Close…",
@@ -201,7 +214,7 @@ static EN: Strings = Strings {
     msg_no_change: "Nothing to change.",
     label_waiting: "Waiting",
     label_inside: "Inside / capacity",
-    label_rate: "Admissions/s achieved / set",
+    label_rate: "Admissions/s, last 10 s / set",
     label_oldest_wait: "Oldest wait",
     label_eta_last: "ETA of the last in line",
     label_abandoned: "Abandoned",
@@ -212,6 +225,11 @@ static EN: Strings = Strings {
     fmt_whole_minutes: "{m} min",
     fmt_hours: "{h} h {m} min",
     fmt_span: "last {d}",
+    axis_ago: "−{d}",
+    axis_now: "now",
+    unit_people: "{n} people",
+    unit_rate: "{n}/s",
+    unit_seats: "{n} seats",
     chart_waiting: "Waiting",
     chart_inside: "Inside and capacity",
     chart_rate: "Admissions per second",
@@ -219,7 +237,7 @@ static EN: Strings = Strings {
     msg_no_history: "no samples yet",
     series_inside: "inside",
     series_capacity: "capacity",
-    series_achieved: "achieved",
+    series_achieved: "achieved (per 5 s)",
     series_configured: "set",
     series_available: "available",
     series_held: "held",
@@ -266,6 +284,7 @@ static KO: Strings = Strings {
     state_open: "열림",
     state_paused: "일시 정지",
     state_closed: "닫힘",
+    state_opens: "{time} 열림 예정",
     label_pause: "일시 정지",
     label_resume: "재개",
     label_close: "닫기…",
@@ -279,7 +298,7 @@ static KO: Strings = Strings {
     msg_no_change: "변경된 내용이 없습니다.",
     label_waiting: "대기",
     label_inside: "입장 / 정원",
-    label_rate: "초당 입장 실제 / 설정",
+    label_rate: "초당 입장, 최근 10초 / 설정",
     label_oldest_wait: "최장 대기",
     label_eta_last: "마지막 대기자 예상 시간",
     label_abandoned: "이탈",
@@ -290,6 +309,11 @@ static KO: Strings = Strings {
     fmt_whole_minutes: "{m}분",
     fmt_hours: "{h}시간 {m}분",
     fmt_span: "최근 {d}",
+    axis_ago: "{d} 전",
+    axis_now: "지금",
+    unit_people: "{n}명",
+    unit_rate: "초당 {n}",
+    unit_seats: "{n}석",
     chart_waiting: "대기",
     chart_inside: "입장과 정원",
     chart_rate: "초당 입장",
@@ -297,7 +321,7 @@ static KO: Strings = Strings {
     msg_no_history: "아직 데이터 없음",
     series_inside: "입장",
     series_capacity: "정원",
-    series_achieved: "실제",
+    series_achieved: "실제(5초 단위)",
     series_configured: "설정",
     series_available: "잔여",
     series_held: "선점",

@@ -64,6 +64,8 @@ struct ScriptConfig<'a> {
     room: &'a str,
     lang: &'a str,
     currency: &'a str,
+    /// The operator set the heading: the script leaves it alone.
+    titled: bool,
     #[serde(rename = "maxSeats")]
     max_seats: u32,
     api: &'a str,
@@ -106,6 +108,7 @@ impl SeatPage {
             room: visit.room,
             lang: lang.tag(),
             currency,
+            titled: self.0.titled(),
             max_seats: DEFAULT_MAX_SEATS,
             api: visit.api,
             waiting: visit.waiting,
@@ -161,6 +164,7 @@ mod tests {
             assert_eq!(config["currency"], "KRW");
             assert_eq!(config["maxSeats"], DEFAULT_MAX_SEATS);
             assert_eq!(config["lang"], lang.tag());
+            assert_eq!(config["titled"], false);
             assert_eq!(config["t"]["msg_declined"], t.msg_declined);
         }
     }
@@ -181,6 +185,10 @@ mod tests {
             "id=\"release\"",
             "id=\"booking\"",
             "id=\"back-link\"",
+            "id=\"pay-error\" class=\"msg\" data-kind=\"error\" role=\"alert\"",
+            "id=\"booking-id\"",
+            "id=\"copy-id\"",
+            "id=\"events-link\" class=\"button\" href=\"/\"",
         ] {
             assert!(html.contains(hook), "{hook}");
         }
@@ -213,6 +221,10 @@ mod tests {
         assert!(html.contains("href=\"/w&quot;&gt;&lt;script&gt;\""));
         assert_eq!(html.matches("<script").count(), 2, "only the page's own");
         assert!(html.contains("--accent:#aa3300"));
+        assert!(
+            html.contains("\"titled\":true"),
+            "the script keeps the operator's heading"
+        );
         let html = page.render(&Visit {
             name: Some("Spring <tour>"),
             ..visit("spring", Lang::En)

@@ -3,7 +3,7 @@
 // ETag), select seats, hold them, count the hold down, confirm with an
 // idempotency key, show the booking.
 // Settings and strings come from the JSON block the page renders (bk-config):
-// {room, lang, currency, maxSeats, api, waiting, t: {...strings}}.
+// {room, lang, currency, titled, maxSeats, api, waiting, t: {...strings}}.
 // Every request is same-origin: the entry-token cookie goes along by itself.
 "use strict";
 (function () {
@@ -17,10 +17,10 @@
   var MAX_BACKOFF_MS = 30000;  // after errors, never slower than this
   var HOLD_KEY = "bk-hold:" + cfg.room + ":"; // + performance: a hold survives a reload
 
-  var money = new Intl.NumberFormat(cfg.lang, { style: "currency", currency: cfg.currency });
-  // Prices are integers in the currency's minor unit (KRW has none, USD cents).
-  var minor = Math.pow(10, money.resolvedOptions().maximumFractionDigits || 0);
   var num = new Intl.NumberFormat(cfg.lang);
+  var money = moneyFormat(cfg.lang, cfg.currency);
+  // Prices are integers in the currency's minor unit (KRW has none, USD cents).
+  var minor = Math.pow(10, money.digits);
   var when = new Intl.DateTimeFormat(cfg.lang, { dateStyle: "medium", timeStyle: "short" });
   var clockTime = new Intl.DateTimeFormat(cfg.lang, { hour: "numeric", minute: "2-digit", second: "2-digit" });
 
@@ -43,6 +43,23 @@
   var refreshTimer = null;
   var countdownTimer = null;
 
+  // Money as the visitor's language writes it: won in Korean as "110,000원";
+  // a language's own currency by its symbol; any other by its code
+  // ("KRW 110,000" in English), since a bare ₩ or $ misleads a reader
+  // who does not expect that currency.
+  function moneyFormat(lang, currency) {
+    var HOME = { en: "USD", ko: "KRW" };
+    var base = lang.split("-")[0];
+    var intl = new Intl.NumberFormat(lang, {
+      style: "currency", currency: currency, currencyDisplay: HOME[base] === currency ? "symbol" : "code"
+    });
+    var digits = intl.resolvedOptions().maximumFractionDigits || 0;
+    if (base === "ko" && currency === "KRW") {
+      var whole = new Intl.NumberFormat(lang, { maximumFractionDigits: 0 });
+      return { digits: digits, format: function (x) { return whole.format(x) + "원"; } };
+    }
+    return { digits: digits, format: function (x) { return intl.format(x); } };
+  }
   function fill(s, vars) {
     return s.replace(/\{(\w+)\}/g, function (_, k) { return vars[k] === undefined ? "" : vars[k]; });
   }
@@ -55,7 +72,29 @@
     m.setAttribute("data-code", code || "");
   }
   function announce(text) { $("live").textContent = text; }
-  function phase(p) { $("app").setAttribute("data-phase", p); }
+  // The page's state, and (unless the operator titled the page) its
+  // heading and the tab's title, so each state reads as itself.
+  function phase(p) {
+    $("app").setAttribute("data-phase", p);
+    if (cfg.titled) { return; }
+    var title = p === "held" ? t.title_held : p === "booked" ? t.title_booked : t.default_title;
+    $("bk-title").textContent = title;
+    document.title = title;
+  }
+  // A payment's trouble, beside the pay button where the visitor looks:
+  // shown, announced (role=alert) and focused. Also the page's message.
+  function payError(text, why) {
+    say(text, "error", why);
+    var box = $("pay-error");
+    box.textContent = text;
+    box.setAttribute("data-code", why);
+    box.hidden = false;
+    box.focus();
+  }
+  function clearPayError() {
+    $("pay-error").hidden = true;
+    $("pay-error").textContent = "";
+  }
   function seatList(ids) { return ids.join(", "); }
   function store(key, value) {
     // sessionStorage can throw (privacy modes): a lost hold record only
@@ -162,6 +201,8 @@
     $("confirm").disabled = busy || blocked || !hold || ended;
     $("release").disabled = busy || !hold || ended;
     $("payment-token").disabled = !hold || ended;
+    // Once seats are held the hold's panel lists them: no empty choice.
+    $("selection").hidden = !!hold;
     Array.prototype.forEach.call($("performance-list").children, function (b) {
       b.disabled = busy || !!hold || ended;
     });
@@ -545,6 +586,7 @@
     hold = null;
     attempt = null;
     clearInterval(countdownTimer);
+    clearPayError();
     $("hold").hidden = true;
     $("hold").removeAttribute("data-hold-id");
     phase(ended ? "ended" : "seats");
@@ -567,6 +609,7 @@
       attempt = { key: uuid(), hold: hold.hold_id, token: token };
     }
     var sent = attempt;
+    clearPayError();
     say(t.msg_confirming);
     act(function () {
       return api("POST", "/holds/" + encodeURIComponent(sent.hold) + "/confirm",
@@ -578,15 +621,14 @@
         var unanswered = r.status === 429 || r.status >= 500;
         if (!unanswered) { attempt = null; }
         if (code(r) === "payment_declined") {
-          say(t.msg_declined, "error", "payment_declined");
-          $("payment-token").focus();
+          payError(t.msg_declined, "payment_declined");
         } else if (code(r) === "hold_expired" || r.status === 404) {
           holdEnded();
         } else if (!common(r)) {
           other(r);
         }
       }, function () {
-        say(t.msg_network_retry, "error", "network");
+        payError(t.msg_network_retry, "network");
       });
     });
   }
@@ -607,6 +649,26 @@
     });
   }
 
+  // Copies the booking number; where the browser will not (no clipboard
+  // outside a secure context, or refused), selects it for the visitor.
+  function copyId() {
+    var id = $("booking-id").textContent;
+    var said = function (text) { $("copied").textContent = text; };
+    var select = function () {
+      var range = document.createRange();
+      range.selectNodeContents($("booking-id"));
+      var sel = window.getSelection();
+      sel.removeAllRanges();
+      sel.addRange(range);
+      said(t.msg_copy_failed);
+    };
+    if (navigator.clipboard && typeof navigator.clipboard.writeText === "function") {
+      navigator.clipboard.writeText(id).then(function () { said(t.msg_copied); }, select);
+    } else {
+      select();
+    }
+  }
+
   function showBooking(b) {
     clearHold();
     clearTimeout(refreshTimer);
@@ -616,6 +678,7 @@
     box.hidden = false;
     box.setAttribute("data-booking-id", b.booking_id);
     $("booking-id").textContent = b.booking_id;
+    $("copied").textContent = "";
     $("booking-seats").textContent = seatList(b.seats || []);
     $("booking-total").textContent = price(b.total);
     $("booking-status").textContent = b.status === "confirmed" ? t.status_confirmed : String(b.status);
@@ -636,5 +699,6 @@
   });
   $("pay-form").addEventListener("submit", function (e) { e.preventDefault(); confirm(); });
   $("release").addEventListener("click", release);
+  $("copy-id").addEventListener("click", copyId);
   loadPerformances();
 })();

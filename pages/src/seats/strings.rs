@@ -10,8 +10,7 @@ use crate::skeleton::labels;
 /// Every string the seat page shows.
 #[derive(Serialize, Debug)]
 pub struct Strings {
-    /// Heading when the caller sets no title.
-    #[serde(skip)]
+    /// Heading when the caller sets no title, while choosing seats.
     pub default_title: &'static str,
     /// Before the room id.
     #[serde(skip)]
@@ -85,6 +84,27 @@ pub struct Strings {
     /// When the booking was made.
     #[serde(skip)]
     pub label_created: &'static str,
+    /// The button that copies the booking number.
+    #[serde(skip)]
+    pub label_copy: &'static str,
+    /// The name of the links after a booking.
+    #[serde(skip)]
+    pub label_next: &'static str,
+    /// Above the links after a booking.
+    #[serde(skip)]
+    pub msg_next: &'static str,
+    /// The link to the list of events.
+    #[serde(skip)]
+    pub label_events: &'static str,
+
+    /// Heading (when the caller sets no title) while seats are held.
+    pub title_held: &'static str,
+    /// Heading (when the caller sets no title) once booked.
+    pub title_booked: &'static str,
+    /// The booking number was copied.
+    pub msg_copied: &'static str,
+    /// The browser would not copy: the number is selected instead.
+    pub msg_copy_failed: &'static str,
 
     /// Several performances: pick one.
     pub msg_choose_performance: &'static str,
@@ -102,7 +122,7 @@ pub struct Strings {
     pub msg_held: &'static str,
     /// While paying.
     pub msg_confirming: &'static str,
-    /// Booked; `{id}`.
+    /// Booked (the number is shown under it, whole).
     pub msg_booked: &'static str,
     /// The hold was given back.
     pub msg_released: &'static str,
@@ -185,6 +205,15 @@ const EN: Strings = Strings {
     label_booking_id: "Booking number",
     label_status: "Status",
     label_created: "Booked at",
+    label_copy: "Copy",
+    label_next: "What next",
+    msg_next: "Keep your booking number: you will need it if you contact the box office.",
+    label_events: "Back to the events",
+
+    title_held: "Pay for your seats",
+    title_booked: "You are booked",
+    msg_copied: "Copied.",
+    msg_copy_failed: "Selected: press Ctrl+C (⌘C) to copy.",
 
     msg_choose_performance: "Choose a performance.",
     msg_no_performances: "Nothing is on sale in this room yet.",
@@ -194,7 +223,7 @@ const EN: Strings = Strings {
     msg_holding: "Holding your seats…",
     msg_held: "Your seats are held until {time}. Pay before then to keep them.",
     msg_confirming: "Paying…",
-    msg_booked: "Booked! Your booking number is {id}.",
+    msg_booked: "Booked! Your booking number and seats are below.",
     msg_released: "Your seats were given back.",
     msg_seat_taken: "Sorry, someone else just took {seats}. Please choose other seats.",
     msg_declined: "The payment was declined. Your seats are still held: try another card.",
@@ -249,6 +278,15 @@ const KO: Strings = Strings {
     label_booking_id: "예매 번호",
     label_status: "상태",
     label_created: "예매 일시",
+    label_copy: "복사",
+    label_next: "다음 단계",
+    msg_next: "예매 번호를 보관하세요. 예매처에 문의할 때 필요합니다.",
+    label_events: "이벤트 목록으로",
+
+    title_held: "좌석 결제",
+    title_booked: "예매 완료",
+    msg_copied: "복사했습니다.",
+    msg_copy_failed: "선택했습니다. Ctrl+C(⌘C)를 눌러 복사하세요.",
 
     msg_choose_performance: "공연 회차를 선택하세요.",
     msg_no_performances: "이 이벤트에는 아직 판매 중인 공연이 없습니다.",
@@ -258,7 +296,7 @@ const KO: Strings = Strings {
     msg_holding: "좌석을 선점하는 중…",
     msg_held: "{time}까지 좌석이 선점되었습니다. 그 전에 결제하세요.",
     msg_confirming: "결제하는 중…",
-    msg_booked: "예매되었습니다! 예매 번호는 {id}입니다.",
+    msg_booked: "예매되었습니다! 예매 번호와 좌석은 아래에 있습니다.",
     msg_released: "좌석을 반납했습니다.",
     msg_seat_taken: "죄송합니다. 방금 다른 분이 {seats} 좌석을 선택했습니다. 다른 좌석을 골라 주세요.",
     msg_declined: "결제가 거절되었습니다. 좌석은 그대로 선점되어 있으니 다른 카드로 다시 시도하세요.",
@@ -289,7 +327,7 @@ const KO: Strings = Strings {
 
 impl Strings {
     /// The texts the page's HTML shows, by their template keys.
-    pub(crate) fn labels(&self) -> [(&'static str, &'static str); 24] {
+    pub(crate) fn labels(&self) -> [(&'static str, &'static str); 28] {
         labels!(
             self;
             label_room,
@@ -316,6 +354,10 @@ impl Strings {
             label_booking_id,
             label_status,
             label_created,
+            label_copy,
+            label_next,
+            msg_next,
+            label_events,
         )
     }
 }
