@@ -1,44 +1,54 @@
-//! Held status polls (a long poll for the end of a sale). A status request
-//! that says `Prefer: wait=N` (RFC 7240) and would read `waiting` while the
-//! sale is on ([`LineView::selling`]: open, past its opening, not sold out)
-//! may be held ([`hold_secs`]) until the room's signal changes in a
-//! way that can change its answer, or until min(N, its poll interval,
-//! [`MAX_WAIT_SECS`]) seconds pass; the status route then answers afresh,
-//! with `Preference-Applied: wait=N`. Every waiter so hears `sold_out`
-//! within a tick or two of this instance's view seeing it, at no more
-//! requests than its poll interval already asks for.
+//! Held status polls (a long poll for what a waiter waits to hear). A
+//! status request that says `Prefer: wait=N` (RFC 7240) and would read
+//! `waiting` may be held ([`hold_secs`]) until the room's signal or the
+//! line's front changes in a way that can change its answer, or until
+//! min(N, its poll interval, [`MAX_WAIT_SECS`]) seconds pass; the status
+//! route then answers afresh, with `Preference-Applied: wait=N`. Every
+//! held waiter so hears it was let in, the sell-out, a pause, a resume or
+//! a closing within a tick or two of this instance's view seeing it, at no
+//! more requests than its poll interval already asks for.
 //!
-//! Who is held: every waiter while no seat is available (the endgame:
-//! nothing changes for anyone until holds end or the last seat sells), and,
-//! once the seats have run out since the room opened
-//! ([`RoomSignal::ran_out`]), a waiter beyond the [`front_zone`] while a few
-//! seats are back (nobody that far back can be let in before its hold
-//! ends, so its held answer is the one its next poll would have had); one
-//! near the front then is held [`NEAR_FRONT_SECS`] at most: it wakes when
-//! the line's front moves, but in a lottery, or among pre-queue draws, a
-//! waiter may be let in without the front moving. Before the seats first
-//! run out, a waiter near the front with seats to sell is answered at once.
-//! Holding only while no seat is available is not enough: seats coming
-//! back from ended holds flip a sale near its end in and out of that many
-//! times a minute, and a waiter answered at once in such a moment would be
-//! told to come back a whole poll interval later (up to 6 s) and hear of
-//! the sell-out that late. Far-back waiters are not held from the opening
-//! on: every waiter would then keep a connection open for the whole sale,
-//! and 20,000 visitors on a machine that allows 20,000 open files per
-//! process would meet refused connections.
+//! Who is held:
+//! - every waiter of a paused room (past its opening): nothing changes for
+//!   anyone until the room is resumed or closed, which wakes them all;
+//! - every waiter while no seat is available (the endgame: nothing changes
+//!   for anyone until holds end or the last seat sells);
+//! - a waiter near the front ([`front_zone`]: it may be let in before its
+//!   hold ends) of an open room with seats to sell: the whole wait where
+//!   the line's front tells when it is let in ([`front_tells`]: a `fifo`
+//!   line with a waiter in join order at its front, so in seq order),
+//!   else [`NEAR_FRONT_SECS`] at most (in a lottery, or among pre-queue
+//!   draws, a waiter may be let in without the front passing it);
+//! - once the seats have run out since the room opened
+//!   ([`RoomSignal::ran_out`]), a waiter beyond the front zone while a few
+//!   seats are back (nobody that far back can be let in before its hold
+//!   ends, so its held answer is the one its next poll would have had).
+//!   Holding only while no seat is available is not enough: seats coming
+//!   back from ended holds flip a sale near its end in and out of that
+//!   many times a minute, and a waiter answered at once in such a moment
+//!   would be told to come back a whole poll interval later (up to 6 s)
+//!   and hear of the sell-out that late.
+//!
+//! Far-back waiters of an open room are not held before the seats first
+//! run out: every waiter would then keep a connection open for the whole
+//! sale, and 20,000 visitors on a machine that allows 20,000 open files
+//! per process would meet refused connections. They poll at their
+//! interval, which shrinks as they near the front (a tenth of their wait),
+//! and are held once inside the front zone, which reaches further than the
+//! line moves in two of their intervals. Waiters before the opening are
+//! not held either: they poll at the opening, when they are drawn.
 //!
 //! What wakes a hold (compared with the signal when it began):
-//! - the room's state, queueing method, opening or abandon time changed;
+//! - the room's state, queueing method, opening or abandon time changed
+//!   (a pause, a resume, a closing);
 //! - every seat is booked (`sold_out`);
-//! - seats came back and the waiter is near enough the front to be let in
-//!   before its hold would end ([`front_zone`]); one far back keeps waiting
-//!   (its answer would only gain an ETA), so seats coming and going do not
-//!   send the whole line back at once;
-//! - for a waiter near the front, the line moved (the seq at its front
-//!   changed: someone was let in, left or was dropped), so one let in hears
-//!   it within a view's refresh rather than when its hold ends (else up
-//!   to a second late, and one let in as the last seats come back could
-//!   hear it only after the sale is over);
+//! - the waiter was let in, left or was dropped: where the front tells,
+//!   the seq at the front passed the waiter's (or nobody waits), so it
+//!   hears within a view's refresh of the tick that let it in;
+//! - where the front does not tell, for a waiter near the front: the line
+//!   moved (the seq at its front changed), or seats came back; one far
+//!   back keeps waiting (its answer would only gain an ETA), so seats
+//!   coming and going do not send the whole line back at once;
 //! - this instance stopped viewing the room (deleted), or shuts down.
 //!
 //! What bounds it: at most [`Holds::max`] holds per instance, and one per
@@ -77,7 +87,7 @@ use tokio_util::sync::CancellationToken;
 use queue::LineView;
 use queue::snapshot::{RoomSignal, RoomWatch, front_zone};
 use queue::{SeatsLeft, Standing, pacing};
-use room::RoomId;
+use room::{QueueingMethod, RoomId, RoomState};
 
 /// Longest hold, whatever the client prefers.
 pub const MAX_WAIT_SECS: u64 = 20;
@@ -204,8 +214,16 @@ impl Holds {
         // its end.
         let start = start?;
         let near_front = position.is_none_or(|p| p <= front_zone(line, wait));
+        let tells = front_tells(Some(start), *front.borrow(), position);
+        // Let in (or gone) before the hold began: answer now.
+        if tells && near_front && passed(*front.borrow_and_update(), seq) {
+            return Some(*signal.borrow());
+        }
         // Far back, the line's moving changes nothing before the hold ends.
         let mut line_moves = near_front;
+        // Seats coming back wake one near the front only where the front
+        // cannot tell when it is let in.
+        let seats_wake = near_front && !tells;
         let timeout = tokio::time::sleep(wait);
         tokio::pin!(timeout);
         loop {
@@ -214,12 +232,14 @@ impl Holds {
                 () = held.holds.released.cancelled() => break,
                 changed = signal.changed() => {
                     let Ok(()) = changed else { return Some(None) };
-                    if wakes(start, *signal.borrow_and_update(), near_front) {
+                    if wakes(start, *signal.borrow_and_update(), seats_wake) {
                         break;
                     }
                 }
                 moved = front.changed(), if line_moves => match moved {
-                    Ok(()) => break,
+                    Ok(()) if !tells || passed(*front.borrow_and_update(), seq) => break,
+                    // The line moved, with this waiter still behind its front.
+                    Ok(()) => {}
                     // The view is gone: the signal says so too.
                     Err(_) => line_moves = false,
                 },
@@ -253,8 +273,9 @@ impl Drop for Held<'_> {
 }
 
 /// Whether the room's signal moving from `start` to `now` can change a
-/// waiter's answer before its hold ends.
-fn wakes(start: RoomSignal, now: Option<RoomSignal>, near_front: bool) -> bool {
+/// waiter's answer before its hold ends; seats coming back do when
+/// `seats_wake` (see the module doc).
+fn wakes(start: RoomSignal, now: Option<RoomSignal>, seats_wake: bool) -> bool {
     let Some(now) = now else {
         return true;
     };
@@ -266,25 +287,55 @@ fn wakes(start: RoomSignal, now: Option<RoomSignal>, near_front: bool) -> bool {
     !same_room
         || match now.seats {
             SeatsLeft::SoldOut => true,
-            SeatsLeft::Available => near_front,
+            SeatsLeft::Available => seats_wake,
             SeatsLeft::NoneAvailable => false,
         }
 }
 
+/// Whether the line's front tells when a waiter at `position` is let in:
+/// in a `fifo` room (`signal`) whose front is a waiter in join order
+/// (`front`, its seq: no pre-queue draw is ahead, draws come first), the
+/// line is in seq order, so a waiter is let in, leaves or is dropped
+/// exactly when the seq at the front passes its own. A waiter with no
+/// position (a lottery, a pre-queue) is not placed by the front.
+pub fn front_tells(signal: Option<RoomSignal>, front: Option<u64>, position: Option<u64>) -> bool {
+    signal.is_some_and(|s| s.method == QueueingMethod::Fifo)
+        && front.is_some()
+        && position.is_some()
+}
+
+/// Whether the line's front (its seq; `None`: nobody waits) has passed the
+/// waiter `seq`, in a line whose front tells ([`front_tells`]).
+fn passed(front: Option<u64>, seq: u64) -> bool {
+    front.is_none_or(|f| f > seq)
+}
+
 /// How long the poll of a waiter at `position` (`None`: not known) that
-/// may be held `secs` seconds is held, in a room whose seats have run out
-/// since it opened or not (`ran_out`, [`RoomSignal::ran_out`]); 0: answered
-/// at once (see the module doc).
-pub fn hold_secs(line: &LineView, ran_out: bool, position: Option<u64>, secs: u64) -> u64 {
-    if !line.selling() {
+/// may be held `secs` seconds is held, given what it watches (`watch`:
+/// the room's signal when it subscribed, and the line's front); 0:
+/// answered at once (see the module doc).
+pub fn hold_secs(line: &LineView, watch: &RoomWatch, position: Option<u64>, secs: u64) -> u64 {
+    if line.before_opening() {
         return 0;
     }
+    match line.state {
+        // Nothing moves until the room is resumed or closed.
+        RoomState::Paused => return secs,
+        RoomState::Open => {}
+        RoomState::Closed => return 0,
+    }
+    let ran_out = watch.start.is_some_and(|s| s.ran_out);
+    let near = position.is_none_or(|p| p <= front_zone(line, Duration::from_secs(secs)));
     match line.sale.seats {
         SeatsLeft::NoneAvailable => secs,
-        SeatsLeft::Available if ran_out => {
-            let far = position.is_some_and(|p| p > front_zone(line, Duration::from_secs(secs)));
-            if far { secs } else { secs.min(NEAR_FRONT_SECS) }
+        SeatsLeft::Available if near => {
+            if front_tells(watch.start, *watch.front.borrow(), position) {
+                secs
+            } else {
+                secs.min(NEAR_FRONT_SECS)
+            }
         }
+        SeatsLeft::Available if ran_out => secs,
         SeatsLeft::Available | SeatsLeft::SoldOut => 0,
     }
 }
@@ -453,9 +504,9 @@ mod tests {
         );
     }
 
-    #[test]
-    fn how_long_a_poll_is_held_follows_the_seats_and_the_place() {
-        let line = |state, seats| LineView {
+    /// A line of 1,000 at one a second, at `now_ms` on the store's clock.
+    fn line_at(state: room::RoomState, seats: SeatsLeft, now_ms: u64) -> LineView {
+        LineView {
             state,
             opens_at_ms: None,
             waiting: 1_000,
@@ -465,38 +516,223 @@ mod tests {
                 seats,
                 rate_factor: 1.0,
             },
-            now_ms: 0,
+            now_ms,
             schedule: None,
+        }
+    }
+
+    /// What a poll watches: the signal `start` and the line's front, and
+    /// the senders that move them.
+    fn watching(
+        start: RoomSignal,
+        front: Option<u64>,
+    ) -> (
+        tokio::sync::watch::Sender<Option<RoomSignal>>,
+        tokio::sync::watch::Sender<Option<u64>>,
+        RoomWatch,
+    ) {
+        let (signals, signal) = tokio::sync::watch::channel(Some(start));
+        let (fronts, front) = tokio::sync::watch::channel(front);
+        let watch = RoomWatch {
+            signal,
+            front,
+            start: Some(start),
         };
+        (signals, fronts, watch)
+    }
+
+    #[test]
+    fn how_long_a_poll_is_held_follows_the_room_the_seats_and_the_place() {
         use SeatsLeft::{Available, NoneAvailable, SoldOut};
         use room::RoomState::{Closed, Open, Paused};
+        let line = |state, seats| line_at(state, seats, 0);
         // A 3 s hold at 1 a second: the front zone is 2 x 1 x 5 + 100.
         let zone = front_zone(&line(Open, Available), Duration::from_secs(3));
         assert_eq!(zone, 110);
+        let fifo = |ran_out| RoomSignal {
+            ran_out,
+            ..signal(SeatsLeft::Available)
+        };
+        let lottery = |ran_out| RoomSignal {
+            method: QueueingMethod::Random,
+            ..fifo(ran_out)
+        };
+        // (signal, front seq, room, seats, position, secs allowed, held)
         let table = [
-            (Open, NoneAvailable, Some(1), 3, 3),
-            (Open, NoneAvailable, None, 3, 3),
-            (Open, Available, Some(zone + 1), 3, 3),
-            (Open, Available, Some(zone), 3, 1),
-            (Open, Available, None, 3, 1),
-            (Open, Available, Some(zone + 1), 0, 0),
-            (Open, Available, Some(1), 0, 0),
-            (Open, SoldOut, Some(zone + 1), 3, 0),
-            (Paused, NoneAvailable, Some(zone + 1), 3, 0),
-            (Closed, Available, Some(zone + 1), 3, 0),
+            // Near the front of a fifo line: held until let in.
+            (fifo(false), Some(1), Open, Available, Some(1), 3, 3),
+            (fifo(false), Some(1), Open, Available, Some(zone), 3, 3),
+            (fifo(true), Some(1), Open, Available, Some(zone), 3, 3),
+            // The front cannot tell: pre-queue draws at it, a lottery, no
+            // position.
+            (fifo(false), None, Open, Available, Some(1), 3, 1),
+            (lottery(false), Some(1), Open, Available, Some(1), 3, 1),
+            (fifo(true), Some(1), Open, Available, None, 3, 1),
+            // Far back with seats to sell: held once they have run out.
+            (fifo(false), Some(1), Open, Available, Some(zone + 1), 3, 0),
+            (fifo(true), Some(1), Open, Available, Some(zone + 1), 3, 3),
+            // The endgame holds everyone.
+            (
+                fifo(false),
+                Some(1),
+                Open,
+                NoneAvailable,
+                Some(zone + 1),
+                3,
+                3,
+            ),
+            (lottery(false), None, Open, NoneAvailable, None, 3, 3),
+            // A paused room holds everyone until it is resumed or closed.
+            (
+                fifo(false),
+                Some(1),
+                Paused,
+                Available,
+                Some(zone + 1),
+                3,
+                3,
+            ),
+            (fifo(true), Some(1), Paused, NoneAvailable, Some(1), 3, 3),
+            // Never held: sold out, closed, or no wait allowed.
+            (fifo(true), Some(1), Open, SoldOut, Some(zone + 1), 3, 0),
+            (fifo(true), Some(1), Closed, Available, Some(zone + 1), 3, 0),
+            (fifo(true), Some(1), Open, Available, Some(1), 0, 0),
+            (fifo(true), Some(1), Paused, Available, Some(1), 0, 0),
         ];
-        for (state, seats, position, secs, held) in table {
+        for (start, front, state, seats, position, secs, held) in table {
+            let (_s, _f, watch) = watching(start, front);
             assert_eq!(
-                hold_secs(&line(state, seats), true, position, secs),
+                hold_secs(&line(state, seats), &watch, position, secs),
                 held,
-                "{state:?} {seats:?} {position:?} {secs}"
+                "{start:?} {front:?} {state:?} {seats:?} {position:?} {secs}"
             );
         }
-        // Before the seats first ran out, only the endgame holds.
-        let (open, full) = (line(Open, Available), line(Open, NoneAvailable));
-        assert_eq!(hold_secs(&open, false, Some(zone + 1), 3), 0);
-        assert_eq!(hold_secs(&open, false, Some(1), 3), 0);
-        assert_eq!(hold_secs(&full, false, Some(zone + 1), 3), 3);
+    }
+
+    /// Before the opening nobody is held, paused or not: they poll at the
+    /// opening. Once the store's clock passes it, the same poll is held.
+    #[test]
+    fn nobody_is_held_before_the_opening() {
+        use room::RoomState::{Open, Paused};
+        let (_s, _f, watch) = watching(signal(SeatsLeft::Available), Some(1));
+        for state in [Open, Paused] {
+            let mut line = line_at(state, SeatsLeft::Available, 10_000);
+            line.opens_at_ms = Some(12_000);
+            assert_eq!(hold_secs(&line, &watch, Some(1), 3), 0, "{state:?}");
+            line.now_ms = 12_000;
+            assert_eq!(hold_secs(&line, &watch, Some(1), 3), 3, "{state:?}");
+        }
+    }
+
+    /// A waiter near the front of a fifo line is held while the line moves
+    /// ahead of it, and answered the moment the front passes its seq (it
+    /// was let in); one with the front already past it is answered at
+    /// once.
+    #[tokio::test]
+    async fn a_hold_near_the_front_ends_when_the_front_passes_it() {
+        let open = RoomSignal {
+            ran_out: false,
+            ..signal(SeatsLeft::Available)
+        };
+        let line = line_at(room::RoomState::Open, SeatsLeft::Available, 0);
+        let room = RoomId::parse("r").unwrap();
+        let holds = Holds::new(10);
+        let (_signals, fronts, watch) = watching(open, Some(40));
+        let hold = holds.hold((&room, 42), watch, Some(3), &line, 20);
+        tokio::pin!(hold);
+        // The line moves, the waiter still behind the front: held on.
+        for front in [Some(41), Some(42)] {
+            fronts.send_replace(front);
+            let early = tokio::time::timeout(Duration::from_millis(150), &mut hold).await;
+            assert!(early.is_err(), "answered with the front at {front:?}");
+        }
+        let at = std::time::Instant::now();
+        fronts.send_replace(Some(43));
+        let ended = tokio::time::timeout(Duration::from_secs(5), &mut hold).await;
+        assert_eq!(ended.ok(), Some(Some(Some(open))));
+        assert!(
+            at.elapsed() < Duration::from_millis(500),
+            "{:?}",
+            at.elapsed()
+        );
+        assert_eq!(holds.held(), 0);
+
+        // Nobody waits any more: it is not waiting either.
+        let (_signals, fronts, watch) = watching(open, Some(42));
+        let hold = holds.hold((&room, 42), watch, Some(1), &line, 20);
+        fronts.send_replace(None);
+        let ended = tokio::time::timeout(Duration::from_secs(5), hold).await;
+        assert_eq!(ended.ok(), Some(Some(Some(open))));
+
+        // Passed already when the hold began.
+        let (_signals, _fronts, watch) = watching(open, Some(50));
+        let ended = tokio::time::timeout(
+            Duration::from_secs(5),
+            holds.hold((&room, 42), watch, Some(1), &line, 20),
+        )
+        .await;
+        assert_eq!(ended.ok(), Some(Some(Some(open))));
+    }
+
+    /// Every waiter of a paused room is held, far back too, and every one
+    /// wakes on the resume (and on a closing).
+    #[tokio::test]
+    async fn a_resume_wakes_every_held_waiter() {
+        let paused = RoomSignal {
+            state: room::RoomState::Paused,
+            ran_out: false,
+            ..signal(SeatsLeft::Available)
+        };
+        let line = line_at(room::RoomState::Paused, SeatsLeft::Available, 0);
+        let room = RoomId::parse("r").unwrap();
+        let holds = Holds::new(10);
+        for (position, state) in [
+            (1, room::RoomState::Open),
+            (90_000, room::RoomState::Open),
+            (90_000, room::RoomState::Closed),
+        ] {
+            let (signals, fronts, watch) = watching(paused, Some(1));
+            let hold = holds.hold((&room, 2), watch, Some(position), &line, 20);
+            tokio::pin!(hold);
+            // The front waiter leaves: nothing for this one.
+            fronts.send_replace(Some(2));
+            let early = tokio::time::timeout(Duration::from_millis(150), &mut hold).await;
+            assert!(early.is_err(), "answered before the resume");
+            let changed = RoomSignal { state, ..paused };
+            let at = std::time::Instant::now();
+            signals.send_replace(Some(changed));
+            let ended = tokio::time::timeout(Duration::from_secs(5), &mut hold).await;
+            assert_eq!(
+                ended.ok(),
+                Some(Some(Some(changed))),
+                "{position} {state:?}"
+            );
+            assert!(at.elapsed() < Duration::from_millis(500));
+        }
+    }
+
+    /// Seats coming back wake a waiter near the front only where the front
+    /// cannot tell when it is let in (a lottery here); in a fifo line the
+    /// front's passing does.
+    #[test]
+    fn seats_back_wake_only_where_the_front_cannot_tell() {
+        let start = signal(SeatsLeft::NoneAvailable);
+        let back = Some(signal(SeatsLeft::Available));
+        assert!(wakes(start, back, true));
+        assert!(!wakes(start, back, false));
+        let fifo = signal(SeatsLeft::Available);
+        assert!(front_tells(Some(fifo), Some(1), Some(5)));
+        assert!(
+            !front_tells(Some(fifo), None, Some(5)),
+            "draws at the front"
+        );
+        assert!(!front_tells(Some(fifo), Some(1), None), "no place");
+        let lottery = RoomSignal {
+            method: QueueingMethod::Random,
+            ..fifo
+        };
+        assert!(!front_tells(Some(lottery), Some(1), Some(5)));
+        assert!(!front_tells(None, Some(1), Some(5)));
     }
 
     #[test]

@@ -92,6 +92,12 @@ impl Admin {
         self.call(Method::PUT, "/admin/payment", Some(&body)).await
     }
 
+    /// Pauses (`"pause"`) or resumes (`"resume"`) the room.
+    pub async fn room_action(&self, room: &str, action: &str) -> Result<Value, Error> {
+        self.call(Method::POST, &format!("/admin/rooms/{room}/{action}"), None)
+            .await
+    }
+
     /// The room's settings and live figures.
     pub async fn room(&self, room: &str) -> Result<(Value, Live), Error> {
         let v = self

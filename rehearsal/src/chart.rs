@@ -639,6 +639,7 @@ mod tests {
             accounts: None,
             challenge: None,
             bot_logs: &[],
+            resumed_ms: None,
         };
         let scenario = serde_json::json!({ "slow_payment": { "latency_ms": 1500 } });
         build(&inputs, scenario, Vec::new())

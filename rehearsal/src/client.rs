@@ -41,6 +41,9 @@ pub struct Reply {
     pub dev_restart: bool,
     /// The origin held the request (`Preference-Applied` came back).
     pub held: bool,
+    /// An admitted answer's `Waiting-Room-Admitted-At`: when the store let
+    /// the visitor in (unix ms).
+    pub admitted_at_ms: Option<u64>,
 }
 
 /// How `wrangler dev` begins that 503's body.
@@ -270,6 +273,11 @@ impl Http {
         let status = res.status().as_u16();
         self.keep_cookies(res.headers(), jar);
         let held = res.headers().contains_key("preference-applied");
+        let admitted_at_ms = res
+            .headers()
+            .get("waiting-room-admitted-at")
+            .and_then(|v| v.to_str().ok())
+            .and_then(unix_ms);
         let retry_after = res
             .headers()
             .get(RETRY_AFTER)
@@ -283,6 +291,7 @@ impl Http {
             retry_after,
             dev_restart: status == 503 && bytes.starts_with(DEV_RESTART),
             held,
+            admitted_at_ms,
         })
     }
 
@@ -368,6 +377,14 @@ fn transport_kind(e: reqwest::Error) -> String {
     } else {
         "transport".into()
     }
+}
+
+/// An RFC 3339 time as unix ms.
+fn unix_ms(text: &str) -> Option<u64> {
+    let t =
+        time::OffsetDateTime::parse(text.trim(), &time::format_description::well_known::Rfc3339)
+            .ok()?;
+    u64::try_from(t.unix_timestamp_nanos() / 1_000_000).ok()
 }
 
 #[cfg(test)]
@@ -500,6 +517,7 @@ mod tests {
             retry_after: None,
             dev_restart: false,
             held: false,
+            admitted_at_ms: None,
         };
         let in_queue = serde_json::json!({"error": {"code": "in_queue"}});
         assert!(reply(401, serde_json::Value::Null).session_over());

@@ -204,6 +204,14 @@ struct Args {
     #[arg(long, default_value_t = 20.0)]
     slow_payment_for: f64,
 
+    /// Pauses the room this many seconds after the start (the operator's
+    /// pause), to measure how soon waiters hear the resume.
+    #[arg(long)]
+    pause_at: Option<f64>,
+    /// How long the room stays paused, seconds.
+    #[arg(long, default_value_t = 10.0)]
+    pause_for: f64,
+
     /// The run stops after this many seconds, whatever happens.
     #[arg(long, default_value_t = 300)]
     max_seconds: u64,
@@ -591,6 +599,34 @@ async fn run(args: Args) -> Result<bool, Error> {
             }
         });
     }
+    // The operator's pause and resume: when the resume was sent and answered.
+    let pause = args.pause_at.map(|at| {
+        let (admin, room) = (admin.clone(), room.clone());
+        let (at, len) = (
+            Duration::from_secs_f64(at.clamp(0.0, 3600.0)),
+            Duration::from_secs_f64(args.pause_for.clamp(0.0, 3600.0)),
+        );
+        tokio::spawn(async move {
+            tokio::time::sleep_until((start + at).into()).await;
+            if let Err(e) = admin.room_action(&room, "pause").await {
+                tracing::error!("cannot pause the room: {e}");
+                return None;
+            }
+            tracing::info!("room paused");
+            tokio::time::sleep(len).await;
+            let sent = start.elapsed().as_millis() as u64;
+            match admin.room_action(&room, "resume").await {
+                Ok(_) => {
+                    tracing::info!("room resumed");
+                    Some((sent, start.elapsed().as_millis() as u64))
+                }
+                Err(e) => {
+                    tracing::error!("cannot resume the room: {e}");
+                    None
+                }
+            }
+        })
+    });
     let progress = progress::Progress::start(ctx.clone(), args.visitors as u64, !args.no_progress);
 
     let shared_bots = Arc::new(bots::Bots::new(args.bot_kind, args.bot_threads));
@@ -621,6 +657,10 @@ async fn run(args: Args) -> Result<bool, Error> {
     let _ = stop.send(true);
     progress.finish();
     let samples = sampler.await.unwrap_or_default();
+    let resumed_ms = match pause {
+        Some(task) => task.await.ok().flatten(),
+        None => None,
+    };
     let duration_ms = start.elapsed().as_millis() as u64;
     let metrics = admin
         .metrics()
@@ -648,6 +688,7 @@ async fn run(args: Args) -> Result<bool, Error> {
         "waited_for_a_connection": ctx.http.waited_for_a_connection(),
         "out_of_files_retried": ctx.http.out_of_files(),
         "dev_restarts_retried": ctx.http.dev_restarts_retried(),
+        "pause": args.pause_at.map(|at| json!({"at_s": at, "for_s": args.pause_for})),
         "slow_payment": args.slow_payment_ms.map(|ms| json!({
             "latency_ms": ms, "from_s": args.slow_payment_at,
             "to_s": args.slow_payment_at + args.slow_payment_for,
@@ -709,6 +750,7 @@ async fn run(args: Args) -> Result<bool, Error> {
         }),
         challenge: challenge_plan,
         bot_logs: &bot_logs,
+        resumed_ms,
     };
     let report = report::build(&inputs, scenario, metrics);
     write(

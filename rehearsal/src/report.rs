@@ -6,6 +6,7 @@
 
 pub mod accounts;
 pub mod challenge;
+pub mod notice;
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -72,6 +73,9 @@ pub struct Inputs<'a> {
     pub challenge: Option<challenge::Plan>,
     /// The bots' logs (none without `--bots`).
     pub bot_logs: &'a [crate::bots::BotLog],
+    /// When the operator's resume of a paused room was sent and answered
+    /// (ms after zero), in a run that paused it.
+    pub resumed_ms: Option<(u64, u64)>,
 }
 
 /// The whole report (written as JSON).
@@ -112,6 +116,10 @@ pub struct Report {
     pub adaptive: Option<Adaptive>,
     /// How soon waiters learnt it was sold out.
     pub sold_out_notice: Notice,
+    /// How soon waiters learnt they were let in.
+    pub admission_notice: notice::AdmissionNotice,
+    /// How soon waiters learnt the room was resumed (a run that paused it).
+    pub resume_notice: Option<notice::ResumeNotice>,
     /// Failed answers by kind, all of them.
     pub errors: BTreeMap<String, u64>,
     /// Failed answers the scenario did not cause.
@@ -611,6 +619,10 @@ pub fn build(inp: &Inputs, scenario: serde_json::Value, metrics: Vec<String>) ->
         holds,
         adaptive,
         sold_out_notice: notice,
+        admission_notice: notice::build(logs),
+        resume_notice: inp
+            .resumed_ms
+            .map(|(sent, back)| notice::resume(logs, sent, back)),
         errors,
         unexpected_errors,
         timeline: inp.samples.to_vec(),
@@ -882,6 +894,8 @@ fn checks(r: &Report, sold_out: bool) -> Vec<Check> {
             name,
             "sold out"
                 | "waiters told sold out within 2 s"
+                | "waiters told they were let in"
+                | "waiters told of the resume"
                 | "ETA error p50, waits over 30 s"
                 | "holds that ran out while buying"
                 | "adaptive admission: rate fell and recovered"
@@ -992,6 +1006,12 @@ fn checks(r: &Report, sold_out: bool) -> Vec<Check> {
         ),
         sold_out && n.told_within_2s == n.waiting_at_sell_out,
     );
+    let (name, target, value, ok) = notice::check(&r.admission_notice);
+    add(name, target, value, ok);
+    if let Some(n) = &r.resume_notice {
+        let (name, target, value, ok) = notice::resume_check(n);
+        add(name, target, value, ok);
+    }
     let e = r.eta.first_p50_over_30s;
     let value = if e.is_nan() {
         "n/a (nobody waited 30 s)".to_owned()
@@ -1105,6 +1125,7 @@ mod tests {
             accounts: None,
             challenge: None,
             bot_logs: &[],
+            resumed_ms: None,
         }
     }
 

@@ -163,6 +163,39 @@ pub struct PlaceSeen {
     pub admitted_ms: Option<u64>,
 }
 
+/// How soon a visitor heard of a change the origin dates (its admission).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Heard {
+    /// From the change to the answer that told it, ms.
+    pub delay_ms: u64,
+    /// The answer came from a held poll.
+    pub held: bool,
+    /// The poll that told it was sent before the change (it was waiting
+    /// for it, held or on its way); else it came between two polls.
+    pub asked_before: bool,
+}
+
+impl Heard {
+    /// Heard now of a change at `at_unix_ms`, by a poll sent `sent_ago_ms`
+    /// ago.
+    pub fn now(at_unix_ms: u64, sent_ago_ms: u64, held: bool) -> Heard {
+        let now = unix_now_ms();
+        Heard {
+            delay_ms: now.saturating_sub(at_unix_ms),
+            held,
+            asked_before: now.saturating_sub(sent_ago_ms) < at_unix_ms,
+        }
+    }
+}
+
+/// The wall clock, unix ms (the origin's clock on a loopback run: the
+/// same machine's).
+fn unix_now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
 /// An answer that said a browser's place or session had ended.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlaceEnd {
@@ -191,6 +224,16 @@ pub struct VisitorLog {
     pub last_waiting_sent_ms: Option<u64>,
     /// When the first answer saying admitted came back.
     pub admitted_ms: Option<u64>,
+    /// How soon a status poll told it it was let in, when the answer said
+    /// when the store let it in (a join admitted at once is not a tick's).
+    pub admission_heard: Option<Heard>,
+    /// Its join's answer let it in (nobody waited, a slot was free).
+    pub admitted_at_join: bool,
+    /// When the last answer that said the room was paused came back.
+    pub paused_read_ms: Option<u64>,
+    /// The first answer after those that said the room was open again:
+    /// when its request was sent, and when it came back.
+    pub resume_read: Option<(u64, u64)>,
     /// Every ETA shown: (when, eta seconds).
     pub promises: Vec<(u64, u64)>,
     /// The first position shown after the opening.
@@ -441,6 +484,16 @@ impl Visit<'_> {
             match r {
                 Ok(r) if r.status == 200 && r.body.get("state").is_some_and(Value::is_string) => {
                     failures = 0;
+                    match r.body.pointer("/room/state").and_then(Value::as_str) {
+                        Some("paused") => self.log.paused_read_ms = Some(got),
+                        Some("open")
+                            if self.log.paused_read_ms.is_some()
+                                && self.log.resume_read.is_none() =>
+                        {
+                            self.log.resume_read = Some((sent, got));
+                        }
+                        _ => {}
+                    }
                     if self.log.joined_ms.is_none() {
                         self.log.joined_ms = Some(got);
                         // A join that gave a new place: admitted after it
@@ -455,6 +508,13 @@ impl Visit<'_> {
                         "admitted" => {
                             self.saw_place(sent, got, Alive::Admitted);
                             self.log.admitted_ms = Some(got);
+                            self.log.admitted_at_join = step == Step::Join;
+                            if step == Step::Status
+                                && let Some(at) = r.admitted_at_ms
+                            {
+                                let ago = self.ctx.now_ms().saturating_sub(sent);
+                                self.log.admission_heard = Some(Heard::now(at, ago, r.held));
+                            }
                             break true;
                         }
                         "waiting" => {

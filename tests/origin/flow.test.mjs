@@ -2,7 +2,8 @@
 // chromium, driven by playwright-core) against the origin binary alone, on
 // its embedded store. It opens `/`, follows the room's link, waits on the
 // waiting page behind a visitor who is inside, is let in when that visitor
-// leaves, and lands on the seat page at /book/{room}/. There it holds two
+// leaves (and hears its turn within 2 s of it, in English and Korean), and
+// lands on the seat page at /book/{room}/. There it holds two
 // seats, has a card declined (the hold stays), pays, and sees the booking,
 // in English and in Korean, against the real booking API on a SQLite file
 // of the test's own. In a room with a proof-of-work join challenge the
@@ -197,6 +198,36 @@ test("a pre-queue days off: days in the countdown, the zone named, the cap and t
     await page.screenshot({ path: path.join(ARTIFACTS, `origin-404-${lang}.png`) });
     await page.goto(`${origin.url}/waiting-room/spring/`);
     assert.equal(page.url(), `${origin.url}/waiting-room/spring`);
+    await ctx.close();
+  }
+});
+
+// At place 1 behind a full room, the page hears its turn within 2 s of the
+// slot freeing, whatever the poll interval it was given (its status polls
+// are held until it is let in), and says so in its language.
+test("your turn is heard within 2 s of a slot freeing (English, Korean)", { timeout: 90000 }, async () => {
+  for (const [locale, yourTurn] of [["en-US", "It is your turn"], ["ko-KR", "입장 차례입니다"]]) {
+    const inside = await someoneInside();
+    const ctx = await browser.newContext({ locale, viewport: { width: 900, height: 900 } });
+    const page = await ctx.newPage();
+    await page.goto(`${origin.url}/waiting-room/${ROOM}`);
+    await page.waitForFunction(() => document.getElementById("wr-pos").textContent === "1", null, { timeout: 15000 });
+    // Past the first poll's interval: the page is in its steady polling.
+    await sleep(4000);
+    assert.equal((await inside.request("POST", `/queue/${ROOM}/leave`)).status, 204);
+    const freed = Date.now();
+    await page.waitForFunction((text) => {
+      const msg = document.getElementById("wr-msg");
+      return !msg || msg.textContent.startsWith(text);
+    }, yourTurn, { timeout: 15000, polling: 20 });
+    const heard = Date.now() - freed;
+    console.log(`your turn heard ${heard} ms after the slot freed (${locale})`);
+    assert.ok(heard <= 2000, `heard ${heard} ms after the slot freed (${locale})`);
+    await waitUntilAdmitted(page);
+    assert.equal(page.url(), `${origin.url}/book/${ROOM}/`);
+    // Leave, so the next visitor gets in at once.
+    const left = await page.evaluate(async (room) => (await fetch(`/queue/${room}/leave`, { method: "POST" })).status, ROOM);
+    assert.equal(left, 204);
     await ctx.close();
   }
 });

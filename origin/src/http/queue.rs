@@ -371,11 +371,29 @@ fn respond(
     }
     let mut response = json(&body);
     let h = response.headers_mut();
+    if let Some(at) = admitted_at(snap).and_then(|at| HeaderValue::try_from(at).ok()) {
+        h.insert(ADMITTED_AT, at);
+    }
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     for cookie in cookies {
         h.append(header::SET_COOKIE, cookie);
     }
     response
+}
+
+/// The header of an `admitted` answer that says when the store let the
+/// visitor in (RFC 3339, ms), so a client can tell how late it heard.
+const ADMITTED_AT: header::HeaderName = header::HeaderName::from_static("waiting-room-admitted-at");
+
+/// When an admitted visitor was let in: its session's end less the session
+/// length (the store's, at the last tick; a length changed since then
+/// shifts it); `None` unless admitted, or before the room's first tick.
+fn admitted_at(snap: &Snapshot) -> Option<String> {
+    let Standing::Admitted { until_ms } = snap.standing else {
+        return None;
+    };
+    let session_ms = snap.line.schedule?.session_ms;
+    rfc3339_ms(until_ms.checked_sub(session_ms)?)
 }
 
 /// Room for a status body with a ticket and an entry token (about 600
@@ -436,7 +454,10 @@ fn json(body: &StatusBody) -> Response {
     security((), ("ticket" = [])),
     responses(
         (status = 200, description = "Where the visitor stands, with its ticket", body = StatusBody,
-            headers(("Set-Cookie" = String, description = "`wr_ticket_{room}`, and `wr_entry_{room}` when admitted"))),
+            headers(
+                ("Set-Cookie" = String, description = "`wr_ticket_{room}`, and `wr_entry_{room}` when admitted"),
+                ("Waiting-Room-Admitted-At" = String, description = "When admitted: when the visitor was let in (RFC 3339)"),
+            )),
         (status = 428, description = "`challenge_required`: the room asks a challenge and the join \
             brought no answer (and holds no standing place); no place was taken", body = ChallengeRequiredBody),
         BadBody, BadTicket, ChallengeRefused, NoRoom, JoinLimits,
@@ -618,12 +639,13 @@ fn shared_visitor(key: [u8; 8], seq: u64) -> u128 {
 /// for the room's abandon time loses the place). When admitted, the answer
 /// carries the entry token, also set as the cookie `wr_entry_{room}`.
 ///
-/// With `Prefer: wait=N` (RFC 7240), a waiter of a sale that is on (open,
-/// not sold out) is held when every seat is held or booked, or, once the
-/// seats have run out since the room opened, when a few seats are back (at
-/// most 1 s near the front of the line); it is answered when the
-/// sale changes (sold out, seats back near the front, closed, paused) or
-/// after at most min(N, the poll interval, 20) seconds, with
+/// With `Prefer: wait=N` (RFC 7240), a waiter is held: in a paused room,
+/// until it is resumed or closed; near the front of an open room with
+/// seats to sell, until it is let in (in a lottery, 1 s at most); and,
+/// far back, while every seat is held or booked or, once that has
+/// happened since the opening, while a few seats are back. It is answered
+/// when that changes (let in, sold out, paused, resumed, closed) or after
+/// at most min(N, the poll interval, 20) seconds, with
 /// `Preference-Applied: wait=N`; poll again right after such an answer.
 /// Any other poll is answered at once, as without the header.
 #[utoipa::path(
@@ -637,6 +659,7 @@ fn shared_visitor(key: [u8; 8], seq: u64) -> u128 {
             headers(
                 ("Set-Cookie" = String, description = "`wr_entry_{room}` when admitted"),
                 ("Preference-Applied" = String, description = "`wait=N` when the poll was held (at most N seconds)"),
+                ("Waiting-Room-Admitted-At" = String, description = "When admitted: when the visitor was let in (RFC 3339)"),
             )),
         TicketAuth, NoRoom, StoreDown,
     ),
@@ -741,9 +764,8 @@ fn settle(
     snap: Snapshot,
 ) -> Result<Response, Box<Later>> {
     if let (Some((preferred, watch)), Standing::Waiting { position }) = (watch, snap.standing) {
-        let ran_out = watch.signal.borrow().is_some_and(|s| s.ran_out);
         let most = holds::wait_secs(preferred, snap.standing, &snap.line);
-        let secs = holds::hold_secs(&snap.line, ran_out, position, most);
+        let secs = holds::hold_secs(&snap.line, &watch, position, most);
         if secs > 0 {
             return Err(Box::new(Later::Hold {
                 claims,
