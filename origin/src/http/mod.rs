@@ -11,6 +11,7 @@ mod booking;
 pub mod client;
 pub mod conn;
 mod deadline;
+mod draw;
 pub mod entry;
 pub mod extract;
 mod health;
@@ -54,6 +55,7 @@ pub const MAX_HEADER_BYTES: usize = 16 * 1024;
 fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(api_doc::ApiDoc::openapi())
         .merge(queue::router())
+        .merge(draw::router())
         .merge(admin::router())
         .merge(history::router())
         .merge(performances::router())

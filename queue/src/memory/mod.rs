@@ -25,6 +25,7 @@ use rand::RngExt;
 use ranked::{Entry, RankedSet};
 
 use crate::counter_hash::{CounterMap, CounterSet};
+use crate::draw::{self, AWAITING_DRAW, DrawState, DrawView};
 
 use crate::store::{
     DEPARTURES_KEPT_MS, END_BUCKETS, JoinRequest, Joined, LineView, MAX_ADMITS_PER_TICK,
@@ -101,6 +102,8 @@ struct Room {
     /// (time ms, member) of waiters who left the line, oldest first, for
     /// [`DEPARTURES_KEPT_MS`] (the `departed` sorted set).
     departed: VecDeque<(u64, Member)>,
+    /// The pre-queue draw (the `draw_*` fields of the room hash).
+    draw: Option<DrawState>,
 }
 
 /// "Still polling" marks, as coarse as the Redis store's ring of bitmaps
@@ -562,7 +565,16 @@ impl Room {
         let score = if is_open {
             PREQUEUE_SPAN + member.0
         } else {
-            req.draw % PREQUEUE_SPAN
+            // Ordered by the draw at the opening (as join.lua).
+            let d = r.draw.get_or_insert_with(|| DrawState {
+                seed: draw::new_seed(),
+                at_ms: e.opens_at.unwrap_or(now),
+                members: None,
+                done: None,
+            });
+            let lo = d.members.map_or(member.0, |(lo, _)| lo);
+            d.members = Some((lo, member.0));
+            AWAITING_DRAW + member.0
         };
         r.enter(member, score, now);
         let position = r.position(&e, now, member);
@@ -574,7 +586,32 @@ impl Room {
             return None;
         }
         let &(score, _) = self.waiters.get(&member)?;
+        if (AWAITING_DRAW..PREQUEUE_SPAN).contains(&score) {
+            // Awaiting the draw, which the next tick applies.
+            return None;
+        }
         Some(self.waiting.rank(&Entry { score, member }) as u64 + 1)
+    }
+
+    /// Gives the pre-queue members `lo..=hi` still in line their drawn
+    /// scores (as draw.lua: only ever lower), and marks the draw applied.
+    fn apply_draw(&mut self, lo: u64, hi: u64) {
+        let Some(d) = self.draw.as_mut() else {
+            return;
+        };
+        d.done = Some(hi);
+        let (seed, base) = (d.seed, self.base);
+        for (member, score) in draw::drawn_scores(&seed, base, lo, hi) {
+            let member = Member(member);
+            let Some((old, gen_)) = self.waiters.get(&member).copied() else {
+                continue;
+            };
+            if score < old {
+                self.waiting.remove(&Entry { score: old, member });
+                self.waiting.insert(Entry { score, member });
+                self.waiters.insert(member, (score, gen_));
+            }
+        }
     }
 
     /// Forgets departures older than [`DEPARTURES_KEPT_MS`].
@@ -676,6 +713,8 @@ impl Room {
 pub struct MemoryStore {
     rooms: RwLock<RoomMap<Mutex<Room>>>,
     clock: Clock,
+    /// Every new draw seed, when a test pins it; random otherwise.
+    fixed_seed: Option<draw::Seed>,
 }
 
 impl Default for MemoryStore {
@@ -690,6 +729,7 @@ impl MemoryStore {
         MemoryStore {
             rooms: RwLock::new(RoomMap::default()),
             clock: Clock::System,
+            fixed_seed: None,
         }
     }
 
@@ -698,7 +738,15 @@ impl MemoryStore {
         MemoryStore {
             rooms: RwLock::new(RoomMap::default()),
             clock: Clock::Manual(clock),
+            fixed_seed: None,
         }
+    }
+
+    /// Gives every new draw seed as `seed`, so a test can compare this
+    /// store's draws with the Redis store's. Production never calls this.
+    pub fn with_fixed_seed(mut self, seed: draw::Seed) -> MemoryStore {
+        self.fixed_seed = Some(seed);
+        self
     }
 
     fn now(&self) -> u64 {
@@ -743,6 +791,8 @@ impl QueueStore for MemoryStore {
         }
         let abandon_changed = room.settings.abandon_seconds != settings.abandon_seconds;
         room.settings = settings.clone();
+        let fresh = self.fixed_seed.unwrap_or_else(draw::new_seed);
+        room.draw = DrawState::put(room.draw, settings.opens_at_ms(), now, fresh);
         if created {
             room.state = Some(RoomState::Open);
             room.base = now * 1000;
@@ -879,7 +929,8 @@ impl QueueStore for MemoryStore {
             let mut admitted = Vec::new();
             // No seat to sell: nobody is let in and the achieved rate is left
             // as it was, as when paused, so it does not decay to zero meanwhile.
-            if Room::admitting(&e, now) && e.method != QueueingMethod::Reject {
+            let pending = r.draw.and_then(|d| d.pending(now));
+            if Room::admitting(&e, now) && e.method != QueueingMethod::Reject && pending.is_none() {
                 r.refill(&e, now);
                 let allow = r.allow.unwrap_or(0.0);
                 let k = if e.method == QueueingMethod::Passthrough {
@@ -926,6 +977,9 @@ impl QueueStore for MemoryStore {
             }
 
             r.summarize(&e, now, expired, active);
+            if let Some((lo, hi)) = pending {
+                r.apply_draw(lo, hi);
+            }
 
             if waiting == 0 {
                 r.marks.clear();
@@ -998,6 +1052,12 @@ impl QueueStore for MemoryStore {
                 next_window_edge_ms: r.next_window_edge(now),
                 lottery_ticks: r.lottery_ticks,
             }
+        })
+    }
+
+    async fn draw(&self, id: &RoomId) -> Result<Option<DrawView>, StoreError> {
+        self.with_room(id, |r, now| {
+            r.draw.map(|d| DrawView::of(&d.seed, d.at_ms, now))
         })
     }
 

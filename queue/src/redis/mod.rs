@@ -23,9 +23,10 @@ use redis::{AsyncCommands, ErrorKind, FromRedisValue, RedisError, Script, Server
 
 use conn::Conn;
 pub use keys::RoomKeys;
-use reply::{Counter, Joins, Observed, Reply};
+use reply::{Counter, DrawSeen, Joins, Observed, PendingDraw, Reply, Ticked};
 use scripts::Scripts;
 
+use crate::draw::{self, DRAW_CHUNK, DrawView};
 use crate::store::{
     DEPARTURES_KEPT_MS, JoinRequest, Joined, MAX_ADMITS_PER_TICK, MAX_DROPS_PER_TICK, Observation,
     PREQUEUE_SPAN, Proof, QueueStore, RoomFigures, SaleSignal, Snapshot, StoreError, TickReport,
@@ -54,6 +55,8 @@ pub struct RedisStore {
     scripts: Scripts,
     timeout: Duration,
     clock: Option<Arc<AtomicU64>>,
+    /// Every new draw seed, when a test pins it; random otherwise.
+    fixed_seed: Option<draw::Seed>,
 }
 
 impl RedisStore {
@@ -88,6 +91,7 @@ impl RedisStore {
             scripts: Scripts::new(),
             timeout: config.timeout,
             clock: None,
+            fixed_seed: None,
         })
     }
 
@@ -97,6 +101,18 @@ impl RedisStore {
     pub fn with_fixed_clock(mut self, clock: Arc<AtomicU64>) -> RedisStore {
         self.clock = Some(clock);
         self
+    }
+
+    /// Gives every new draw seed as `seed`, so a test can compare this
+    /// store's draws with the embedded one's. Production never calls this.
+    pub fn with_fixed_seed(mut self, seed: draw::Seed) -> RedisStore {
+        self.fixed_seed = Some(seed);
+        self
+    }
+
+    /// A seed for a room that may need a new one (hex, as the scripts take it).
+    fn fresh_seed(&self) -> String {
+        draw::to_hex(&self.fixed_seed.unwrap_or_else(draw::new_seed))
     }
 
     fn keys(&self, room: &RoomId) -> RoomKeys {
@@ -167,6 +183,36 @@ impl RedisStore {
     }
 }
 
+impl RedisStore {
+    /// Applies a room's pre-queue draw: the draw values computed here (on a
+    /// blocking thread: a million take about a second), the scores written
+    /// in chunks of [`DRAW_CHUNK`], the last chunk marking it applied.
+    async fn apply_draw(&self, room: &RoomId, d: PendingDraw) -> Result<(), StoreError> {
+        let started = std::time::Instant::now();
+        let (seed, lo, hi, base) = (d.seed, d.lo, d.hi, d.base);
+        let scores = tokio::task::spawn_blocking(move || draw::drawn_scores(&seed, base, lo, hi))
+            .await
+            .map_err(|e| StoreError::Protocol(format!("the draw's thread failed: {e}")))?;
+        let seed_hex = draw::to_hex(&d.seed);
+        let hi_text = d.hi.to_string();
+        let chunks = scores.chunks(DRAW_CHUNK);
+        let n = chunks.len();
+        for (i, chunk) in scores.chunks(DRAW_CHUNK).enumerate() {
+            let last = if i + 1 == n { "1" } else { "0" };
+            let _: Counter = self
+                .run_with(&self.scripts.draw, room, |call| {
+                    call.arg("apply").arg(&seed_hex).arg(&hi_text).arg(last);
+                    for &(member, score) in chunk {
+                        call.arg(score).arg(member);
+                    }
+                })
+                .await?;
+        }
+        tracing::info!(%room, places = scores.len(), ms = started.elapsed().as_millis() as u64, "the pre-queue draw is applied");
+        Ok(())
+    }
+}
+
 /// The windows as the scripts read them: unix ms bounds and short names,
 /// fields a window leaves out omitted.
 fn windows_for_scripts(s: &RoomSettings) -> String {
@@ -231,6 +277,7 @@ impl QueueStore for RedisStore {
             s.method.as_str().to_owned(),
             windows_for_scripts(s),
             as_given,
+            self.fresh_seed(),
         ];
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         self.run::<()>(&self.scripts.put_room, room, &args).await?;
@@ -293,6 +340,7 @@ impl QueueStore for RedisStore {
                 };
                 let kinds: String = joins.iter().map(kind).collect();
                 call.arg(kinds);
+                call.arg(self.fresh_seed());
                 for join in joins {
                     let solution = |call: &mut redis::ScriptInvocation<'_>| {
                         match join.proof {
@@ -304,12 +352,8 @@ impl QueueStore for RedisStore {
                         };
                     };
                     match kind(join) {
-                        'p' => {
-                            call.arg(join.draw % PREQUEUE_SPAN);
-                            continue;
-                        }
+                        'p' => continue,
                         's' => {
-                            call.arg(join.draw % PREQUEUE_SPAN);
                             solution(call);
                             continue;
                         }
@@ -319,7 +363,6 @@ impl QueueStore for RedisStore {
                         Some(seq) => call.arg(seq),
                         None => call.arg(""),
                     };
-                    call.arg(join.draw % PREQUEUE_SPAN);
                     match &join.limit {
                         Some(limit) => call.arg(limit.holder.as_str()).arg(limit.max),
                         None => call.arg("").arg(0u32),
@@ -366,8 +409,19 @@ impl QueueStore for RedisStore {
         let drops = MAX_DROPS_PER_TICK.to_string();
         let admits = MAX_ADMITS_PER_TICK.to_string();
         let span = PREQUEUE_SPAN.to_string();
-        self.run(&self.scripts.tick, room, &[&drops, &admits, &span])
-            .await
+        let Ticked { report, draw } = self
+            .run(&self.scripts.tick, room, &[&drops, &admits, &span])
+            .await?;
+        if let Some(pending) = draw {
+            // Nobody was let in: the next tick lets in the drawn pre-queue.
+            self.apply_draw(room, pending).await?;
+        }
+        Ok(report)
+    }
+
+    async fn draw(&self, room: &RoomId) -> Result<Option<DrawView>, StoreError> {
+        let DrawSeen(seed, now) = self.run(&self.scripts.draw, room, &["view"]).await?;
+        Ok(seed.map(|(seed, at)| DrawView::of(&seed, at, now)))
     }
 
     async fn observe(&self, room: &RoomId, watch: &Watch) -> Result<Observation, StoreError> {
