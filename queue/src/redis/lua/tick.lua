@@ -237,7 +237,7 @@ redis.call('HSET', ROOM, 'turn_at', int(now), 'turn_active', int(active),
   'eta', table.concat(eta, ' '))
 
 -- Join-time marks older than the one the front of the line needs can go.
--- Only once the pre-queue is gone: until then the front is a random draw.
+-- Only once the pre-queue is gone: until then the front is drawn.
 if waiting == 0 then
   -- Nobody waits: the marks, the present bitmap and the polled ring go
   -- (bitmaps are sized by the highest member, not by the line).
