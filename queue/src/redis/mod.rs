@@ -48,11 +48,13 @@ pub struct RedisConfig {
     pub cluster: bool,
 }
 
-/// The queue on one Redis server or a Redis Cluster.
+/// The queue on one Redis server or a Redis Cluster. Cheap to clone (a
+/// clone shares the connection).
+#[derive(Clone)]
 pub struct RedisStore {
     conn: Conn,
     prefix: String,
-    scripts: Scripts,
+    scripts: Arc<Scripts>,
     timeout: Duration,
     clock: Option<Arc<AtomicU64>>,
     /// Every new draw seed, when a test pins it; random otherwise.
@@ -88,7 +90,7 @@ impl RedisStore {
         Ok(RedisStore {
             conn,
             prefix: config.prefix.clone(),
-            scripts: Scripts::new(),
+            scripts: Arc::new(Scripts::new()),
             timeout: config.timeout,
             clock: None,
             fixed_seed: None,
@@ -182,6 +184,9 @@ impl RedisStore {
         }
     }
 }
+
+/// How long a tick waits for the draw it started before it returns.
+const DRAW_WAIT: Duration = Duration::from_millis(250);
 
 impl RedisStore {
     /// Applies a room's pre-queue draw: the draw values computed here (on a
@@ -413,8 +418,26 @@ impl QueueStore for RedisStore {
             .run(&self.scripts.tick, room, &[&drops, &admits, &span])
             .await?;
         if let Some(pending) = draw {
-            // Nobody was let in: the next tick lets in the drawn pre-queue.
-            self.apply_draw(room, pending).await?;
+            // Nobody was let in; the first tick after the draw is applied
+            // lets the drawn pre-queue in. A pre-queue of some thousands is
+            // drawn before this tick ends; a larger one goes on in the
+            // background (a million takes seconds), so the promoter's other
+            // rooms do not wait for it.
+            let (store, id) = (self.clone(), room.clone());
+            let applying = tokio::spawn(async move {
+                let applied = store.apply_draw(&id, pending).await;
+                if let Err(e) = &applied {
+                    tracing::warn!(room = %id, error = %e, "the pre-queue draw failed; another tick tries again");
+                }
+                applied
+            });
+            match tokio::time::timeout(DRAW_WAIT, applying).await {
+                Ok(Ok(applied)) => applied?,
+                Ok(Err(e)) => {
+                    return Err(StoreError::Protocol(format!("the draw's task failed: {e}")));
+                }
+                Err(_) => {}
+            }
         }
         Ok(report)
     }
