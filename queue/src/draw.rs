@@ -38,9 +38,9 @@ pub type Seed = [u8; 32];
 /// member`; a drawn one has a score below it.
 pub const AWAITING_DRAW: u64 = PREQUEUE_SPAN / 2;
 
-/// Scores written per store call while applying a draw: a call holds Redis
-/// for some tens of ms at most.
-pub const DRAW_CHUNK: usize = 20_000;
+/// Scores written per Redis command while applying a draw: a command holds
+/// Redis a few ms.
+pub const DRAW_CHUNK: usize = 2_000;
 
 /// What anyone may know of a room's draw ([`QueueStore::draw`](crate::QueueStore::draw)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -213,3 +213,41 @@ async fn a_new_opening_after_the_seed_was_told_has_a_new_seed() {
         at(t0 + 2_000).format(&Rfc3339).unwrap()
     );
 }
+
+/// A pre-queue too large to draw within one tick (the embedded store draws
+/// up to 20,000 at once; Redis waits a quarter second) is drawn over the
+/// next ticks, nobody let in meanwhile, and then let in in the draw's order.
+#[tokio::test]
+async fn a_large_prequeue_is_drawn_over_several_ticks() {
+    let t0 = unix_now();
+    let clock = Arc::new(AtomicU64::new(t0));
+    let t = pinned_store(STORE, clock.clone());
+    let opens = t0 + 10_000;
+    let s = RoomSettings {
+        opens_at: Some(at(opens)),
+        abandon_seconds: 3_600,
+        admit_per_second: 100.0,
+        ..settings(1_000)
+    };
+    let room = make_room(t.store.as_ref(), "big-draw", s).await;
+    let batch = vec![origin::queue::JoinRequest::default(); 1_000];
+    let mut seqs = Vec::new();
+    for _ in 0..25 {
+        let answers = t.store.join_many(&room, &batch).await.unwrap();
+        seqs.extend(answers.iter().map(|a| a.answer().unwrap().seq.unwrap()));
+    }
+    clock.store(opens, Ordering::SeqCst);
+    let seed = t.store.draw(&room).await.unwrap().unwrap().seed.unwrap();
+    let mut admitted = Vec::new();
+    for _ in 0..2_000 {
+        admitted = t.store.tick(&room).await.unwrap().admitted;
+        if !admitted.is_empty() {
+            break;
+        }
+        clock.fetch_add(10, Ordering::SeqCst);
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert_eq!(admitted.len(), 100);
+    let order = audit_order(&seed, &seqs);
+    assert_eq!(admitted[..], order[..100]);
+}

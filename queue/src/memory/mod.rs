@@ -601,7 +601,12 @@ impl Room {
         };
         d.done = Some(hi);
         let (seed, base) = (d.seed, self.base);
-        for (member, score) in draw::drawn_scores(&seed, base, lo, hi) {
+        self.write_drawn(&draw::drawn_scores(&seed, base, lo, hi));
+    }
+
+    /// Gives each of `scores`' members still in line its drawn score.
+    fn write_drawn(&mut self, scores: &[(u64, u64)]) {
+        for &(member, score) in scores {
             let member = Member(member);
             let Some((old, gen_)) = self.waiters.get(&member).copied() else {
                 continue;
@@ -712,6 +717,8 @@ impl Room {
 /// The queue in this process's memory.
 pub struct MemoryStore {
     rooms: RwLock<RoomMap<Mutex<Room>>>,
+    /// Draws too large to apply within one tick, under way.
+    draws: Mutex<HashMap<RoomId, BigDraw>>,
     clock: Clock,
     /// Every new draw seed, when a test pins it; random otherwise.
     fixed_seed: Option<draw::Seed>,
@@ -728,6 +735,7 @@ impl MemoryStore {
     pub fn new() -> MemoryStore {
         MemoryStore {
             rooms: RwLock::new(RoomMap::default()),
+            draws: Mutex::default(),
             clock: Clock::System,
             fixed_seed: None,
         }
@@ -737,6 +745,7 @@ impl MemoryStore {
     pub fn with_fixed_clock(clock: Arc<AtomicU64>) -> MemoryStore {
         MemoryStore {
             rooms: RwLock::new(RoomMap::default()),
+            draws: Mutex::default(),
             clock: Clock::Manual(clock),
             fixed_seed: None,
         }
@@ -753,6 +762,47 @@ impl MemoryStore {
         self.clock.now_ms()
     }
 
+    /// One tick's share of a draw too large to apply at once: the draw
+    /// values are computed on a blocking thread, then the scores written
+    /// [`BIG_DRAW_CHUNK`] a tick (the room's lock is held a few tens of ms
+    /// at most), the last share marking it applied. Nobody is let in
+    /// meanwhile, as while any draw is pending.
+    fn advance_big_draw(&self, id: &RoomId) -> Result<(), StoreError> {
+        let pending = self.with_room(id, |r, now| {
+            let d = r.draw?;
+            let (lo, hi) = d.pending(now)?;
+            (hi - lo + 1 > DRAW_AT_ONCE).then_some((d.seed, r.base, lo, hi))
+        })?;
+        let mut draws = self.draws.lock().map_err(|_| poisoned())?;
+        let Some((seed, base, lo, hi)) = pending else {
+            draws.remove(id);
+            return Ok(());
+        };
+        let job = draws
+            .entry(id.clone())
+            .or_insert_with(|| BigDraw::start(seed, base, lo, hi));
+        if job.hi != hi || job.seed != seed {
+            *job = BigDraw::start(seed, base, lo, hi);
+        }
+        let Some(scores) = job.scores.get() else {
+            return Ok(());
+        };
+        let to = (job.next + BIG_DRAW_CHUNK).min(scores.len());
+        let part = scores.get(job.next..to).unwrap_or_default();
+        let last = to == scores.len();
+        self.with_room(id, |r, _| {
+            r.write_drawn(part);
+            if last && let Some(d) = r.draw.as_mut() {
+                d.done = Some(hi);
+            }
+        })?;
+        job.next = to;
+        if last {
+            draws.remove(id);
+        }
+        Ok(())
+    }
+
     /// Runs `f` on the room under its lock, with the store's time. The
     /// rooms' lock is held meanwhile (a room behind an `Arc`, cloned out,
     /// cost two writes a call to a line every call on the room shares).
@@ -767,6 +817,41 @@ impl MemoryStore {
         let room = rooms.get(id).ok_or(StoreError::UnknownRoom)?;
         let mut room = room.lock().map_err(|_| poisoned())?;
         Ok(f(&mut room, self.now()))
+    }
+}
+
+/// A pre-queue up to this size is drawn within the tick that finds the
+/// opening come (some tens of ms); a larger one over the next ticks
+/// ([`MemoryStore::advance_big_draw`]).
+const DRAW_AT_ONCE: u64 = 20_000;
+
+/// Scores written a tick while applying a large draw.
+const BIG_DRAW_CHUNK: usize = 20_000;
+
+/// A draw too large for one tick, under way.
+struct BigDraw {
+    seed: draw::Seed,
+    hi: u64,
+    /// (member, score) in draw order, once computed.
+    scores: Arc<std::sync::OnceLock<Vec<(u64, u64)>>>,
+    /// The next of `scores` to write.
+    next: usize,
+}
+
+impl BigDraw {
+    fn start(seed: draw::Seed, base: u64, lo: u64, hi: u64) -> BigDraw {
+        let scores = Arc::new(std::sync::OnceLock::new());
+        let slot = scores.clone();
+        // A thread of its own: the store is used outside any runtime too.
+        std::thread::spawn(move || {
+            let _ = slot.set(draw::drawn_scores(&seed, base, lo, hi));
+        });
+        BigDraw {
+            seed,
+            hi,
+            scores,
+            next: 0,
+        }
     }
 }
 
@@ -913,6 +998,7 @@ impl QueueStore for MemoryStore {
     }
 
     async fn tick(&self, id: &RoomId) -> Result<TickReport, StoreError> {
+        self.advance_big_draw(id)?;
         self.with_room(id, |r, now| {
             let e = r.effective(now);
             let expired = r.expire(now);
@@ -977,7 +1063,7 @@ impl QueueStore for MemoryStore {
             }
 
             r.summarize(&e, now, expired, active);
-            if let Some((lo, hi)) = pending {
+            if let Some((lo, hi)) = pending.filter(|(lo, hi)| hi - lo < DRAW_AT_ONCE) {
                 r.apply_draw(lo, hi);
             }
 

@@ -190,29 +190,35 @@ const DRAW_WAIT: Duration = Duration::from_millis(250);
 
 impl RedisStore {
     /// Applies a room's pre-queue draw: the draw values computed here (on a
-    /// blocking thread: a million take about a second), the scores written
-    /// in chunks of [`DRAW_CHUNK`], the last chunk marking it applied.
+    /// blocking thread), the scores written in chunks of [`DRAW_CHUNK`],
+    /// then the draw marked applied.
     async fn apply_draw(&self, room: &RoomId, d: PendingDraw) -> Result<(), StoreError> {
         let started = std::time::Instant::now();
         let (seed, lo, hi, base) = (d.seed, d.lo, d.hi, d.base);
         let scores = tokio::task::spawn_blocking(move || draw::drawn_scores(&seed, base, lo, hi))
             .await
             .map_err(|e| StoreError::Protocol(format!("the draw's thread failed: {e}")))?;
-        let seed_hex = draw::to_hex(&d.seed);
-        let hi_text = d.hi.to_string();
-        let chunks = scores.chunks(DRAW_CHUNK);
-        let n = chunks.len();
-        for (i, chunk) in scores.chunks(DRAW_CHUNK).enumerate() {
-            let last = if i + 1 == n { "1" } else { "0" };
-            let _: Counter = self
-                .run_with(&self.scripts.draw, room, |call| {
-                    call.arg("apply").arg(&seed_hex).arg(&hi_text).arg(last);
-                    for &(member, score) in chunk {
-                        call.arg(score).arg(member);
-                    }
-                })
-                .await?;
+        // Plain ZADDs on the waiting set (one key: its slot on a cluster):
+        // XX keeps members who left out, LT never moves a member up from a
+        // drawn score, and the scores depend on nothing but the seed and the
+        // member, so any instance writing them, twice or late, writes the
+        // same. Each holds Redis for a few ms.
+        let waiting = self.keys(room).waiting;
+        for chunk in scores.chunks(DRAW_CHUNK) {
+            let mut zadd = redis::cmd("ZADD");
+            zadd.arg(&waiting).arg("XX").arg("LT");
+            for &(member, score) in chunk {
+                zadd.arg(score).arg(member);
+            }
+            let mut conn = self.conn.clone();
+            let _: i64 = self.within(zadd.query_async(&mut conn)).await?;
         }
+        // Then the draw is marked applied, if the room still has this seed.
+        let seed_hex = draw::to_hex(&d.seed);
+        let hi = d.hi.to_string();
+        let _: Counter = self
+            .run(&self.scripts.draw, room, &["apply", &seed_hex, &hi, "1"])
+            .await?;
         tracing::info!(%room, places = scores.len(), ms = started.elapsed().as_millis() as u64, "the pre-queue draw is applied");
         Ok(())
     }

@@ -2,11 +2,12 @@
 -- ARGV[2] 'view': returns {seed (hex) or '', draw_at, now}, or UNKNOWN_ROOM.
 -- ARGV[2] 'apply', ARGV[3] the seed (hex) the scores were computed with,
 --   ARGV[4] the draw's last member (hi), ARGV[5] '1' on the last chunk,
---   ARGV[6..] 'score member' pairs: each member still in line gets its
---   drawn score (lower than its score awaiting the draw, and always the
---   same one for a seed: a chunk written twice changes nothing). The last
---   chunk marks the draw applied. A seed no longer the room's changes
---   nothing. Returns 1 when applied, 0 when not, or UNKNOWN_ROOM.
+--   ARGV[6..] 'score member' pairs, if any (the store writes most with
+--   plain ZADDs first): each member still in line gets its drawn score
+--   (lower than its score awaiting the draw, and always the same one for
+--   a seed: a chunk written twice changes nothing). The last chunk marks
+--   the draw applied. A seed no longer the room's changes nothing.
+--   Returns 1 when applied, 0 when not, or UNKNOWN_ROOM.
 local now = now_ms()
 local d = redis.call('HMGET', ROOM, 'state', 'draw_seed', 'draw_at', 'draw_hi')
 if not d[1] then
