@@ -22,9 +22,11 @@
 //!   only, so any instance may apply the draw, in any number of steps, any
 //!   number of times, and always writes the same scores.
 //!
-//! The draw is applied by the first tick after the opening: the members'
-//! draw values are computed here, in Rust (Redis's Lua has no HMAC), and
-//! the scores written in chunks of [`DRAW_CHUNK`].
+//! The first tick after the opening applies the draw, and nobody is let in
+//! until it is applied: the members' draw values are computed in Rust
+//! (Redis's Lua has no HMAC), off the tick's path when there are many, and
+//! the scores written in chunks. On Redis one instance at a time applies a
+//! draw (a claim in the room hash, taken over after a minute).
 
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};

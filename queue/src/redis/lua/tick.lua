@@ -121,7 +121,9 @@ local waiting = redis.call('ZCARD', WAITING)
 local active = redis.call('ZCARD', ACTIVE)
 local out = { 0, 0, expired, #stale, '' }
 
-local DRAW_CLAIM_MS = 10000
+-- Long enough for a million places on a busy machine; a claimer that died
+-- delays the opening this long at most.
+local DRAW_CLAIM_MS = 60000
 if room.draw_pending then
   local d = redis.call('HMGET', ROOM, 'draw_seed', 'draw_lo', 'draw_hi', 'draw_claim')
   if now >= (tonumber(d[4]) or 0) then
