@@ -141,9 +141,9 @@ impl DrawState {
     /// `now_ms` (put_room.lua does the same). The seed stays while it is
     /// secret, whatever the opening becomes; a revealed seed is replaced
     /// (with `fresh`) only when a new opening is set in the future, so a
-    /// new pre-queue is drawn with a seed nobody knows. A room without an
-    /// opening needs no seed; one that loses its opening reveals its seed
-    /// now.
+    /// new pre-queue is drawn with a seed nobody knows (a pre-queue not yet
+    /// drawn then is drawn with it too). A room without an opening needs no
+    /// seed; one that loses its opening reveals its seed now.
     pub fn put(
         old: Option<DrawState>,
         opens_at_ms: Option<u64>,
@@ -160,7 +160,16 @@ impl DrawState {
             (None, None) => None,
             (None, Some(at)) => Some(new(at)),
             (Some(d), Some(at)) if now_ms < d.at_ms => Some(DrawState { at_ms: at, ..d }),
-            (Some(_), Some(at)) if at > now_ms => Some(new(at)),
+            (Some(d), Some(at)) if at > now_ms => {
+                // A pre-queue the opening came for but no tick has drawn yet
+                // is drawn with the new seed, with those who join before the
+                // new opening.
+                let undrawn = d.members.filter(|&(_, hi)| d.done != Some(hi));
+                Some(DrawState {
+                    members: undrawn,
+                    ..new(at)
+                })
+            }
             (Some(d), None) if now_ms < d.at_ms => Some(DrawState { at_ms: now_ms, ..d }),
             (Some(d), _) => Some(d),
         }
@@ -264,9 +273,19 @@ mod tests {
         // The opening removed: the seed is revealed now.
         let now = DrawState::put(Some(joined), None, 200, b).unwrap();
         assert_eq!((now.seed, now.at_ms), (a, 200));
-        // Revealed, then a new opening ahead: a new seed, a new pre-queue.
-        let again = DrawState::put(Some(joined), Some(2_000), 600, b).unwrap();
+        // Revealed and drawn, then a new opening ahead: a new seed, a new
+        // pre-queue.
+        let applied = DrawState {
+            done: Some(9),
+            ..joined
+        };
+        let again = DrawState::put(Some(applied), Some(2_000), 600, b).unwrap();
         assert_eq!((again.seed, again.at_ms, again.members), (b, 2_000, None));
+        // The same, the opening past but the pre-queue not drawn yet: it is
+        // drawn with the new seed.
+        let undrawn = DrawState::put(Some(joined), Some(2_000), 600, b).unwrap();
+        assert_eq!((undrawn.seed, undrawn.members), (b, Some((1, 9))));
+        assert_eq!(undrawn.pending(2_000), Some((1, 9)));
         // Revealed, and the opening set to another past instant: kept.
         assert_eq!(
             DrawState::put(Some(joined), Some(550), 600, b),

@@ -9,14 +9,20 @@
 
 -- The pre-queue draw as DrawState::put (draw.rs) has it: a secret seed
 -- stays whatever the opening becomes; a revealed one is replaced only when
--- a new opening is set in the future; a room that loses its opening
--- reveals its seed now.
+-- a new opening is set in the future (a pre-queue not drawn yet then is
+-- drawn with the new one); a room that loses its opening reveals its seed
+-- now.
 local function put_draw(opens_at)
-  local d = redis.call('HMGET', ROOM, 'draw_seed', 'draw_at')
+  local d = redis.call('HMGET', ROOM, 'draw_seed', 'draw_at', 'draw_hi', 'draw_done')
   local now = now_ms()
   local fresh = function(at)
     redis.call('HSET', ROOM, 'draw_seed', ARGV[11], 'draw_at', int(at))
-    redis.call('HDEL', ROOM, 'draw_lo', 'draw_hi', 'draw_done', 'draw_claim')
+    redis.call('HDEL', ROOM, 'draw_done', 'draw_claim')
+    -- A pre-queue the opening came for but no tick has drawn yet is drawn
+    -- with the new seed, with those who join before the new opening.
+    if not d[3] or d[3] == d[4] then
+      redis.call('HDEL', ROOM, 'draw_lo', 'draw_hi')
+    end
   end
   local at = tonumber(d[2])
   if not d[1] then
