@@ -21,6 +21,8 @@ use queue::StoreError;
 pub enum ApiError {
     /// The room id is malformed or no such room exists.
     UnknownRoom,
+    /// The room never had an opening, so it has no pre-queue draw.
+    NoDraw,
     /// No route has this path.
     NotFound,
     /// The path exists, the method does not.
@@ -122,6 +124,7 @@ impl ApiError {
         use StatusCode as S;
         match self {
             ApiError::UnknownRoom => (S::NOT_FOUND, "unknown_room", "no such room".into()),
+            ApiError::NoDraw => (S::NOT_FOUND, "no_draw", "this room never had an opening, so it has no pre-queue draw".into()),
             ApiError::NotFound => (S::NOT_FOUND, "not_found", "no such resource".into()),
             ApiError::MethodNotAllowed => (S::METHOD_NOT_ALLOWED, "method_not_allowed", "method not allowed on this resource".into()),
             ApiError::MissingTicket => (S::UNAUTHORIZED, "missing_ticket", "this request needs the room's ticket: the wr_ticket_{room} cookie or an Authorization: Bearer header".into()),

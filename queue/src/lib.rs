@@ -26,9 +26,12 @@
 //! - [`memory`]: the embedded store (no Redis), the same behaviour in-process.
 //! - [`snapshot`]: each instance's per-room view, refreshed every tick by
 //!   [`QueueStore::observe`], that answers far-back status polls.
+//! - [`draw`]: the pre-queue draw anyone can check (seed, commitment,
+//!   HMAC-SHA256 draw values).
 //! - [`counter_hash`]: the cheap hasher of maps keyed by members and seqs.
 
 pub mod counter_hash;
+pub mod draw;
 pub mod joins;
 pub mod memory;
 pub mod pacing;
@@ -37,6 +40,7 @@ pub mod redis;
 pub mod snapshot;
 pub mod store;
 
+pub use draw::DrawView;
 pub use store::{
     DEPARTURES_KEPT_MS, END_BUCKETS, JoinRequest, Joined, LineView, MAX_ADMITS_PER_TICK,
     MAX_DROPS_PER_TICK, Observation, PREQUEUE_SPAN, PlaceLimit, Proof, QueueStore,

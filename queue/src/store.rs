@@ -3,6 +3,7 @@
 
 use async_trait::async_trait;
 
+use crate::draw::DrawView;
 use room::{AccountHash, QueueingMethod, RoomId, RoomSettings, RoomState};
 
 /// Where a visitor stands, as the store sees it.
@@ -403,8 +404,6 @@ pub struct PlaceLimit {
 pub struct JoinRequest {
     /// The sequence number of the visitor's valid ticket, if any.
     pub existing: Option<u64>,
-    /// The pre-queue draw, in `0..2^40`.
-    pub draw: u64,
     /// The per-address cap, if on.
     pub limit: Option<PlaceLimit>,
     /// The visitor's account (from a verified identity), if any.
@@ -491,8 +490,8 @@ pub trait QueueStore: Send + Sync + 'static {
     /// Gives a place in line, or admits at once when the room is open, nobody
     /// waits and capacity and budget allow. With `existing` (the sequence
     /// number of a valid ticket) whose place still stands, returns that place
-    /// instead. `draw` is a random number in `0..2^40` that orders the visitor
-    /// among the pre-queue when joining before the opening. With `limit`, a
+    /// instead. A join before the opening takes a pre-queue place, ordered
+    /// at the opening by the room's draw ([`draw`](crate::draw)). With `limit`, a
     /// holder already holding its cap of places gets no new place
     /// ([`Joined::TooManyPlaces`]); a new place is counted for it until the
     /// place ends. A join without an account: one with an account is a
@@ -501,12 +500,10 @@ pub trait QueueStore: Send + Sync + 'static {
         &self,
         room: &RoomId,
         existing: Option<u64>,
-        draw: u64,
         limit: Option<&PlaceLimit>,
     ) -> Result<Joined, StoreError> {
         let one = JoinRequest {
             existing,
-            draw,
             limit: limit.cloned(),
             account: None,
             proof: Proof::NotAsked,
@@ -554,6 +551,10 @@ pub trait QueueStore: Send + Sync + 'static {
     /// in one step) and tells the room as it stands ([`Observation`]).
     async fn observe(&self, room: &RoomId, watch: &Watch) -> Result<Observation, StoreError>;
 
+    /// The room's pre-queue draw as anyone may see it ([`DrawView`]):
+    /// `None` when the room has none (it never had an opening).
+    async fn draw(&self, room: &RoomId) -> Result<Option<DrawView>, StoreError>;
+
     /// Whether the store answers.
     async fn ping(&self) -> Result<(), StoreError>;
 }
@@ -562,8 +563,9 @@ pub trait QueueStore: Send + Sync + 'static {
 /// snapshot outlives a room's absence from that list by two more.
 pub const ROOMS_REFRESH_TICKS: u32 = 10;
 
-/// Pre-queue draws are below this; places taken after the opening are ordered
-/// after every draw (by `PREQUEUE_SPAN + member`).
+/// Pre-queue places score below this; places taken after the opening are
+/// ordered after every one of them (by `PREQUEUE_SPAN + member`; see
+/// [`draw`](crate::draw)).
 pub const PREQUEUE_SPAN: u64 = 1 << 40;
 
 /// Most waiters one tick of one room drops for not polling; with

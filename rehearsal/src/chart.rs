@@ -633,6 +633,7 @@ mod tests {
             duration_ms: 40_000,
             planned: logs.len(),
             prequeue: false,
+            draw: None,
             hold_seconds: 10,
             target_booking_p99_ms: adaptive.then_some(400),
             slow_payment_s: adaptive.then_some((10.0, 20.0)),

@@ -33,6 +33,7 @@ mod challenge;
 mod chart;
 mod client;
 mod curve;
+mod draw;
 mod error;
 mod identity;
 mod progress;
@@ -79,9 +80,14 @@ struct Args {
     /// The origin's admin API (default: --url).
     #[arg(long, env = "WR_REHEARSAL_ADMIN_URL")]
     admin_url: Option<String>,
-    /// The admin key.
-    #[arg(long, env = "WR_ADMIN_KEY", hide_env_values = true)]
-    admin_key: String,
+    /// The admin key (not needed by --check-draw).
+    #[arg(
+        long,
+        env = "WR_ADMIN_KEY",
+        hide_env_values = true,
+        required_unless_present = "check_draw"
+    )]
+    admin_key: Option<String>,
     /// The key `/metrics` asks for, if any.
     #[arg(long, env = "WR_METRICS_KEY", hide_env_values = true)]
     metrics_key: Option<String>,
@@ -119,8 +125,19 @@ struct Args {
     #[arg(long, default_value_t = 5.0)]
     spike_at: f64,
     /// A pre-queue: the room opens this many seconds after the start (0: open now).
+    /// The report then checks the pre-queue was let in in the order its
+    /// draw gives, recomputed from the seed the room tells at the opening.
     #[arg(long, default_value_t = 0.0)]
     opens_in: f64,
+    /// Plays nothing: checks the seqs in FILE (one a line, in the order
+    /// they were let in) against the pre-queue draw of --draw-seed, or of
+    /// the seed --room tells (`GET /queue/{room}/draw`), and prints the
+    /// comparison as JSON (exit 1 when the orders differ).
+    #[arg(long, value_name = "FILE")]
+    check_draw: Option<PathBuf>,
+    /// The draw's seed (hex) for --check-draw.
+    #[arg(long, value_name = "HEX", requires = "check_draw")]
+    draw_seed: Option<String>,
 
     /// Room: most visitors inside at once.
     #[arg(long, default_value_t = 200)]
@@ -396,6 +413,17 @@ fn settings_of(room: &Value) -> Value {
 }
 
 async fn run(args: Args) -> Result<bool, Error> {
+    if let Some(path) = &args.check_draw {
+        let out = draw::check_file(
+            path,
+            args.draw_seed.as_deref(),
+            &args.url,
+            args.room.as_deref(),
+        )
+        .await?;
+        println!("{out:#}");
+        return Ok(out.get("same_order") == Some(&Value::Bool(true)));
+    }
     validate(&args)?;
     let admin_url = args.admin_url.clone().unwrap_or_else(|| args.url.clone());
     check_target(&args.url, args.allow_remote)?;
@@ -412,7 +440,8 @@ async fn run(args: Args) -> Result<bool, Error> {
         .as_deref()
         .map(IdentityKey::parse)
         .transpose()?;
-    let admin = Admin::new(&admin_url, &args.admin_key, args.metrics_key.clone())?;
+    let admin_key = args.admin_key.clone().unwrap_or_default();
+    let admin = Admin::new(&admin_url, &admin_key, args.metrics_key.clone())?;
     let now = std::time::SystemTime::now();
     let room = args.room.clone().unwrap_or_else(|| {
         format!(
@@ -484,6 +513,18 @@ async fn run(args: Args) -> Result<bool, Error> {
         .and_then(Value::as_f64)
         .unwrap_or(args.admit_per_second);
     tracing::info!(%room, %perf, seats_total, capacity, admit_per_second, "room ready");
+    // The draw's commitment, read before the first visitor arrives.
+    let committed = if opens_ms > 0 {
+        match draw::fetch(&args.url, &room).await {
+            Ok(p) => Some(p),
+            Err(e) => {
+                tracing::warn!("the draw's commitment: {e}");
+                None
+            }
+        }
+    } else {
+        None
+    };
 
     let curve = Curve {
         kind: args.curve,
@@ -661,6 +702,17 @@ async fn run(args: Args) -> Result<bool, Error> {
         Some(task) => task.await.ok().flatten(),
         None => None,
     };
+    // The seed, told since the opening.
+    let revealed = match &committed {
+        Some(_) => match draw::fetch(&args.url, &room).await {
+            Ok(p) => Some(p),
+            Err(e) => {
+                tracing::warn!("the draw's seed: {e}");
+                None
+            }
+        },
+        None => None,
+    };
     let duration_ms = start.elapsed().as_millis() as u64;
     let metrics = admin
         .metrics()
@@ -734,6 +786,7 @@ async fn run(args: Args) -> Result<bool, Error> {
         duration_ms,
         planned: args.visitors,
         prequeue: opens_ms > 0,
+        draw: committed.zip(revealed),
         hold_seconds: u64::from(args.hold_seconds),
         target_booking_p99_ms: settings
             .get("target_booking_p99_ms")

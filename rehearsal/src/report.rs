@@ -8,11 +8,12 @@ pub mod accounts;
 pub mod challenge;
 pub mod notice;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
 
 use crate::admin::{Live, Seats};
+use crate::draw;
 use crate::stats::{self, Admission, Spread};
 use crate::visitor::{Outcome, VisitorLog};
 
@@ -61,6 +62,9 @@ pub struct Inputs<'a> {
     pub planned: usize,
     /// Whether the room had a pre-queue (order is then the draw's).
     pub prequeue: bool,
+    /// The room's draw as the route told it before the first arrival and
+    /// after the run, when the room had a pre-queue.
+    pub draw: Option<(draw::Published, draw::Published)>,
     /// How long a hold lasts, seconds.
     pub hold_seconds: u64,
     /// The room's adaptive admission target, if on.
@@ -101,6 +105,8 @@ pub struct Report {
     pub polling: Polling,
     /// Join order against admission order.
     pub fairness: Fairness,
+    /// The pre-queue draw, checked: commitment, seed, the order recomputed.
+    pub draw: Option<draw::DrawReport>,
     /// The accounts' figures, when the visitors are browsers of accounts.
     pub accounts: Option<accounts::Accounts>,
     /// The join challenge's figures: people's solving, bots' places.
@@ -197,8 +203,8 @@ pub struct Polling {
 #[derive(Debug, Serialize)]
 pub struct Fairness {
     /// Which order: `ticket_seq` (join order, read off the signed ticket),
-    /// `draw_estimate` (pre-queue: the first position after the opening
-    /// plus those admitted before), or `join_answer` (no keys: the order
+    /// `draw` (pre-queue: the draw recomputed from the seed the room told
+    /// at the opening and the tickets' seqs, then later joins by seq), or `join_answer` (no keys: the order
     /// the joins were answered, an approximation); over accounts,
     /// `account_place_seq` (each account's place, its seq).
     pub order: &'static str,
@@ -609,6 +615,19 @@ pub fn build(inp: &Inputs, scenario: serde_json::Value, metrics: Vec<String>) ->
         eta,
         polling,
         fairness,
+        draw: inp.draw.as_ref().map(|(before, after)| draw::DrawReport {
+            commitment_before: before.commitment.clone(),
+            after: after.clone(),
+            commitment_kept: before.commitment == after.commitment
+                && after
+                    .seed
+                    .as_deref()
+                    .is_some_and(|seed| draw::opens(&before.commitment, seed)),
+            prequeue: logs
+                .iter()
+                .filter(|l| l.joined_unplaced && l.seq.is_some())
+                .count(),
+        }),
         accounts,
         challenge: inp
             .challenge
@@ -820,20 +839,33 @@ type OrderKey<'a> = Box<dyn Fn(&VisitorLog) -> Option<u64> + 'a>;
 fn fairness(inp: &Inputs, admitted: &[&VisitorLog]) -> Fairness {
     let with_seq = admitted.iter().all(|l| l.seq.is_some());
     let (order, key): (&'static str, OrderKey) = if inp.prequeue {
-        // Those admitted before a visitor's first post-opening read, plus
-        // its position then: its place in the draw (admissions are read
-        // from the samples, so this is an estimate).
-        let samples = inp.samples;
+        // The pre-queue by its rank in the draw recomputed from the seed the
+        // room told, then everyone who joined after the opening by seq.
+        let seed = inp
+            .draw
+            .as_ref()
+            .and_then(|(_, after)| after.seed.as_deref())
+            .and_then(draw::unhex);
+        let prequeue: Vec<u64> = admitted
+            .iter()
+            .filter(|l| l.joined_unplaced)
+            .filter_map(|l| l.seq)
+            .collect();
+        let rank: HashMap<u64, u64> = seed
+            .and_then(|seed| draw::order(&seed, &prequeue).ok())
+            .unwrap_or_default()
+            .into_iter()
+            .zip(0..)
+            .collect();
         (
-            "draw_estimate",
+            "draw",
             Box::new(move |l: &VisitorLog| {
-                let (t, pos) = l.first_position?;
-                let i = samples.partition_point(|s| s.t * 1000.0 <= t as f64);
-                let before = i
-                    .checked_sub(1)
-                    .and_then(|k| samples.get(k))
-                    .map_or(0, |s| s.live.admitted_total);
-                Some(before + pos)
+                let seq = l.seq?;
+                if l.joined_unplaced {
+                    rank.get(&seq).copied()
+                } else {
+                    Some((1 << 60) + seq)
+                }
             }),
         )
     } else if with_seq {
@@ -920,6 +952,31 @@ fn checks(r: &Report, sold_out: bool) -> Vec<Check> {
         r.fairness.out_of_order_pairs.to_string(),
         r.fairness.out_of_order_pairs == 0,
     );
+    if r.fairness.order == "draw" {
+        let (value, ok) = match &r.draw {
+            Some(d) => (
+                format!(
+                    "seed {} the commitment read before the first join; {} pre-queue visitors; kendall tau {:.6} against the recomputed draw ({} pairs out of order)",
+                    if d.commitment_kept {
+                        "opens"
+                    } else {
+                        "does NOT open"
+                    },
+                    d.prequeue,
+                    r.fairness.kendall_tau,
+                    r.fairness.out_of_order_pairs
+                ),
+                d.commitment_kept && d.prequeue > 0 && r.fairness.out_of_order_pairs == 0,
+            ),
+            None => ("the draw route could not be read".into(), false),
+        };
+        add(
+            "pre-queue draw recomputed",
+            "1.0, seed opens commitment",
+            value,
+            ok,
+        );
+    }
     add(
         "samples over capacity",
         "0",
@@ -1119,6 +1176,7 @@ mod tests {
             duration_ms: samples.last().map_or(0, |s| (s.t * 1000.0) as u64),
             planned: logs.len(),
             prequeue: false,
+            draw: None,
             hold_seconds: 20,
             target_booking_p99_ms: Some(400),
             slow_payment_s: Some((3.0, 6.0)),

@@ -238,6 +238,9 @@ pub struct VisitorLog {
     pub promises: Vec<(u64, u64)>,
     /// The first position shown after the opening.
     pub first_position: Option<(u64, u64)>,
+    /// Its first answered join gave a place with no position: a pre-queue
+    /// place (before the opening), ordered by the draw.
+    pub joined_unplaced: bool,
     /// Joins and statuses sent while not yet admitted.
     pub queue_requests: u64,
     /// When it stopped waiting (admitted, abandoned, told, out of time).
@@ -496,6 +499,9 @@ impl Visit<'_> {
                     }
                     if self.log.joined_ms.is_none() {
                         self.log.joined_ms = Some(got);
+                        self.log.joined_unplaced = r.body.get("state").and_then(Value::as_str)
+                            == Some("waiting")
+                            && r.body.get("position").is_some_and(Value::is_null);
                         // A join that gave a new place: admitted after it
                         // was sent. One of an account may be given the
                         // account's place, which may have been admitted

@@ -932,7 +932,7 @@ async fn fill_as(
                         .pop()
                         .ok_or("a join gave no answer")?
                 } else {
-                    store.join(&room, None, 0, None).await?
+                    store.join(&room, None, None).await?
                 };
                 let snap = joined.answer().ok_or("no place cap was set")?;
                 let seq = snap.seq.ok_or("a join got no place")?;

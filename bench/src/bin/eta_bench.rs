@@ -196,7 +196,7 @@ async fn play(
         let at = OPENING_MS * i as u64 / case.visitors as u64;
         clock.store(T0 + at, Ordering::SeqCst);
         let snap = store
-            .join(&room, None, rng.below(1 << 40), None)
+            .join(&room, None, None)
             .await
             .map_err(err)?
             .answer()

@@ -165,7 +165,7 @@ async fn run(args: &Args) -> Result<(), Error> {
             let (mut first, mut last) = (u64::MAX, 0);
             for _ in 0..args.line {
                 let snap = store
-                    .join(&room, None, 0, None)
+                    .join(&room, None, None)
                     .await?
                     .answer()
                     .ok_or("no place")?;

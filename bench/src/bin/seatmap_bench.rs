@@ -151,7 +151,7 @@ async fn app(booking: Arc<BookingStore>, sessions: u32) -> (axum::Router, Vec<St
     let mut tokens = Vec::new();
     for visitor in 0..sessions {
         let snap = queue
-            .join(&room, None, 0, None)
+            .join(&room, None, None)
             .await
             .expect("join")
             .answer()

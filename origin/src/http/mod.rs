@@ -13,6 +13,7 @@ mod booking;
 pub mod client;
 pub mod conn;
 mod deadline;
+mod draw;
 pub mod entry;
 pub mod extract;
 mod fallback;
@@ -58,6 +59,7 @@ fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(api_doc::ApiDoc::openapi())
         .merge(queue::router())
         .merge(about::router())
+        .merge(draw::router())
         .merge(admin::router())
         .merge(history::router())
         .merge(performances::router())

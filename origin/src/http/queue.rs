@@ -38,9 +38,7 @@ use crate::limits::clients::ClientKey;
 use crate::sessions::{SessionRules, Watch, entry_expiry};
 use crate::state::AppState;
 use queue::snapshot::RoomWatch;
-use queue::{
-    JoinRequest, Joined, PREQUEUE_SPAN, Proof, SeatsLeft, Snapshot, Standing, StoreError, pacing,
-};
+use queue::{JoinRequest, Joined, Proof, SeatsLeft, Snapshot, Standing, StoreError, pacing};
 use room::{AccountHash, Challenge, ChallengeKind, IdentityMode, RoomId, RoomState};
 
 /// Largest body a queue route accepts (they take none, or `{}`).
@@ -202,7 +200,7 @@ struct RoomBody<'a> {
     opens_at: Option<String>,
 }
 
-fn rfc3339_ms(ms: u64) -> Option<String> {
+pub(super) fn rfc3339_ms(ms: u64) -> Option<String> {
     OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
         .ok()
         .and_then(|t| t.format(&Rfc3339).ok())
@@ -521,11 +519,9 @@ async fn join(
             .await?
         }
     };
-    let draw = rand::random::<u64>() % PREQUEUE_SPAN;
     let limit = state.clients.place_limit(&client);
     let request = JoinRequest {
         existing: claims.as_ref().map(|c| c.seq),
-        draw,
         limit,
         account,
         proof,

@@ -65,6 +65,12 @@ error_set!(
 );
 
 error_set!(
+    /// 404 `unknown_room`, or `no_draw` for a room without a draw.
+    NoRoomOrDraw { "404" => "`unknown_room`: not a room id, or no such room; `no_draw`: the room \
+        never had an opening, so no pre-queue draw", []; }
+);
+
+error_set!(
     /// 401 for a missing, wrong or disabled admin key, or an address that
     /// failed too often.
     AdminAuth {

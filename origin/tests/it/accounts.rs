@@ -182,7 +182,7 @@ async fn the_account_gets_its_place_as_its_ticket_would() {
         for (who, place) in [(a, &inside), (b, &waiter)] {
             let again = join_as(store, &room, who).await;
             assert_eq!(again.seq, place.seq, "round {round}");
-            let by_ticket = store.join(&room, place.seq, 0, None).await.unwrap();
+            let by_ticket = store.join(&room, place.seq, None).await.unwrap();
             assert_eq!(Some(again), by_ticket.answer(), "round {round}");
         }
     }
@@ -213,7 +213,7 @@ async fn an_ended_place_frees_its_account() {
     let (a, b, c) = (account(1), account(2), account(3));
 
     // Leaving the line.
-    store.join(&room, None, 0, None).await.unwrap();
+    store.join(&room, None, None).await.unwrap();
     let a1 = join_as(store, &room, a).await;
     assert_eq!(a1.standing, Standing::Waiting { position: Some(2) });
     assert!(store.leave(&room, seq(&a1)).await.unwrap());
@@ -282,7 +282,7 @@ fn outcome(joined: &Joined, base: u64) -> Option<(Option<u64>, Standing, u64)> {
 /// The seq one below the room's first place (its base), found by a join
 /// that then leaves.
 async fn base_of(store: &dyn QueueStore, room: &RoomId) -> u64 {
-    let probe = store.join(room, None, 0, None).await.unwrap();
+    let probe = store.join(room, None, None).await.unwrap();
     let seq = probe.answer().unwrap().seq.unwrap();
     store.leave(room, seq).await.unwrap();
     seq - 1
@@ -452,7 +452,7 @@ async fn a_standing_ticket_wins_over_the_account() {
     let room = make_paused_room(store, "both", settings(5)).await;
     let a = account(1);
     let x = seq(&store
-        .join(&room, None, 0, None)
+        .join(&room, None, None)
         .await
         .unwrap()
         .answer()
@@ -534,7 +534,7 @@ async fn redis_keeps_the_index_where_keys_say_and_per_life() {
     // Member 1 of the new life given to nobody's account (the member the
     // old entry of `a` names), and another account indexed.
     let anonymous = seq(&store
-        .join(&room, None, 0, None)
+        .join(&room, None, None)
         .await
         .unwrap()
         .answer()

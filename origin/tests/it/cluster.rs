@@ -94,19 +94,14 @@ async fn scripts_are_reloaded_when_a_node_has_forgotten_them() {
         make_room(store.as_ref(), "keep", settings.clone()).await,
     ];
     for r in &rooms {
-        store.join(r, None, 0, None).await.unwrap();
+        store.join(r, None, None).await.unwrap();
     }
     // A restarted or replaced node comes back empty: SCRIPT FLUSH does the same.
     for node in &cluster.nodes {
         assert_eq!(node.query(&["SCRIPT", "FLUSH"]).unwrap(), "OK");
     }
     for r in &rooms {
-        let snap = store
-            .join(r, None, 0, None)
-            .await
-            .unwrap()
-            .answer()
-            .unwrap();
+        let snap = store.join(r, None, None).await.unwrap().answer().unwrap();
         assert_eq!(
             snap.standing,
             origin::queue::Standing::Waiting { position: Some(1) }
@@ -141,7 +136,7 @@ async fn a_dead_node_is_503_within_the_timeout_and_its_return_is_picked_up() {
     node.kill();
     for _ in 0..3 {
         let start = std::time::Instant::now();
-        let result = store.join(&door, None, 0, None).await;
+        let result = store.join(&door, None, None).await;
         assert!(
             matches!(result, Err(origin::queue::StoreError::Unavailable(_))),
             "{result:?}"
@@ -178,7 +173,7 @@ async fn a_dead_node_is_503_within_the_timeout_and_its_return_is_picked_up() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let snap = store
-        .join(&door, None, 0, None)
+        .join(&door, None, None)
         .await
         .unwrap()
         .answer()

@@ -32,7 +32,7 @@ async fn capacity_bound_turns_follow_the_sessions_inside_and_early_leaves() {
     let room = make_paused_room(store, "turns", s).await;
     let mut seqs = Vec::new();
     for _ in 0..24 {
-        let snap = store.join(&room, None, 0, None).await.unwrap().answer();
+        let snap = store.join(&room, None, None).await.unwrap().answer();
         seqs.push(snap.unwrap().seq.unwrap());
     }
     assert_eq!(eta(store, &room, seqs[10]).await, None, "paused");

@@ -174,7 +174,7 @@ async fn two_origins_promoting_one_room_never_over_admit() {
     let b = make_paused_room(t.store.as_ref(), "by-rate", by_rate).await;
     for room in [&a, &b] {
         for _ in 0..400 {
-            t.store.join(room, None, 0, None).await.unwrap();
+            t.store.join(room, None, None).await.unwrap();
         }
     }
     let stores = [

@@ -39,7 +39,7 @@ fn outcome(joined: &Joined, base: u64) -> (Option<u64>, Option<Standing>, u64) {
 
 /// The seq one below the room's first place (its base), found by a join.
 async fn base_of(store: &dyn QueueStore, room: &RoomId) -> u64 {
-    let probe = store.join(room, None, 0, None).await.unwrap();
+    let probe = store.join(room, None, None).await.unwrap();
     let seq = probe.answer().unwrap().seq.unwrap();
     store.leave(room, seq).await.unwrap();
     seq - 1
@@ -89,28 +89,24 @@ async fn a_batch_answers_each_join_as_a_lone_join_would() {
         let mut requests = vec![
             JoinRequest {
                 existing: None,
-                draw: 5,
                 limit: cap("a"),
                 account: None,
                 proof: Proof::NotAsked,
             },
             JoinRequest {
                 existing: None,
-                draw: 4,
                 limit: cap("a"),
                 account: None,
                 proof: Proof::NotAsked,
             },
             JoinRequest {
                 existing: None,
-                draw: 3,
                 limit: cap("a"),
                 account: None,
                 proof: Proof::NotAsked,
             },
             JoinRequest {
                 existing: None,
-                draw: 2,
                 limit: cap("b"),
                 account: None,
                 proof: Proof::NotAsked,
@@ -121,7 +117,6 @@ async fn a_batch_answers_each_join_as_a_lone_join_would() {
         for member in [3, 1] {
             requests.push(JoinRequest {
                 existing: Some(member),
-                draw: 1,
                 limit: None,
                 account: None,
                 proof: Proof::NotAsked,
@@ -129,7 +124,6 @@ async fn a_batch_answers_each_join_as_a_lone_join_would() {
         }
         requests.push(JoinRequest {
             existing: None,
-            draw: 0,
             limit: None,
             account: None,
             proof: Proof::NotAsked,
@@ -137,10 +131,7 @@ async fn a_batch_answers_each_join_as_a_lone_join_would() {
         let mut lone_answers = Vec::new();
         for r in &requests {
             let existing = r.existing.map(|m| m + lone_base);
-            let answer = store
-                .join(&lone, existing, r.draw, r.limit.as_ref())
-                .await
-                .unwrap();
+            let answer = store.join(&lone, existing, r.limit.as_ref()).await.unwrap();
             lone_answers.push(outcome(&answer, lone_base));
         }
         let shifted: Vec<JoinRequest> = requests
@@ -337,7 +328,6 @@ async fn a_batch_stopped_half_way_never_gives_a_place_twice() {
         .unwrap();
     let free = JoinRequest {
         existing: None,
-        draw: 0,
         limit: None,
         account: None,
         proof: Proof::NotAsked,

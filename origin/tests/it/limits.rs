@@ -230,7 +230,7 @@ fn cap(holder: &str) -> PlaceLimit {
 /// A new place for `limit`'s holder: its sequence number, or `None` when the
 /// cap refused it.
 async fn place(store: &dyn QueueStore, room: &RoomId, limit: &PlaceLimit) -> Option<u64> {
-    match store.join(room, None, 0, Some(limit)).await.unwrap() {
+    match store.join(room, None, Some(limit)).await.unwrap() {
         Joined::Answer(snap) => Some(snap.seq.expect("a place")),
         Joined::TooManyPlaces | Joined::ChallengeNeeded => None,
     }
@@ -448,7 +448,7 @@ async fn what_the_cap_costs_in_redis_per_waiter() {
         .await;
         for i in 0..N {
             let limit = holder(i).map(|holder| PlaceLimit { holder, max: 2 });
-            let joined = t.store.join(&room, None, 0, limit.as_ref()).await.unwrap();
+            let joined = t.store.join(&room, None, limit.as_ref()).await.unwrap();
             assert!(joined.answer().is_some());
         }
         let keys = RoomKeys::new(&t.prefix, &room);

@@ -44,6 +44,7 @@ mod on_redis {
     mod booking_seatmap;
     mod challenge;
     mod console;
+    mod draw;
     mod eta;
     mod fifo;
     mod held_polls;
@@ -78,6 +79,7 @@ mod on_memory {
     mod booking_seatmap;
     mod challenge;
     mod console;
+    mod draw;
     mod eta;
     mod fifo;
     mod held_polls;

@@ -56,7 +56,7 @@ async fn random_admits_a_lottery_draw_within_capacity() {
     )
     .await;
     for _ in 0..20 {
-        t.store.join(&small, None, 0, None).await.unwrap();
+        t.store.join(&small, None, None).await.unwrap();
     }
     t.store.set_state(&small, RoomState::Open).await.unwrap();
     let report = t.store.tick(&small).await.unwrap();
@@ -290,7 +290,7 @@ async fn one_client_holds_at_most_its_cap_of_places() {
     };
     let join = |limit: &PlaceLimit, existing: Option<u64>| {
         let (store, room, limit) = (t.store.clone(), room.clone(), limit.clone());
-        async move { store.join(&room, existing, 0, Some(&limit)).await.unwrap() }
+        async move { store.join(&room, existing, Some(&limit)).await.unwrap() }
     };
     let first = join(&limit, None).await.answer().unwrap();
     join(&limit, None).await.answer().unwrap();
@@ -316,9 +316,9 @@ async fn the_front_of_the_line_reports_how_long_it_has_waited() {
         t.store.figures(&room).await.unwrap().oldest_wait_seconds,
         None
     );
-    t.store.join(&room, None, 0, None).await.unwrap();
+    t.store.join(&room, None, None).await.unwrap();
     clock.fetch_add(1_100, Ordering::SeqCst);
-    t.store.join(&room, None, 0, None).await.unwrap();
+    t.store.join(&room, None, None).await.unwrap();
     let f = t.store.figures(&room).await.unwrap();
     assert_eq!(f.oldest_wait_seconds, Some(1));
     t.store.set_state(&room, RoomState::Open).await.unwrap();
@@ -337,7 +337,7 @@ async fn numbers_from_an_earlier_life_of_a_room_never_name_a_new_place() {
     let room = make_paused_room(before.store.as_ref(), "reborn", RoomSettings::default()).await;
     let old = before
         .store
-        .join(&room, None, 0, None)
+        .join(&room, None, None)
         .await
         .unwrap()
         .answer()
@@ -347,7 +347,7 @@ async fn numbers_from_an_earlier_life_of_a_room_never_name_a_new_place() {
     let after = pinned_store(STORE, clock.clone());
     make_paused_room(after.store.as_ref(), "reborn", RoomSettings::default()).await;
     for _ in 0..3 {
-        after.store.join(&room, None, 0, None).await.unwrap();
+        after.store.join(&room, None, None).await.unwrap();
     }
     let seq = old.seq.unwrap();
     let status = after.store.status(&room, seq).await.unwrap();

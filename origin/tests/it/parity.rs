@@ -31,12 +31,14 @@ use proptest::prelude::*;
 /// A fixed start instant (2027-01-15), so runs do not depend on the date.
 const T0: u64 = 1_800_000_000_000;
 
+/// Both stores' draw seed, so their pre-queues are drawn alike.
+const SEED: [u8; 32] = [0x5e; 32];
+
 #[derive(Clone, Debug)]
 enum Op {
     /// Join; `again` picks a known visitor's sequence number to rejoin with.
     Join {
         again: Option<usize>,
-        draw: u64,
         holder: Option<u8>,
         account: Option<u8>,
     },
@@ -53,6 +55,8 @@ enum Op {
     /// refused by both.
     Sale(SaleSignal),
     Figures,
+    /// The room's pre-queue draw as the draw route reads it.
+    Draw,
     /// An instance's once-a-tick observation: these visitors polled; it
     /// last observed `since_back` ms ago.
     Observe {
@@ -62,14 +66,13 @@ enum Op {
     },
 }
 
-/// One join of a batch: `again`, draw, holder and account as in
-/// [`Op::Join`], and its challenge proof ([`proof_of`]).
-type JoinSpec = (Option<usize>, u64, Option<u8>, Option<u8>, Option<u8>);
+/// One join of a batch: `again`, holder and account as in [`Op::Join`],
+/// and its challenge proof ([`proof_of`]).
+type JoinSpec = (Option<usize>, Option<u8>, Option<u8>, Option<u8>);
 
 fn any_join() -> impl Strategy<Value = JoinSpec> {
     (
         prop::option::weighted(0.2, 0usize..40),
-        0u64..(1 << 40),
         prop::option::weighted(0.2, 0u8..3),
         any_account(),
         prop::option::weighted(0.4, 0u8..5),
@@ -174,13 +177,11 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => (
             prop::option::of(0usize..40),
-            0u64..(1 << 40),
             prop::option::of(0u8..3),
             any_account(),
         )
-            .prop_map(|(again, draw, holder, account)| Op::Join {
+            .prop_map(|(again, holder, account)| Op::Join {
                 again,
-                draw,
                 holder,
                 account,
             }),
@@ -195,6 +196,7 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(Op::State),
         2 => any_sale().prop_map(Op::Sale),
         1 => Just(Op::Figures),
+        1 => Just(Op::Draw),
         2 => (
             prop::collection::vec(0usize..40, 0..6),
             prop_oneof![Just(0u64), 0u64..5_000, Just(u64::MAX)],
@@ -225,9 +227,11 @@ async fn same_answers(initial: RoomSettings, ops: Vec<Op>) -> Result<(), TestCas
             cluster: false,
         })
         .unwrap()
-        .with_fixed_clock(clock.clone()),
+        .with_fixed_clock(clock.clone())
+        .with_fixed_seed(SEED),
     );
-    let memory: Arc<dyn QueueStore> = Arc::new(MemoryStore::with_fixed_clock(clock.clone()));
+    let memory: Arc<dyn QueueStore> =
+        Arc::new(MemoryStore::with_fixed_clock(clock.clone()).with_fixed_seed(SEED));
     let _cleanup = crate::common::TestStore {
         store: redis.clone(),
         prefix: prefix.clone(),
@@ -246,7 +250,6 @@ async fn same_answers(initial: RoomSettings, ops: Vec<Op>) -> Result<(), TestCas
         match op {
             Op::Join {
                 again,
-                draw,
                 holder,
                 account,
             } => {
@@ -256,19 +259,12 @@ async fn same_answers(initial: RoomSettings, ops: Vec<Op>) -> Result<(), TestCas
                 // trait's own join.
                 let (a, b) = match account_of(*account) {
                     None => (
-                        redis
-                            .join(&room, existing, *draw, limit.as_ref())
-                            .await
-                            .unwrap(),
-                        memory
-                            .join(&room, existing, *draw, limit.as_ref())
-                            .await
-                            .unwrap(),
+                        redis.join(&room, existing, limit.as_ref()).await.unwrap(),
+                        memory.join(&room, existing, limit.as_ref()).await.unwrap(),
                     ),
                     Some(account) => {
                         let one = [JoinRequest {
                             existing,
-                            draw: *draw,
                             limit,
                             account: Some(account),
                             proof: Proof::NotAsked,
@@ -292,9 +288,8 @@ async fn same_answers(initial: RoomSettings, ops: Vec<Op>) -> Result<(), TestCas
             Op::Joins(joins) => {
                 let requests: Vec<JoinRequest> = joins
                     .iter()
-                    .map(|(again, draw, holder, account, proof)| JoinRequest {
+                    .map(|(again, holder, account, proof)| JoinRequest {
                         existing: again.map(|i| pick(&seqs, i)),
-                        draw: *draw,
                         limit: limit_of(*holder),
                         account: account_of(*account),
                         proof: proof_of(*proof),
@@ -363,6 +358,11 @@ async fn same_answers(initial: RoomSettings, ops: Vec<Op>) -> Result<(), TestCas
             Op::Figures => {
                 let a = redis.figures(&room).await.unwrap();
                 let b = memory.figures(&room).await.unwrap();
+                prop_assert_eq!(a, b, "{}", ctx);
+            }
+            Op::Draw => {
+                let a = redis.draw(&room).await.unwrap();
+                let b = memory.draw(&room).await.unwrap();
                 prop_assert_eq!(a, b, "{}", ctx);
             }
             Op::Observe {

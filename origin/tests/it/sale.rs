@@ -148,12 +148,12 @@ async fn sold_out_waiters_who_stop_polling_are_still_dropped() {
     let store = t.store.as_ref();
     let room = make_paused_room(store, "gone-quiet", RoomSettings::default()).await;
     let a = store
-        .join(&room, None, 0, None)
+        .join(&room, None, None)
         .await
         .unwrap()
         .answer()
         .unwrap();
-    store.join(&room, None, 0, None).await.unwrap();
+    store.join(&room, None, None).await.unwrap();
     store
         .set_sale(&room, signal(SeatsLeft::SoldOut))
         .await
@@ -181,7 +181,7 @@ async fn admitted_in_three_seconds(
     };
     let room = make_paused_room(store, id, s).await;
     for _ in 0..200 {
-        store.join(&room, None, 0, None).await.unwrap();
+        store.join(&room, None, None).await.unwrap();
     }
     store
         .set_sale(

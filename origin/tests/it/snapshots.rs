@@ -105,7 +105,7 @@ async fn join_many(store: &dyn QueueStore, room: &RoomId, n: usize) -> Vec<u64> 
     let mut seqs = Vec::with_capacity(n);
     for _ in 0..n {
         let snap = store
-            .join(room, None, 0, None)
+            .join(room, None, None)
             .await
             .unwrap()
             .answer()
@@ -948,9 +948,9 @@ async fn one_observation_marks_thousands_and_samples_the_line_behind_the_draws()
     };
     let room = crate::common::make_paused_room(store, "marks", settings).await;
     let mut draws = Vec::new();
-    for i in 0..30u64 {
+    for _ in 0..30u64 {
         let snap = store
-            .join(&room, None, (i * 7_919) % 1_000, None)
+            .join(&room, None, None)
             .await
             .unwrap()
             .answer()

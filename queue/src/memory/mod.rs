@@ -25,6 +25,7 @@ use rand::RngExt;
 use ranked::{Entry, RankedSet};
 
 use crate::counter_hash::{CounterMap, CounterSet};
+use crate::draw::{self, AWAITING_DRAW, DrawState, DrawView};
 
 use crate::store::{
     DEPARTURES_KEPT_MS, END_BUCKETS, JoinRequest, Joined, LineView, MAX_ADMITS_PER_TICK,
@@ -101,6 +102,8 @@ struct Room {
     /// (time ms, member) of waiters who left the line, oldest first, for
     /// [`DEPARTURES_KEPT_MS`] (the `departed` sorted set).
     departed: VecDeque<(u64, Member)>,
+    /// The pre-queue draw (the `draw_*` fields of the room hash).
+    draw: Option<DrawState>,
 }
 
 /// "Still polling" marks, as coarse as the Redis store's ring of bitmaps
@@ -562,7 +565,16 @@ impl Room {
         let score = if is_open {
             PREQUEUE_SPAN + member.0
         } else {
-            req.draw % PREQUEUE_SPAN
+            // Ordered by the draw at the opening (as join.lua).
+            let d = r.draw.get_or_insert_with(|| DrawState {
+                seed: draw::new_seed(),
+                at_ms: e.opens_at.unwrap_or(now),
+                members: None,
+                done: None,
+            });
+            let lo = d.members.map_or(member.0, |(lo, _)| lo);
+            d.members = Some((lo, member.0));
+            AWAITING_DRAW + member.0
         };
         r.enter(member, score, now);
         let position = r.position(&e, now, member);
@@ -574,7 +586,37 @@ impl Room {
             return None;
         }
         let &(score, _) = self.waiters.get(&member)?;
+        if (AWAITING_DRAW..PREQUEUE_SPAN).contains(&score) {
+            // Awaiting the draw, which the next tick applies.
+            return None;
+        }
         Some(self.waiting.rank(&Entry { score, member }) as u64 + 1)
+    }
+
+    /// Gives the pre-queue members `lo..=hi` still in line their drawn
+    /// scores (as draw.lua: only ever lower), and marks the draw applied.
+    fn apply_draw(&mut self, lo: u64, hi: u64) {
+        let Some(d) = self.draw.as_mut() else {
+            return;
+        };
+        d.done = Some(hi);
+        let (seed, base) = (d.seed, self.base);
+        self.write_drawn(&draw::drawn_scores(&seed, base, lo, hi));
+    }
+
+    /// Gives each of `scores`' members still in line its drawn score.
+    fn write_drawn(&mut self, scores: &[(u64, u64)]) {
+        for &(member, score) in scores {
+            let member = Member(member);
+            let Some((old, gen_)) = self.waiters.get(&member).copied() else {
+                continue;
+            };
+            if score < old {
+                self.waiting.remove(&Entry { score: old, member });
+                self.waiting.insert(Entry { score, member });
+                self.waiters.insert(member, (score, gen_));
+            }
+        }
     }
 
     /// Forgets departures older than [`DEPARTURES_KEPT_MS`].
@@ -675,7 +717,11 @@ impl Room {
 /// The queue in this process's memory.
 pub struct MemoryStore {
     rooms: RwLock<RoomMap<Mutex<Room>>>,
+    /// Draws too large to apply within one tick, under way.
+    draws: Mutex<HashMap<RoomId, BigDraw>>,
     clock: Clock,
+    /// Every new draw seed, when a test pins it; random otherwise.
+    fixed_seed: Option<draw::Seed>,
 }
 
 impl Default for MemoryStore {
@@ -689,7 +735,9 @@ impl MemoryStore {
     pub fn new() -> MemoryStore {
         MemoryStore {
             rooms: RwLock::new(RoomMap::default()),
+            draws: Mutex::default(),
             clock: Clock::System,
+            fixed_seed: None,
         }
     }
 
@@ -697,12 +745,62 @@ impl MemoryStore {
     pub fn with_fixed_clock(clock: Arc<AtomicU64>) -> MemoryStore {
         MemoryStore {
             rooms: RwLock::new(RoomMap::default()),
+            draws: Mutex::default(),
             clock: Clock::Manual(clock),
+            fixed_seed: None,
         }
+    }
+
+    /// Gives every new draw seed as `seed`, so a test can compare this
+    /// store's draws with the Redis store's. Production never calls this.
+    pub fn with_fixed_seed(mut self, seed: draw::Seed) -> MemoryStore {
+        self.fixed_seed = Some(seed);
+        self
     }
 
     fn now(&self) -> u64 {
         self.clock.now_ms()
+    }
+
+    /// One tick's share of a draw too large to apply at once: the draw
+    /// values are computed on a blocking thread, then the scores written
+    /// [`BIG_DRAW_CHUNK`] a tick (the room's lock is held a few tens of ms
+    /// at most), the last share marking it applied. Nobody is let in
+    /// meanwhile, as while any draw is pending.
+    fn advance_big_draw(&self, id: &RoomId) -> Result<(), StoreError> {
+        let pending = self.with_room(id, |r, now| {
+            let d = r.draw?;
+            let (lo, hi) = d.pending(now)?;
+            (hi - lo + 1 > DRAW_AT_ONCE).then_some((d.seed, r.base, lo, hi))
+        })?;
+        let mut draws = self.draws.lock().map_err(|_| poisoned())?;
+        let Some((seed, base, lo, hi)) = pending else {
+            draws.remove(id);
+            return Ok(());
+        };
+        let job = draws
+            .entry(id.clone())
+            .or_insert_with(|| BigDraw::start(seed, base, lo, hi));
+        if job.hi != hi || job.seed != seed {
+            *job = BigDraw::start(seed, base, lo, hi);
+        }
+        let Some(scores) = job.scores.get() else {
+            return Ok(());
+        };
+        let to = (job.next + BIG_DRAW_CHUNK).min(scores.len());
+        let part = scores.get(job.next..to).unwrap_or_default();
+        let last = to == scores.len();
+        self.with_room(id, |r, _| {
+            r.write_drawn(part);
+            if last && let Some(d) = r.draw.as_mut() {
+                d.done = Some(hi);
+            }
+        })?;
+        job.next = to;
+        if last {
+            draws.remove(id);
+        }
+        Ok(())
     }
 
     /// Runs `f` on the room under its lock, with the store's time. The
@@ -719,6 +817,41 @@ impl MemoryStore {
         let room = rooms.get(id).ok_or(StoreError::UnknownRoom)?;
         let mut room = room.lock().map_err(|_| poisoned())?;
         Ok(f(&mut room, self.now()))
+    }
+}
+
+/// A pre-queue up to this size is drawn within the tick that finds the
+/// opening come (some tens of ms); a larger one over the next ticks
+/// ([`MemoryStore::advance_big_draw`]).
+const DRAW_AT_ONCE: u64 = 20_000;
+
+/// Scores written a tick while applying a large draw.
+const BIG_DRAW_CHUNK: usize = 20_000;
+
+/// A draw too large for one tick, under way.
+struct BigDraw {
+    seed: draw::Seed,
+    hi: u64,
+    /// (member, score) in draw order, once computed.
+    scores: Arc<std::sync::OnceLock<Vec<(u64, u64)>>>,
+    /// The next of `scores` to write.
+    next: usize,
+}
+
+impl BigDraw {
+    fn start(seed: draw::Seed, base: u64, lo: u64, hi: u64) -> BigDraw {
+        let scores = Arc::new(std::sync::OnceLock::new());
+        let slot = scores.clone();
+        // A thread of its own: the store is used outside any runtime too.
+        std::thread::spawn(move || {
+            let _ = slot.set(draw::drawn_scores(&seed, base, lo, hi));
+        });
+        BigDraw {
+            seed,
+            hi,
+            scores,
+            next: 0,
+        }
     }
 }
 
@@ -743,6 +876,8 @@ impl QueueStore for MemoryStore {
         }
         let abandon_changed = room.settings.abandon_seconds != settings.abandon_seconds;
         room.settings = settings.clone();
+        let fresh = self.fixed_seed.unwrap_or_else(draw::new_seed);
+        room.draw = DrawState::put(room.draw, settings.opens_at_ms(), now, fresh);
         if created {
             room.state = Some(RoomState::Open);
             room.base = now * 1000;
@@ -863,6 +998,7 @@ impl QueueStore for MemoryStore {
     }
 
     async fn tick(&self, id: &RoomId) -> Result<TickReport, StoreError> {
+        self.advance_big_draw(id)?;
         self.with_room(id, |r, now| {
             let e = r.effective(now);
             let expired = r.expire(now);
@@ -879,7 +1015,8 @@ impl QueueStore for MemoryStore {
             let mut admitted = Vec::new();
             // No seat to sell: nobody is let in and the achieved rate is left
             // as it was, as when paused, so it does not decay to zero meanwhile.
-            if Room::admitting(&e, now) && e.method != QueueingMethod::Reject {
+            let pending = r.draw.and_then(|d| d.pending(now));
+            if Room::admitting(&e, now) && e.method != QueueingMethod::Reject && pending.is_none() {
                 r.refill(&e, now);
                 let allow = r.allow.unwrap_or(0.0);
                 let k = if e.method == QueueingMethod::Passthrough {
@@ -926,6 +1063,9 @@ impl QueueStore for MemoryStore {
             }
 
             r.summarize(&e, now, expired, active);
+            if let Some((lo, hi)) = pending.filter(|(lo, hi)| hi - lo < DRAW_AT_ONCE) {
+                r.apply_draw(lo, hi);
+            }
 
             if waiting == 0 {
                 r.marks.clear();
@@ -998,6 +1138,12 @@ impl QueueStore for MemoryStore {
                 next_window_edge_ms: r.next_window_edge(now),
                 lottery_ticks: r.lottery_ticks,
             }
+        })
+    }
+
+    async fn draw(&self, id: &RoomId) -> Result<Option<DrawView>, StoreError> {
+        self.with_room(id, |r, now| {
+            r.draw.map(|d| DrawView::of(&d.seed, d.at_ms, now))
         })
     }
 

@@ -23,9 +23,10 @@ use redis::{AsyncCommands, ErrorKind, FromRedisValue, RedisError, Script, Server
 
 use conn::Conn;
 pub use keys::RoomKeys;
-use reply::{Counter, Joins, Observed, Reply};
+use reply::{Counter, DrawSeen, Joins, Observed, PendingDraw, Reply, Ticked};
 use scripts::Scripts;
 
+use crate::draw::{self, DRAW_CHUNK, DrawView};
 use crate::store::{
     DEPARTURES_KEPT_MS, JoinRequest, Joined, MAX_ADMITS_PER_TICK, MAX_DROPS_PER_TICK, Observation,
     PREQUEUE_SPAN, Proof, QueueStore, RoomFigures, SaleSignal, Snapshot, StoreError, TickReport,
@@ -47,13 +48,17 @@ pub struct RedisConfig {
     pub cluster: bool,
 }
 
-/// The queue on one Redis server or a Redis Cluster.
+/// The queue on one Redis server or a Redis Cluster. Cheap to clone (a
+/// clone shares the connection).
+#[derive(Clone)]
 pub struct RedisStore {
     conn: Conn,
     prefix: String,
-    scripts: Scripts,
+    scripts: Arc<Scripts>,
     timeout: Duration,
     clock: Option<Arc<AtomicU64>>,
+    /// Every new draw seed, when a test pins it; random otherwise.
+    fixed_seed: Option<draw::Seed>,
 }
 
 impl RedisStore {
@@ -85,9 +90,10 @@ impl RedisStore {
         Ok(RedisStore {
             conn,
             prefix: config.prefix.clone(),
-            scripts: Scripts::new(),
+            scripts: Arc::new(Scripts::new()),
             timeout: config.timeout,
             clock: None,
+            fixed_seed: None,
         })
     }
 
@@ -97,6 +103,18 @@ impl RedisStore {
     pub fn with_fixed_clock(mut self, clock: Arc<AtomicU64>) -> RedisStore {
         self.clock = Some(clock);
         self
+    }
+
+    /// Gives every new draw seed as `seed`, so a test can compare this
+    /// store's draws with the embedded one's. Production never calls this.
+    pub fn with_fixed_seed(mut self, seed: draw::Seed) -> RedisStore {
+        self.fixed_seed = Some(seed);
+        self
+    }
+
+    /// A seed for a room that may need a new one (hex, as the scripts take it).
+    fn fresh_seed(&self) -> String {
+        draw::to_hex(&self.fixed_seed.unwrap_or_else(draw::new_seed))
     }
 
     fn keys(&self, room: &RoomId) -> RoomKeys {
@@ -167,6 +185,45 @@ impl RedisStore {
     }
 }
 
+/// How long a tick waits for the draw it started before it returns.
+const DRAW_WAIT: Duration = Duration::from_millis(250);
+
+impl RedisStore {
+    /// Applies a room's pre-queue draw: the draw values computed here (on a
+    /// blocking thread), the scores written in chunks of [`DRAW_CHUNK`],
+    /// then the draw marked applied.
+    async fn apply_draw(&self, room: &RoomId, d: PendingDraw) -> Result<(), StoreError> {
+        let started = std::time::Instant::now();
+        let (seed, lo, hi, base) = (d.seed, d.lo, d.hi, d.base);
+        let scores = tokio::task::spawn_blocking(move || draw::drawn_scores(&seed, base, lo, hi))
+            .await
+            .map_err(|e| StoreError::Protocol(format!("the draw's thread failed: {e}")))?;
+        // Plain ZADDs on the waiting set (one key: its slot on a cluster):
+        // XX keeps members who left out, LT never moves a member up from a
+        // drawn score, and the scores depend on nothing but the seed and the
+        // member, so any instance writing them, twice or late, writes the
+        // same. Each holds Redis for a few ms.
+        let waiting = self.keys(room).waiting;
+        for chunk in scores.chunks(DRAW_CHUNK) {
+            let mut zadd = redis::cmd("ZADD");
+            zadd.arg(&waiting).arg("XX").arg("LT");
+            for &(member, score) in chunk {
+                zadd.arg(score).arg(member);
+            }
+            let mut conn = self.conn.clone();
+            let _: i64 = self.within(zadd.query_async(&mut conn)).await?;
+        }
+        // Then the draw is marked applied, if the room still has this seed.
+        let seed_hex = draw::to_hex(&d.seed);
+        let hi = d.hi.to_string();
+        let _: Counter = self
+            .run(&self.scripts.draw, room, &["apply", &seed_hex, &hi, "1"])
+            .await?;
+        tracing::info!(%room, places = scores.len(), ms = started.elapsed().as_millis() as u64, "the pre-queue draw is applied");
+        Ok(())
+    }
+}
+
 /// The windows as the scripts read them: unix ms bounds and short names,
 /// fields a window leaves out omitted.
 fn windows_for_scripts(s: &RoomSettings) -> String {
@@ -231,6 +288,7 @@ impl QueueStore for RedisStore {
             s.method.as_str().to_owned(),
             windows_for_scripts(s),
             as_given,
+            self.fresh_seed(),
         ];
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         self.run::<()>(&self.scripts.put_room, room, &args).await?;
@@ -293,6 +351,7 @@ impl QueueStore for RedisStore {
                 };
                 let kinds: String = joins.iter().map(kind).collect();
                 call.arg(kinds);
+                call.arg(self.fresh_seed());
                 for join in joins {
                     let solution = |call: &mut redis::ScriptInvocation<'_>| {
                         match join.proof {
@@ -304,12 +363,8 @@ impl QueueStore for RedisStore {
                         };
                     };
                     match kind(join) {
-                        'p' => {
-                            call.arg(join.draw % PREQUEUE_SPAN);
-                            continue;
-                        }
+                        'p' => continue,
                         's' => {
-                            call.arg(join.draw % PREQUEUE_SPAN);
                             solution(call);
                             continue;
                         }
@@ -319,7 +374,6 @@ impl QueueStore for RedisStore {
                         Some(seq) => call.arg(seq),
                         None => call.arg(""),
                     };
-                    call.arg(join.draw % PREQUEUE_SPAN);
                     match &join.limit {
                         Some(limit) => call.arg(limit.holder.as_str()).arg(limit.max),
                         None => call.arg("").arg(0u32),
@@ -366,8 +420,37 @@ impl QueueStore for RedisStore {
         let drops = MAX_DROPS_PER_TICK.to_string();
         let admits = MAX_ADMITS_PER_TICK.to_string();
         let span = PREQUEUE_SPAN.to_string();
-        self.run(&self.scripts.tick, room, &[&drops, &admits, &span])
-            .await
+        let Ticked { report, draw } = self
+            .run(&self.scripts.tick, room, &[&drops, &admits, &span])
+            .await?;
+        if let Some(pending) = draw {
+            // Nobody was let in; the first tick after the draw is applied
+            // lets the drawn pre-queue in. A pre-queue of some thousands is
+            // drawn before this tick ends; a larger one goes on in the
+            // background (a million takes seconds), so the promoter's other
+            // rooms do not wait for it.
+            let (store, id) = (self.clone(), room.clone());
+            let applying = tokio::spawn(async move {
+                let applied = store.apply_draw(&id, pending).await;
+                if let Err(e) = &applied {
+                    tracing::warn!(room = %id, error = %e, "the pre-queue draw failed; another tick tries again");
+                }
+                applied
+            });
+            match tokio::time::timeout(DRAW_WAIT, applying).await {
+                Ok(Ok(applied)) => applied?,
+                Ok(Err(e)) => {
+                    return Err(StoreError::Protocol(format!("the draw's task failed: {e}")));
+                }
+                Err(_) => {}
+            }
+        }
+        Ok(report)
+    }
+
+    async fn draw(&self, room: &RoomId) -> Result<Option<DrawView>, StoreError> {
+        let DrawSeen(seed, now) = self.run(&self.scripts.draw, room, &["view"]).await?;
+        Ok(seed.map(|(seed, at)| DrawView::of(&seed, at, now)))
     }
 
     async fn observe(&self, room: &RoomId, watch: &Watch) -> Result<Observation, StoreError> {

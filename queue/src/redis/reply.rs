@@ -19,6 +19,8 @@ use crate::store::{
 };
 use room::{QueueingMethod, RoomSettings, RoomState};
 
+use crate::draw::{Seed, seed_from_hex};
+
 type Parsed<T> = Result<T, ParsingError>;
 
 fn bad(what: &str) -> ParsingError {
@@ -319,20 +321,75 @@ impl FromRedisValue for Joins {
 
 /// `tick.lua`'s reply: active, waiting, expired, abandoned, then the seqs
 /// admitted.
-impl FromRedisValue for TickReport {
+/// `tick.lua`'s reply: what the tick did, and the draw this caller is to
+/// apply, if any.
+pub struct Ticked {
+    pub report: TickReport,
+    pub draw: Option<PendingDraw>,
+}
+
+/// A pre-queue draw to apply (draw.rs): the room's seed, its pre-queue's
+/// first and last member, and its base.
+pub struct PendingDraw {
+    pub seed: Seed,
+    pub lo: u64,
+    pub hi: u64,
+    pub base: u64,
+}
+
+impl FromRedisValue for Ticked {
     fn from_redis_value(value: Value) -> Parsed<Self> {
-        let v: Vec<i64> = items(value)?.iter().map(int).collect::<Parsed<_>>()?;
-        let Some((&[active, waiting, expired, abandoned], admitted)) = v.split_first_chunk() else {
+        let mut v = items(value)?;
+        if v.len() < 5 {
             return Err(bad("tick reply has the wrong length"));
+        }
+        let rest = v.split_off(5);
+        let draw = match v.get(4).and_then(text) {
+            None | Some("") => None,
+            Some(t) => Some(pending_draw(t).ok_or_else(|| bad("bad draw in tick reply"))?),
         };
-        let count = |n: i64| n.max(0) as u64;
-        Ok(TickReport {
-            admitted: admitted.iter().copied().map(count).collect(),
-            expired: count(expired),
-            abandoned: count(abandoned),
-            active: count(active),
-            waiting: count(waiting),
+        let n = |i: usize| v.get(i).map_or(Ok(0), count);
+        let admitted = rest.iter().map(count).collect::<Parsed<_>>()?;
+        Ok(Ticked {
+            report: TickReport {
+                admitted,
+                expired: n(2)?,
+                abandoned: n(3)?,
+                active: n(0)?,
+                waiting: n(1)?,
+            },
+            draw,
         })
+    }
+}
+
+fn pending_draw(t: &str) -> Option<PendingDraw> {
+    let mut w = t.split(' ');
+    let seed = seed_from_hex(w.next()?)?;
+    let mut num = || w.next()?.parse::<u64>().ok();
+    Some(PendingDraw {
+        seed,
+        lo: num()?,
+        hi: num()?,
+        base: num()?,
+    })
+}
+
+/// `draw.lua`'s 'view' reply: the room's seed, when it has one, the
+/// opening that reveals it, and the store's clock.
+pub struct DrawSeen(pub Option<(Seed, u64)>, pub u64);
+
+impl FromRedisValue for DrawSeen {
+    fn from_redis_value(value: Value) -> Parsed<Self> {
+        let [seed, at, now] = fields(value, "draw view has the wrong length")?;
+        let now = natural(&now, "bad clock in draw view")?;
+        match text(&seed) {
+            None | Some("") => Ok(DrawSeen(None, now)),
+            Some(hex) => {
+                let seed = seed_from_hex(hex).ok_or_else(|| bad("bad seed in draw view"))?;
+                Ok(DrawSeen(Some((seed, natural(&at, "bad draw_at")?)), now))
+            }
+        }
     }
 }
 

@@ -36,6 +36,8 @@ pub struct Scripts {
     pub figures: Script,
     /// `observe.lua`
     pub observe: Script,
+    /// `draw.lua`
+    pub draw: Script,
 }
 
 impl Scripts {
@@ -52,6 +54,7 @@ impl Scripts {
             set_sale: script!("set_sale.lua"),
             figures: script!("figures.lua"),
             observe: script!("observe.lua"),
+            draw: script!("draw.lua"),
         }
     }
 }

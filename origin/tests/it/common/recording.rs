@@ -153,6 +153,9 @@ impl QueueStore for Recording {
         self.room_lists.fetch_add(1, Ordering::SeqCst);
         self.inner.rooms().await
     }
+    async fn draw(&self, room: &RoomId) -> Result<Option<queue::DrawView>, StoreError> {
+        self.inner.draw(room).await
+    }
     async fn figures(&self, room: &RoomId) -> Result<RoomFigures, StoreError> {
         self.figures_reads.fetch_add(1, Ordering::SeqCst);
         self.inner.figures(room).await

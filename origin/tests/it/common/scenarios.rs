@@ -120,22 +120,32 @@ pub async fn the_prequeue_draws_places_at_the_opening_and_later_joins_queue_behi
     assert!(report.admitted.is_empty());
 
     // The opening comes on the store's clock (a cluster's too, which no
-    // test moves): wait until the draw gives the first early visitor a place.
+    // test moves): the seed is told from then on.
     eventually(
-        "the opening draws places",
+        "the opening reveals the seed",
         Duration::from_secs(5),
-        || async { api.status(&room, &early[0]).await.json["position"].is_u64() },
+        || async { store.draw(&room).await.unwrap().unwrap().seed.is_some() },
     )
     .await;
+    let seed = store.draw(&room).await.unwrap().unwrap().seed.unwrap();
+    assert!(
+        api.status(&room, &early[0]).await.json["position"].is_null(),
+        "no place is told before the draw is applied"
+    );
+    // The first tick after the opening applies the draw and lets nobody in.
+    let report = store.tick(&room).await.unwrap();
+    assert!(report.admitted.is_empty());
 
-    // After the opening every early visitor has an exact place within the first 40.
-    let mut places: Vec<u64> = Vec::new();
+    // Then every early visitor has an exact place within the first 40: its
+    // rank in the draw anyone can recompute from the seed.
+    let early_seqs: Vec<u64> = early.iter().map(|t| seq_of(t, &room)).collect();
+    let drawn = origin::queue::draw::draw_order(&seed, early_seqs.iter().copied());
     for t in &early {
         let r = api.status(&room, t).await;
-        places.push(r.json["position"].as_u64().unwrap());
+        let seq = seq_of(t, &room);
+        let rank = drawn.iter().position(|&s| s == seq).unwrap() as u64;
+        assert_eq!(r.json["position"], rank + 1, "seq {seq}");
     }
-    places.sort_unstable();
-    assert_eq!(places, (1..=40).collect::<Vec<u64>>());
 
     let mut late = Vec::new();
     for i in 0..20 {
@@ -150,16 +160,15 @@ pub async fn the_prequeue_draws_places_at_the_opening_and_later_joins_queue_behi
 
     let order = promote(store.as_ref(), &room, 60, 1_000).await;
     // Sequence numbers start at the room's base, not at 1.
-    let early_seqs: Vec<u64> = early.iter().map(|t| seq_of(t, &room)).collect();
-    let mut first: Vec<u64> = order[..40].to_vec();
     assert_ne!(
-        first, early_seqs,
+        order[..40],
+        early_seqs[..],
         "the pre-queue is not admitted in order of arrival"
     );
-    first.sort_unstable();
     assert_eq!(
-        first, early_seqs,
-        "the pre-queue is admitted before anyone later"
+        order[..40],
+        drawn[..],
+        "the pre-queue is admitted before anyone later, in the draw's order"
     );
     assert_eq!(order[40..], late[..], "later joins are admitted in order");
 }

@@ -11,10 +11,11 @@
 --         (no ticket, no cap, no account, no challenge: most of an on-sale),
 --         's' a plain join with a solved challenge (most of an on-sale in a
 --         room that asks one), 'f' any other
--- then, in the same order, one argument per plain join, three per 's' and
--- seven per other:
+-- ARGV[4] a fresh draw seed (hex), taken only by a pre-queue join into a
+--         room that has none yet (one stored before rooms had seeds)
+-- then, in the same order, none per plain join, two per 's' and six per
+-- other:
 --   seq of the visitor's valid ticket, or '' when it has none (f only)
---   pre-queue draw: random integer in [0, span)
 --   the client (for the per-client cap)   its cap, 0 = none (f only)
 --   the account (its 8 raw bytes), or '' when it has none (f only)
 --   the challenge (s, f): the solution's 8 raw bytes, '' when the room
@@ -57,6 +58,8 @@
 -- New places of this batch not yet written, in order: their scores (as
 -- text) and their members (numbers: the bitmaps are set by runs of them).
 local pending_scores, pending = {}, {}
+-- The first and last pre-queue member this batch gave (draw.rs).
+local prequeue_lo, prequeue_hi
 -- The last member given before this batch.
 local before_batch
 -- The counter as Redis holds it now.
@@ -187,7 +190,7 @@ local function remember_solution(now, solution, window, seq, only_new)
   return new == 1
 end
 
-local function join_one(out, room, now, span, existing, draw, holder, max_places, account,
+local function join_one(out, room, now, span, existing, holder, max_places, account,
                         solution, window)
   -- The short way, most joins of an on-sale: exactly what the long way
   -- below does for them (a new place at the back of a non-empty line),
@@ -215,7 +218,7 @@ local function join_one(out, room, now, span, existing, draw, holder, max_places
     end
     return answer(out, room, 'waiting', member, line)
   end
-  -- draw and max_places arrive as text: most joins read neither as a
+  -- max_places arrives as text: most joins do not read it as a
   -- number (Lua's tonumber is glibc's strtod).
   -- A valid ticket whose place still stands gets that place back, never a
   -- second one; so does an account, when the ticket's place does not stand.
@@ -306,7 +309,10 @@ local function join_one(out, room, now, span, existing, draw, holder, max_places
   if is_open then
     score = span + member
   else
-    score = tonumber(draw)
+    -- Ordered by the draw at the opening; until then its order means nothing.
+    score = AWAITING_DRAW + member
+    prequeue_lo = prequeue_lo or member
+    prequeue_hi = member
   end
   pending_scores[#pending_scores + 1] = int(score)
   pending[#pending + 1] = member
@@ -334,22 +340,33 @@ plain_ok = not refusing(room) and room.seats ~= 'sold_out' and opened(room, now)
   and room.method ~= 'random' and not (admitting(room, now) and room.method == 'passthrough')
 local out = room_figures(room, now)
 local answers = { int(room.base) }
-local a = 4 -- the next join's first argument
+local a = 5 -- the next join's first argument
 for k = 1, #kinds do
   local kind = string.byte(kinds, k)
   if kind == 112 then -- 'p'
-    join_one(answers, room, now, span, '', ARGV[a], '', '0', '', '', '')
-    a = a + 1
+    join_one(answers, room, now, span, '', '', '0', '', '', '')
   elseif kind == 115 then -- 's'
-    join_one(answers, room, now, span, '', ARGV[a], '', '0', '', ARGV[a + 1], ARGV[a + 2])
-    a = a + 3
+    join_one(answers, room, now, span, '', '', '0', '', ARGV[a], ARGV[a + 1])
+    a = a + 2
   else
     join_one(answers, room, now, span, ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3],
-      ARGV[a + 4], ARGV[a + 5], ARGV[a + 6])
-    a = a + 7
+      ARGV[a + 4], ARGV[a + 5])
+    a = a + 6
   end
 end
 flush(room, now)
+if prequeue_hi then
+  -- The pre-queue's members are consecutive: every place given before the
+  -- opening is one. Its seed exists before its first member does.
+  local d = redis.call('HMGET', ROOM, 'draw_seed', 'draw_lo')
+  if not d[1] then
+    redis.call('HSET', ROOM, 'draw_seed', ARGV[4], 'draw_at', int(room.opens_at))
+  end
+  if not d[2] then
+    redis.call('HSET', ROOM, 'draw_lo', int(prequeue_lo))
+  end
+  redis.call('HSET', ROOM, 'draw_hi', int(prequeue_hi))
+end
 if room.last_member ~= stored_member then
   redis.call('HSET', ROOM, 'seq', int(room.last_member))
 end

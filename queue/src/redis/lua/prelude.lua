@@ -12,7 +12,11 @@
 --   KEYS[1] room hash: settings, counters, admission budget, rate estimate,
 --           the sale signal ('seats', 'rate_factor'; absent = available, 1);
 --           its field 'seq' holds the last member given (the name is kept
---           so rooms stored before stay readable)
+--           so rooms stored before stay readable); the pre-queue draw
+--           (draw.rs): 'draw_seed' (hex), 'draw_at' (the opening that
+--           reveals it, ms), 'draw_lo' / 'draw_hi' (the pre-queue's first
+--           and last member), 'draw_done' (the draw_hi applied),
+--           'draw_claim' (until when one instance applies it, ms)
 --   KEYS[2] waiting zset: member = member, score = order in line
 --   KEYS[3] seen zset: member = member, score = last poll (ms), as earlier
 --           versions kept it; only the tick reads it (moving it into the
@@ -66,6 +70,12 @@ local DEPARTED = KEYS[18]
 
 local CHUNK = 500 -- arguments per command, well under Lua's stack limit
 
+-- The line's scores (draw.rs): a place taken after the opening is
+-- PREQUEUE_SPAN + member; a pre-queue place AWAITING_DRAW + member until
+-- the draw is applied, then below AWAITING_DRAW.
+local PREQUEUE_SPAN = 1099511627776 -- 2^40 (store.rs)
+local AWAITING_DRAW = 549755813888 -- 2^39 (draw.rs)
+
 -- The account index's key names start as KEYS[1] does, without its 'room'.
 local STEM = string.sub(ROOM, 1, -5)
 local ACCOUNT_BUCKETS = 16384 -- a power of two: the bucket is the low 14 bits
@@ -103,7 +113,7 @@ local function load_room(now)
   local v = redis.call('HMGET', ROOM, 'state', 'capacity', 'rate', 'session_ms',
     'abandon_ms', 'opens_at', 'max_line', 'seq', 'allow', 'refill_at', 'rate_est', 'rate_at',
     'method', 'windows', 'mark_at', 'base', 'seats', 'rate_factor', 'poll_g', 'poll_gen',
-    'swept', 'sweep_more', 'accounts')
+    'swept', 'sweep_more', 'accounts', 'draw_at', 'draw_hi', 'draw_done')
   if not v[1] then
     return nil
   end
@@ -136,6 +146,10 @@ local function load_room(now)
     -- accounts indexed (the account index; 0: none, nothing to look up)
     accounts = tonumber(v[23]) or 0,
   }
+  -- The opening has come and the pre-queue is not drawn yet (draw.rs):
+  -- nobody is let in, and no pre-queue place told its position, meanwhile.
+  local draw_at, draw_hi = tonumber(v[24]), v[25]
+  room.draw_pending = draw_hi ~= false and draw_at ~= nil and now >= draw_at and v[26] ~= draw_hi
   -- room.windows: the scheduled windows, decoded (observe.lua reads their
   -- edges); nil when there are none
   if v[14] and v[14] ~= '' and v[14] ~= '[]' then
@@ -428,6 +442,12 @@ end
 local function position(room, now, member)
   if not opened(room, now) or room.method == 'random' then
     return nil
+  end
+  if room.draw_pending then
+    local score = tonumber(redis.call('ZSCORE', WAITING, member))
+    if score and score >= AWAITING_DRAW and score < PREQUEUE_SPAN then
+      return nil
+    end
   end
   return redis.call('ZRANK', WAITING, member) + 1
 end

@@ -3,8 +3,11 @@
 -- ARGV[3] most visitors admitted in one tick
 -- ARGV[4] the pre-queue span (scores below it are pre-queue draws)
 -- Both bound how long the script holds Redis.
--- Returns {active, waiting, expired, abandoned, seq of each admitted...} after the
--- step, or UNKNOWN_ROOM.
+-- Returns {active, waiting, expired, abandoned, draw, seq of each admitted...}
+-- after the step, or UNKNOWN_ROOM. draw is '' or, when the opening has come,
+-- the pre-queue is not drawn yet and this caller is to apply the draw (no
+-- other instance claimed it in the last DRAW_CLAIM_MS), 'seed lo hi base'
+-- (draw.rs); nobody is let in until it is applied.
 
 local now = now_ms()
 local room = load_room(now)
@@ -116,7 +119,18 @@ end
 
 local waiting = redis.call('ZCARD', WAITING)
 local active = redis.call('ZCARD', ACTIVE)
-local out = { 0, 0, expired, #stale }
+local out = { 0, 0, expired, #stale, '' }
+
+-- Long enough for a million places on a busy machine; a claimer that died
+-- delays the opening this long at most.
+local DRAW_CLAIM_MS = 60000
+if room.draw_pending then
+  local d = redis.call('HMGET', ROOM, 'draw_seed', 'draw_lo', 'draw_hi', 'draw_claim')
+  if now >= (tonumber(d[4]) or 0) then
+    redis.call('HSET', ROOM, 'draw_claim', int(now + DRAW_CLAIM_MS))
+    out[5] = d[1] .. ' ' .. d[2] .. ' ' .. d[3] .. ' ' .. int(room.base)
+  end
+end
 
 -- Picks k visitors to let in: the front of the line, or a random draw
 -- among everyone waiting (a lottery).
@@ -145,7 +159,7 @@ end
 
 -- No seat to sell is like paused: nobody is let in and the achieved rate is
 -- left as it was, so it does not decay to zero while every seat is held.
-if admitting(room, now) and room.method ~= 'reject' then
+if admitting(room, now) and room.method ~= 'reject' and not room.draw_pending then
   refill(room, now)
   local k
   if room.method == 'passthrough' then
@@ -225,7 +239,7 @@ redis.call('HSET', ROOM, 'turn_at', int(now), 'turn_active', int(active),
   'eta', table.concat(eta, ' '))
 
 -- Join-time marks older than the one the front of the line needs can go.
--- Only once the pre-queue is gone: until then the front is a random draw.
+-- Only once the pre-queue is gone: until then the front is drawn.
 if waiting == 0 then
   -- Nobody waits: the marks, the present bitmap and the polled ring go
   -- (bitmaps are sized by the highest member, not by the line).
