@@ -22,6 +22,9 @@
 //!   the same signal; one that alone cannot reach the database would
 //!   alternate with the others, pass by pass.
 //!
+//! Each pass also hands the seats it read, with the room's admissions, to
+//! the outlook waiters are told (`outlook`).
+//!
 //! The loop also sweeps ended holds, so counts and the seat map see freed
 //! seats promptly. A signal it writes reaches this instance's status views
 //! at once, so held status polls wake on the last seat booked without
@@ -41,6 +44,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::history::History;
 use crate::latency::Latency;
+use crate::outlook::{Figures, Outlooks};
 use booking::{BookingStore, RoomSeats};
 use queue::snapshot::Snapshots;
 use queue::{QueueStore, SaleSignal, SeatsLeft, StoreError};
@@ -134,6 +138,7 @@ pub async fn run(
     latency: Arc<Latency>,
     history: Arc<History>,
     views: Arc<Snapshots>,
+    outlooks: Arc<Outlooks>,
     clock: Clock,
     cancel: CancellationToken,
 ) {
@@ -146,6 +151,7 @@ pub async fn run(
             &latency,
             &history,
             &views,
+            &outlooks,
             &clock,
             &mut followed,
         )
@@ -192,6 +198,7 @@ async fn pass(
     latency: &Latency,
     history: &History,
     views: &Snapshots,
+    outlooks: &Outlooks,
     clock: &Clock,
     followed: &mut HashMap<RoomId, Followed>,
 ) -> Result<bool, String> {
@@ -203,6 +210,7 @@ async fn pass(
     let rooms = queue.rooms().await.map_err(|e| e.to_string())?;
     followed.retain(|room, _| rooms.contains(room));
     latency.retain(&rooms);
+    outlooks.retain(&rooms);
     for room in rooms {
         let figures = match queue.figures(&room).await {
             Ok(f) => f,
@@ -229,6 +237,8 @@ async fn pass(
             Some(seats) => {
                 // The console's seat figures: what was read here anyway.
                 history.note_seats(&room, seats);
+                // And the outlook's: the seats with this pass's admissions.
+                outlooks.note(&room, seats.map(|s| Figures::of(s, &figures)));
                 soon |= near_the_end(seats);
                 state.sells = seats.is_some();
                 seats_left(seats)

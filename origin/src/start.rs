@@ -364,6 +364,7 @@ pub async fn run_with(
             state.latency.clone(),
             state.history.clone(),
             state.snapshots.clone(),
+            state.outlooks.clone(),
             state.clock.clone(),
             cancel.clone(),
         ));

@@ -232,6 +232,7 @@ impl Sale {
             self.state.latency.clone(),
             self.state.history.clone(),
             self.state.snapshots.clone(),
+            self.state.outlooks.clone(),
             self.state.clock.clone(),
             cancel.clone(),
         ));

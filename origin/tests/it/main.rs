@@ -54,6 +54,7 @@ mod on_redis {
     mod line;
     mod methods;
     mod openapi;
+    mod outlook;
     mod pages;
     mod promoter;
     mod sale;
@@ -88,6 +89,7 @@ mod on_memory {
     mod line;
     mod methods;
     mod openapi;
+    mod outlook;
     mod pages;
     mod promoter;
     mod sale;
