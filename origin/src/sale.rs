@@ -125,6 +125,18 @@ pub fn seats_unreadable(current: SeatsLeft) -> SeatsLeft {
     }
 }
 
+/// Who hears what a pass read, besides the queue's store: the console's
+/// history, this instance's status views and the waiters' outlook.
+#[derive(Clone)]
+pub struct Watchers {
+    /// Every room's recent figures (the seats read).
+    pub history: Arc<History>,
+    /// The status views (a signal written reaches them at once).
+    pub views: Arc<Snapshots>,
+    /// The outlook's figures (seats and admissions).
+    pub outlooks: Arc<Outlooks>,
+}
+
 /// The loop: every [`PASS`], for every room computes the signal and writes
 /// it when the store holds another (so a restarted store, or another
 /// instance's older view, is corrected within a pass), then sweeps ended
@@ -136,9 +148,7 @@ pub async fn run(
     queue: Arc<dyn QueueStore>,
     booking: Arc<BookingStore>,
     latency: Arc<Latency>,
-    history: Arc<History>,
-    views: Arc<Snapshots>,
-    outlooks: Arc<Outlooks>,
+    watchers: Watchers,
     clock: Clock,
     cancel: CancellationToken,
 ) {
@@ -149,9 +159,7 @@ pub async fn run(
             queue.as_ref(),
             &booking,
             &latency,
-            &history,
-            &views,
-            &outlooks,
+            &watchers,
             &clock,
             &mut followed,
         )
@@ -196,12 +204,15 @@ async fn pass(
     queue: &dyn QueueStore,
     booking: &BookingStore,
     latency: &Latency,
-    history: &History,
-    views: &Snapshots,
-    outlooks: &Outlooks,
+    watchers: &Watchers,
     clock: &Clock,
     followed: &mut HashMap<RoomId, Followed>,
 ) -> Result<bool, String> {
+    let Watchers {
+        history,
+        views,
+        outlooks,
+    } = watchers;
     let mut soon = false;
     let now = clock.now_ms();
     // Set by the first booking call that fails: the other rooms are then

@@ -43,9 +43,11 @@ async fn sale(db: &TestDb) -> Sale {
         t.store.clone(),
         state.booking.clone().unwrap(),
         state.latency.clone(),
-        state.history.clone(),
-        state.snapshots.clone(),
-        state.outlooks.clone(),
+        origin::sale::Watchers {
+            history: state.history.clone(),
+            views: state.snapshots.clone(),
+            outlooks: state.outlooks.clone(),
+        },
         state.clock.clone(),
         cancel.clone(),
     ));
