@@ -3,10 +3,12 @@
 //! got one; how soon after the opening waiters were told `unlikely`; and
 //! the share of the line told `unlikely`, second by second, for the chart.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use super::Check;
-use crate::visitor::{Outlook, VisitorLog};
+use crate::visitor::{Outcome, Outlook, VisitorLog};
 
 /// Of the waiters last told `unlikely`, at least this share got no seat.
 pub const UNLIKELY_TARGET: f64 = 0.95;
@@ -24,6 +26,9 @@ pub struct Told {
     pub got_seats: usize,
     /// Of them, admitted (their turn came), seats or not.
     pub admitted: usize,
+    /// How the visits of those without seats ended (a walk-away, seats
+    /// gone at their turn, a failure).
+    pub no_seat: BTreeMap<Outcome, usize>,
 }
 
 impl Told {
@@ -96,6 +101,9 @@ pub fn build(logs: &[VisitorLog], opens_ms: u64, secs: usize) -> Option<Outlooks
         told.waiters += 1;
         told.got_seats += usize::from(got);
         told.admitted += usize::from(l.admitted_ms.is_some());
+        if !got {
+            *told.no_seat.entry(l.outcome).or_insert(0) += 1;
+        }
         let first = l
             .outlooks
             .iter()
@@ -143,10 +151,11 @@ pub fn checks(o: &Outlooks) -> Vec<Check> {
     };
     let told = |t: &Told, what: &str, n: usize| {
         format!(
-            "{} ({n} of {} {what}; {} of them admitted)",
+            "{} ({n} of {} {what}; {} of them admitted; no seat: {:?})",
             pct(n, t.waiters),
             t.waiters,
-            t.admitted
+            t.admitted,
+            t.no_seat
         )
     };
     let u = &o.unlikely;
@@ -219,6 +228,7 @@ mod tests {
         ];
         let o = build(&logs, 0, 22).unwrap();
         assert_eq!((o.likely.waiters, o.likely.got_seats), (2, 1));
+        assert_eq!(o.likely.no_seat.get(&Outcome::TimedOut), Some(&1));
         assert_eq!((o.unlikely.waiters, o.unlikely.got_seats), (2, 0));
         assert_eq!((o.uncertain.waiters, o.uncertain.got_seats), (1, 1));
         assert_eq!(o.waiters, 5);
