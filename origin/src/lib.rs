@@ -26,6 +26,7 @@
 //! - [`holds`]: held status polls (`Prefer: wait`): who is held, what wakes
 //!   them, and their cap.
 //! - [`history`]: every room's last 30 minutes of figures, for the console.
+//! - [`outlook`]: whether seats will probably be left at a waiter's turn.
 //! - [`latency`]: booking latency per room, for adaptive admission.
 //! - [`limits`]: what one client or session may do how often: clients and
 //!   their join and place limits, failed admin attempts, booking writes
@@ -47,6 +48,7 @@ pub mod identity;
 pub mod latency;
 pub mod limits;
 pub mod metric_names;
+pub mod outlook;
 pub mod rooms_file;
 pub mod sale;
 pub mod sessions;

@@ -22,6 +22,9 @@
 //!   the same signal; one that alone cannot reach the database would
 //!   alternate with the others, pass by pass.
 //!
+//! Each pass also hands the seats it read, with the room's admissions, to
+//! the outlook waiters are told (`outlook`).
+//!
 //! The loop also sweeps ended holds, so counts and the seat map see freed
 //! seats promptly. A signal it writes reaches this instance's status views
 //! at once, so held status polls wake on the last seat booked without
@@ -42,6 +45,7 @@ use tokio_util::sync::CancellationToken;
 use crate::history::History;
 use crate::latency::Latency;
 use crate::metric_names::SEATS;
+use crate::outlook::{Figures, Outlooks};
 use booking::{BookingStore, RoomSeats};
 use queue::snapshot::Snapshots;
 use queue::{QueueStore, SaleSignal, SeatsLeft, StoreError};
@@ -122,6 +126,18 @@ pub fn seats_unreadable(current: SeatsLeft) -> SeatsLeft {
     }
 }
 
+/// Who hears what a pass read, besides the queue's store: the console's
+/// history, this instance's status views and the waiters' outlook.
+#[derive(Clone)]
+pub struct Watchers {
+    /// Every room's recent figures (the seats read).
+    pub history: Arc<History>,
+    /// The status views (a signal written reaches them at once).
+    pub views: Arc<Snapshots>,
+    /// The outlook's figures (seats and admissions).
+    pub outlooks: Arc<Outlooks>,
+}
+
 /// The loop: every [`PASS`], for every room computes the signal and writes
 /// it when the store holds another (so a restarted store, or another
 /// instance's older view, is corrected within a pass), then sweeps ended
@@ -133,8 +149,7 @@ pub async fn run(
     queue: Arc<dyn QueueStore>,
     booking: Arc<BookingStore>,
     latency: Arc<Latency>,
-    history: Arc<History>,
-    views: Arc<Snapshots>,
+    watchers: Watchers,
     clock: Clock,
     cancel: CancellationToken,
 ) {
@@ -145,8 +160,7 @@ pub async fn run(
             queue.as_ref(),
             &booking,
             &latency,
-            &history,
-            &views,
+            &watchers,
             &clock,
             &mut followed,
         )
@@ -204,11 +218,15 @@ async fn pass(
     queue: &dyn QueueStore,
     booking: &BookingStore,
     latency: &Latency,
-    history: &History,
-    views: &Snapshots,
+    watchers: &Watchers,
     clock: &Clock,
     followed: &mut HashMap<RoomId, Followed>,
 ) -> Result<bool, String> {
+    let Watchers {
+        history,
+        views,
+        outlooks,
+    } = watchers;
     let mut soon = false;
     let now = clock.now_ms();
     // Set by the first booking call that fails: the other rooms are then
@@ -217,6 +235,7 @@ async fn pass(
     let rooms = queue.rooms().await.map_err(|e| e.to_string())?;
     followed.retain(|room, _| rooms.contains(room));
     latency.retain(&rooms);
+    outlooks.retain(&rooms);
     for room in rooms {
         let figures = match queue.figures(&room).await {
             Ok(f) => f,
@@ -245,6 +264,8 @@ async fn pass(
                 // read here anyway.
                 history.note_seats(&room, seats);
                 gauge_seats(&room, seats);
+                // And the outlook's: the seats with this pass's admissions.
+                outlooks.note(&room, seats.map(|s| Figures::of(s, &figures)));
                 soon |= near_the_end(seats);
                 state.sells = seats.is_some();
                 seats_left(seats)

@@ -362,8 +362,11 @@ pub async fn run_with(
             state.queue.clone(),
             booking.clone(),
             state.latency.clone(),
-            state.history.clone(),
-            state.snapshots.clone(),
+            sale::Watchers {
+                history: state.history.clone(),
+                views: state.snapshots.clone(),
+                outlooks: state.outlooks.clone(),
+            },
             state.clock.clone(),
             cancel.clone(),
         ));

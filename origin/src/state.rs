@@ -15,6 +15,7 @@ use crate::limits::clients::ClientPolicy;
 use crate::limits::map_loads::MapLoads;
 use crate::limits::sessions::SessionLimits;
 use crate::limits::strikes::Strikes;
+use crate::outlook::Outlooks;
 use crate::sessions::Sessions;
 use crate::turnstile::Turnstile;
 use booking::BookingStore;
@@ -82,6 +83,8 @@ pub struct Shared {
     pub session_limits: Arc<SessionLimits>,
     /// Seat map loads per session, and their limit.
     pub seat_map_loads: Arc<MapLoads>,
+    /// Every selling room's outlook figures, kept by the sale loop.
+    pub outlooks: Arc<Outlooks>,
 }
 
 impl AppState {
@@ -112,6 +115,7 @@ impl AppState {
             lobby: false,
             session_limits: Arc::new(SessionLimits::default()),
             seat_map_loads: Arc::new(MapLoads::default()),
+            outlooks: Arc::new(Outlooks::default()),
         }))
     }
 

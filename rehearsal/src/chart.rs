@@ -513,6 +513,26 @@ fn panels<'a>(r: &Report, slow: &'a [Band]) -> Vec<Panel<'a>> {
         ycap: Some(200.0),
         bands: &[],
     });
+    if let Some(o) = &r.outlook {
+        out.push(Panel {
+            title: "Waiters told their turn will probably find no seat (outlook `unlikely`), % of the line",
+            x_desc: "seconds into the run",
+            y_desc: "told unlikely, % of waiters",
+            series: vec![Series {
+                name: "told unlikely".into(),
+                color: RED_,
+                style: Style::Line,
+                points: o
+                    .unlikely_share_per_second
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, v)| Some((i as f64, (*v)? * 100.0)))
+                    .collect(),
+            }],
+            ycap: None,
+            bands: slow,
+        });
+    }
     out
 }
 

@@ -3,10 +3,12 @@
 //! writes it), and the checks that say whether the on-sale held. A run
 //! whose visitors share accounts has its own figures (`accounts`), as
 //! has one in a room with a join challenge, or with bots (`challenge`).
+//! Whether the status's `outlook` told the truth is judged in `outlook`.
 
 pub mod accounts;
 pub mod challenge;
 pub mod notice;
+pub mod outlook;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -136,6 +138,9 @@ pub struct Report {
     pub metrics: Vec<String>,
     /// The must-show figures, each with its target.
     pub checks: Vec<Check>,
+    /// Whether the status's `outlook` told the truth (when the origin
+    /// sends one).
+    pub outlook: Option<outlook::Outlooks>,
 }
 
 /// Who did what.
@@ -647,8 +652,12 @@ pub fn build(inp: &Inputs, scenario: serde_json::Value, metrics: Vec<String>) ->
         timeline: inp.samples.to_vec(),
         metrics,
         checks: Vec::new(),
+        outlook: outlook::build(logs, inp.opens_ms, secs),
     };
     report.checks = checks(&report, last_seat_ms.is_some());
+    if let Some(o) = &report.outlook {
+        report.checks.extend(outlook::checks(o));
+    }
     report
 }
 

@@ -146,6 +146,31 @@ pub enum Outcome {
     Failed,
 }
 
+/// What a status answer said of the seats at the visitor's turn
+/// (`outlook`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outlook {
+    /// Seats will probably be left.
+    Likely,
+    /// Too close to tell.
+    Uncertain,
+    /// The seats will probably be gone.
+    Unlikely,
+}
+
+impl Outlook {
+    /// The outlook a status body names; `None` for null or anything else.
+    pub fn of(body: &Value) -> Option<Outlook> {
+        match body.get("outlook").and_then(Value::as_str)? {
+            "likely" => Some(Outlook::Likely),
+            "uncertain" => Some(Outlook::Uncertain),
+            "unlikely" => Some(Outlook::Unlikely),
+            _ => None,
+        }
+    }
+}
+
 /// One place in line as a visitor's answers showed it (its ticket's seq),
 /// ms after the run's zero. The place existed at some moment of every
 /// answer that showed it alive, so at least from `first_ms` to `last_ms`.
@@ -241,6 +266,10 @@ pub struct VisitorLog {
     /// Its first answered join gave a place with no position: a pre-queue
     /// place (before the opening), ordered by the draw.
     pub joined_unplaced: bool,
+    /// The outlook each waiting answer told, when it changed: (when the
+    /// answer came back, the outlook; `None`: null). The last one is what
+    /// the visitor was last told while it waited.
+    pub outlooks: Vec<(u64, Option<Outlook>)>,
     /// Joins and statuses sent while not yet admitted.
     pub queue_requests: u64,
     /// When it stopped waiting (admitted, abandoned, told, out of time).
@@ -529,6 +558,10 @@ impl Visit<'_> {
                             self.log.last_waiting_sent_ms = Some(sent);
                             if let Some(eta) = r.body.get("eta_seconds").and_then(Value::as_u64) {
                                 self.log.promises.push((got, eta));
+                            }
+                            let told = Outlook::of(&r.body);
+                            if self.log.outlooks.last().is_none_or(|(_, o)| *o != told) {
+                                self.log.outlooks.push((got, told));
                             }
                             if let (None, Some(p)) = (
                                 self.log.first_position,

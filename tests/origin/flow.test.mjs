@@ -8,7 +8,10 @@
 // in English and in Korean, against the real booking API on a SQLite file
 // of the test's own. In a room with a proof-of-work join challenge the
 // waiting page checks the browser, solves and is let in (the solve time is
-// printed).
+// printed). Near the front of a room with seats to spare the page says
+// seats should be left; far back in a long line for a few seats it says
+// they will probably be gone (English and Korean) and offers to leave the
+// line, which it does.
 //
 // Screenshots go to target/e2e-artifacts/. Run by scripts/flow-test.sh.
 
@@ -22,6 +25,7 @@ import { ARTIFACTS, Visitor, cleanup, scratch, sleep, startOrigin, stopAll } fro
 
 const ROOM = "concert";
 const POW = "pow-room";
+const FEW = "few-seats";
 const ADMIN_KEY = "e2e-admin-key-0123456789abcdef";
 
 let dir, origin, browser;
@@ -62,6 +66,14 @@ before(async () => {
       },
       // A join here costs a proof of work at the default difficulty.
       { id: POW, capacity: 100, admit_per_second: 50.0, challenge: "pow" },
+      // Four seats, one visitor inside at a time: a long line will not fit.
+      {
+        id: FEW, capacity: 1, admit_per_second: 5.0, session_seconds: 600, abandon_seconds: 60,
+        performances: [{
+          id: "matinee", title: "Matinee", starts_at: EVENING.starts_at, hold_seconds: 420,
+          max_seats_per_hold: 4, sections: [{ name: "A", rows: 1, seats_per_row: 4, price: 50000 }],
+        }],
+      },
     ],
     // The room list at `/` is the operator's choice.
     args: ["--lobby"],
@@ -144,6 +156,12 @@ test("from the room list through the waiting page to the seat page", { timeout: 
   assert.match(await page.textContent("#wr-ref"), /reference: [0-9A-Z]{4}(-[0-9A-Z]{1,4})+\./);
   const eta = await page.textContent("#wr-eta");
   assert.ok(eta === "–" || /around \d/.test(eta), eta);
+  // Next in line, 40 seats on sale: seats will be left at its turn.
+  await page.waitForFunction(() => !document.getElementById("wr-outlook").hidden, null, { timeout: 15000 });
+  assert.match(await page.textContent("#wr-outlook"), /Seats should be left at your turn/);
+  // Leaving is always offered, and urged only when seats will run out.
+  assert.equal(await page.isVisible("#wr-leave"), true);
+  assert.equal(await page.getAttribute("#wr-leave", "class"), "secondary", "not urged");
   const live = await figures((l) => l.waiting === 1 && l.active === 1, "the browser waits behind the visitor inside");
   assert.equal(live.waiting, 1);
   await page.screenshot({ path: path.join(ARTIFACTS, "origin-waiting-en.png") });
@@ -288,6 +306,45 @@ test("a proof-of-work room: the page checks the browser, solves and is let in", 
   }
   const live = (await admin("GET", `/admin/rooms/${POW}`)).json.live;
   assert.equal(live.active, 2, "two places, one per solved join");
+});
+
+test("far back for a few seats, the page says so and offers to leave the line", { timeout: 90000 }, async () => {
+  // One inside and thirty waiting, at two seats each, for four seats.
+  const line = [];
+  for (let i = 0; i < 31; i++) {
+    const v = new Visitor(origin.url);
+    const r = await v.json("POST", `/queue/${FEW}/join`);
+    assert.equal(r.status, 200, r.text);
+    line.push(v);
+  }
+  const said = {
+    "en-US": [/seats will probably be gone before your turn/, /You left the line/],
+    "ko-KR": [/차례 전에 좌석이 다 팔릴 것 같습니다/, /줄에서 나왔습니다/],
+  };
+  for (const [locale, [unlikely, left]] of Object.entries(said)) {
+    const ctx = await browser.newContext({ locale, viewport: { width: 900, height: 900 } });
+    const page = await ctx.newPage();
+    const errors = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+    await page.goto(`${origin.url}/waiting-room/${FEW}`);
+    await page.waitForFunction(() => !document.getElementById("wr-outlook").hidden, null, { timeout: 15000 });
+    assert.match(await page.textContent("#wr-outlook"), unlikely);
+    assert.equal(await page.isVisible("#wr-leave"), true, "an offer to leave");
+    assert.equal(await page.getAttribute("#wr-leave", "class"), "", "urged");
+    const tag = locale.slice(0, 2);
+    await page.screenshot({ path: path.join(ARTIFACTS, `origin-outlook-unlikely-${tag}.png`) });
+    const before = (await admin("GET", `/admin/rooms/${FEW}`)).json.live.waiting;
+    await page.click("#wr-leave");
+    await page.waitForFunction(() => document.getElementById("wr-leave").hidden, null, { timeout: 15000 });
+    assert.match(await page.textContent("#wr-msg"), left);
+    assert.equal(await page.isVisible("#wr-rejoin"), true, "it can join again");
+    const live = (await admin("GET", `/admin/rooms/${FEW}`)).json.live;
+    assert.equal(live.waiting, before - 1, "its place is gone");
+    await page.screenshot({ path: path.join(ARTIFACTS, `origin-outlook-left-${tag}.png`) });
+    assert.deepEqual(errors, [], "no script errors");
+    await ctx.close();
+  }
+  for (const v of line) await v.json("POST", `/queue/${FEW}/leave`);
 });
 
 test("an unknown room is a 404 page for a browser", { timeout: 30000 }, async () => {

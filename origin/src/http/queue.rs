@@ -35,6 +35,7 @@ use crate::cookies::clear_cookie;
 use crate::error::ApiError;
 use crate::holds::{self, Preferred};
 use crate::limits::clients::ClientKey;
+use crate::outlook::Outlook;
 use crate::sessions::{SessionRules, Watch, entry_expiry};
 use crate::state::AppState;
 use queue::snapshot::RoomWatch;
@@ -107,6 +108,12 @@ struct StatusBody<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(format = DateTime)]
     entry_expires_at: Option<String>,
+    /// Whether, from this place, seats will probably be left at the
+    /// visitor's turn; null where the room sells nothing through this
+    /// origin, before the opening, and for anyone not waiting (a waiter of
+    /// a sold-out sale reads `unlikely`).
+    #[schema(required = true)]
+    outlook: Option<Outlook>,
 }
 
 impl VisitorState {
@@ -184,6 +191,11 @@ impl StatusBody<'_> {
                 out.extend_from_slice(name);
                 text(out, value);
             }
+        }
+        out.extend_from_slice(b",\"outlook\":");
+        match self.outlook {
+            Some(o) => text(out, o.as_str()),
+            None => out.extend_from_slice(b"null"),
         }
         out.push(b'}');
         true
@@ -320,6 +332,7 @@ fn status_body<'a>(
         ticket: None,
         entry_token: None,
         entry_expires_at: None,
+        outlook: None,
     }
 }
 
@@ -354,6 +367,7 @@ fn respond(
         Standing::SoldOut => (VisitorState::SoldOut, None),
     };
     let mut body = status_body(room, snap, visitor_state, position);
+    body.outlook = state.outlooks.tell(room, snap);
     let mut cookies = Vec::new();
     if let Some(issued) = ticket {
         cookies.push(issued.cookie);
@@ -1031,6 +1045,7 @@ mod tests {
             ticket: None,
             entry_token: None,
             entry_expires_at: None,
+            outlook: None,
         }
     }
 
@@ -1072,6 +1087,11 @@ mod tests {
         ticket_only.eta_seconds = Some(310);
         ticket_only.ticket = Some("t.s".to_owned());
         bodies.push(ticket_only);
+        for outlook in [Outlook::Likely, Outlook::Uncertain, Outlook::Unlikely] {
+            let mut b = body(VisitorState::Waiting);
+            b.outlook = Some(outlook);
+            bodies.push(b);
+        }
         for b in &bodies {
             let serde = serde_json::to_string(b).unwrap();
             assert_eq!(by_hand(b).as_deref(), Some(serde.as_str()));

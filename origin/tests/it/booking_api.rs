@@ -231,8 +231,11 @@ impl Sale {
             self.queue.clone(),
             self.state.booking.clone().unwrap(),
             self.state.latency.clone(),
-            self.state.history.clone(),
-            self.state.snapshots.clone(),
+            origin::sale::Watchers {
+                history: self.state.history.clone(),
+                views: self.state.snapshots.clone(),
+                outlooks: self.state.outlooks.clone(),
+            },
             self.state.clock.clone(),
             cancel.clone(),
         ));

@@ -55,6 +55,7 @@ mod on_redis {
     mod line;
     mod methods;
     mod openapi;
+    mod outlook;
     mod pages;
     mod promoter;
     mod sale;
@@ -90,6 +91,7 @@ mod on_memory {
     mod line;
     mod methods;
     mod openapi;
+    mod outlook;
     mod pages;
     mod promoter;
     mod sale;

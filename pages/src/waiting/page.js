@@ -3,7 +3,10 @@
 // Settings and strings come from the JSON block the page is rendered with
 // (wr-config), by the edge or the origin:
 // {room, target, lang, failOpen, api: {join, status}, turnstile?: {siteKey,
-// script}, t: {...strings}}. A join answered 428 challenge_required is
+// script}, t: {...strings}}. The status's outlook (whether seats will be
+// left at this visitor's turn) is said in words; when the seats will
+// probably be gone first, the page offers to leave the line (POST leave,
+// next to status). A join answered 428 challenge_required is
 // solved (proof of work in a worker, or Cloudflare Turnstile) and sent again
 // with the solution in the Waiting-Room-Challenge header.
 "use strict";
@@ -30,6 +33,7 @@
   var freshSeeds = 0;        // joins sent again after challenge_failed
   var MAX_FRESH_SEEDS = 3;
   var stopSolver = null;
+  var gone;                  // left the line: late answers are ignored
 
   // sessionStorage can throw (privacy modes); counters are a nicety.
   function counter(key, change) {
@@ -257,6 +261,7 @@
     var sent = Date.now();
     var call = kind === "join" ? request("POST", cfg.api.join, solution) : request("GET", cfg.api.status);
     call.then(function (r) {
+      if (gone) { return; }
       var code = r.body && r.body.error ? r.body.error.code : null;
       if (kind === "join" && (r.status === 200 || r.status === 403 || r.status === 428)) { solution = null; }
       if (r.status === 200 && r.body && typeof r.body.state === "string") {
@@ -319,6 +324,7 @@
   }
 
   // heldSince: when a poll the origin held was sent (null: not held).
+  // State "left" is the page's own, once it left the line.
   function show(s, heldSince) {
     var room = s.room || {};
     var opensAt = room.opens_at ? Date.parse(room.opens_at) : NaN;
@@ -331,6 +337,14 @@
     $("wr-waiting").textContent = "–";
     showEta(s.eta_seconds);
     $("wr-rejoin").hidden = true;
+    // The outlook in words: t.likely, t.uncertain, t.unlikely.
+    var words = s.state === "waiting" && t[s.outlook] || "";
+    $("wr-outlook").textContent = words;
+    $("wr-outlook").hidden = !words;
+    // Leaving is always possible while in line; urged when seats will
+    // probably be gone first.
+    $("wr-leave").hidden = s.state !== "waiting";
+    $("wr-leave").className = s.outlook === "unlikely" ? "" : "secondary";
 
     if (s.state === "admitted") {
       progress(100);
@@ -372,8 +386,8 @@
       return;
     }
     $("wr-pos").textContent = "–";
-    if (s.state === "expired") {
-      say(t.msg_expired);
+    if (s.state === "expired" || s.state === "left") {
+      say(s.state === "left" ? t.msg_left : t.msg_expired);
       $("wr-rejoin").hidden = false;
     } else if (s.state === "sold_out") {
       say(t.msg_sold_out);
@@ -488,7 +502,18 @@
     }).catch(function () {});
   }
 
+  // Leaving gives the place to those behind; a failed leave polls on.
+  $("wr-leave").addEventListener("click", function () {
+    gone = true;
+    clearTimeout(timer);
+    fetch(cfg.api.status.replace(/status$/, "leave"), { method: "POST" }).then(function (res) {
+      if (!res.ok) { throw res; }
+      show({ state: "left" });
+    }).catch(function () { gone = false; failed(null, "status"); });
+  });
+
   $("wr-rejoin").addEventListener("click", function () {
+    gone = false;
     $("wr-rejoin").hidden = true;
     retriedJoin = false;
     freshSeeds = 0;

@@ -34,6 +34,10 @@ pub struct Strings {
     /// The button shown when the place expired.
     #[serde(skip)]
     pub label_rejoin: &'static str,
+    /// The button that leaves the line, offered when seats will probably
+    /// be gone before the visitor's turn.
+    #[serde(skip)]
+    pub label_leave: &'static str,
     /// Under the figures.
     #[serde(skip)]
     pub msg_keep_open: &'static str,
@@ -91,6 +95,17 @@ pub struct Strings {
     pub msg_visit: &'static str,
     /// The line's cap; `{n}`.
     pub msg_cap: &'static str,
+    /// Outlook `likely`: seats will probably be left at the visitor's turn.
+    #[serde(rename = "likely")]
+    pub outlook_likely: &'static str,
+    /// Outlook `uncertain`: too close to tell.
+    #[serde(rename = "uncertain")]
+    pub outlook_uncertain: &'static str,
+    /// Outlook `unlikely`: the seats will probably be gone first.
+    #[serde(rename = "unlikely")]
+    pub outlook_unlikely: &'static str,
+    /// After leaving the line.
+    pub msg_left: &'static str,
 }
 
 const EN: Strings = Strings {
@@ -102,6 +117,7 @@ const EN: Strings = Strings {
     label_waiting: "People ahead of you",
     label_eta: "Estimated wait",
     label_rejoin: "Join the line again",
+    label_leave: "Leave the line",
     msg_keep_open: "Keep this page open. Reloading is safe: your place is kept.",
     msg_noscript: "This waiting room needs JavaScript to keep your place in line.",
     msg_connecting: "Getting your place in line…",
@@ -129,6 +145,10 @@ const EN: Strings = Strings {
     countdown_days: "{n} d",
     msg_visit: "Once in, you have {n} min to choose your seats and pay.",
     msg_cap: "Only the first {n} places in line are given.",
+    outlook_likely: "Seats should be left at your turn.",
+    outlook_uncertain: "Too close to tell if seats will be left at your turn.",
+    outlook_unlikely: "The seats will probably be gone before your turn.",
+    msg_left: "You left the line.",
 };
 
 const KO: Strings = Strings {
@@ -140,6 +160,7 @@ const KO: Strings = Strings {
     label_waiting: "내 앞 대기 인원",
     label_eta: "예상 대기 시간",
     label_rejoin: "다시 줄 서기",
+    label_leave: "줄에서 나가기",
     msg_keep_open: "이 페이지를 열어 두세요. 새로고침해도 순서는 유지됩니다.",
     msg_noscript: "대기 순서를 유지하려면 JavaScript가 필요합니다.",
     msg_connecting: "대기 순서를 받는 중…",
@@ -167,11 +188,15 @@ const KO: Strings = Strings {
     countdown_days: "{n}일",
     msg_visit: "입장 후 {n}분 안에 좌석을 고르고 결제해야 합니다.",
     msg_cap: "대기 순서는 앞에서부터 {n}명까지만 받습니다.",
+    outlook_likely: "차례에 좌석이 남아 있을 것 같습니다.",
+    outlook_uncertain: "차례에 좌석이 남을지 모릅니다.",
+    outlook_unlikely: "차례 전에 좌석이 다 팔릴 것 같습니다.",
+    msg_left: "줄에서 나왔습니다.",
 };
 
 impl Strings {
     /// The texts the page's HTML shows, by their template keys.
-    pub(crate) fn labels(&self) -> [(&'static str, &'static str); 10] {
+    pub(crate) fn labels(&self) -> [(&'static str, &'static str); 11] {
         labels!(
             self;
             label_room,
@@ -181,6 +206,7 @@ impl Strings {
             label_waiting,
             label_eta,
             label_rejoin,
+            label_leave,
             msg_keep_open,
             msg_noscript,
             msg_connecting,
