@@ -131,8 +131,15 @@ pub fn turn_within(s: &Schedule, position: u64, hazard: f64, until_ms: f64) -> O
     // end ends then. Past 40 per step, nothing of a session is left after
     // the first step (and infinity times a zero step is no number).
     let hazard = hazard.min(40.0 / dt);
+    // alive[d]: the share of sessions not yet ended early when step d
+    // begins, read half a step on: a slot freed within a step is usable
+    // only from the next, and the half step makes up that wait on average
+    // (else each turnover of a slot comes half a step late).
     let alive: Vec<f64> = (0..=STEPS)
-        .map(|d| (-hazard * (dt * d as f64).min(until_ms)).exp())
+        .map(|d| {
+            let age = if d == 0 { 0.0 } else { (d as f64 + 0.5) * dt };
+            (-hazard * age.min(until_ms)).exp()
+        })
         .collect();
     // frees[i]: slots that come free during step i - 1, usable from step i.
     let mut frees = vec![0.0; HORIZON + STEPS + 1];

@@ -419,21 +419,6 @@ async fn main() -> ExitCode {
                 .collect();
             first_by.sort_by(f64::total_cmp);
             let unadmitted = v.iter().filter(|v| v.admitted_at.is_none()).count();
-            if std::env::var("DBG").is_ok() {
-                for x in &v {
-                    if let (Some((shown, eta)), Some(a)) = (x.first, x.admitted_at) {
-                        if a - shown > MIN_WAIT_MS {
-                            eprintln!(
-                                "{} {} {} {}",
-                                case.id,
-                                wave,
-                                shown - run.openings[wave],
-                                eta as f64 * 1000.0 / (a - shown) as f64
-                            );
-                        }
-                    }
-                }
-            }
             println!(
                 "| {} | {opening} | {} / {} ({an}) | {} / {} ({bn}) | {blank} of {}; {:.1} s | {} / {} ; {} / {} |{}",
                 case.name,
