@@ -9,10 +9,20 @@
 //! session's life), and again for each visitor let in, one (shortened)
 //! session later. [`turn_ms`] plays that forward over two session lengths
 //! on a grid of 1/32 of one, then repeats its last session length, which is
-//! where a long line spends its time. It does not know what nobody has
-//! measured yet: before anyone has left early, sessions run their full
-//! length; a sudden mass of abandons ahead, or an operator's change, shows
-//! only from the tick after.
+//! where a long line spends its time. A sudden mass of abandons ahead, or an
+//! operator's change, shows only from the tick after.
+//!
+//! How long admitted visitors stay is what the schedule knows least at an
+//! opening: the room's measure of it is carried across a pause, but a room
+//! that never let anyone in has seen nothing, and a few seconds of a few
+//! sessions say little (people who book in seconds and sessions that run
+//! their full length look alike in the first second). So the wait is played
+//! at the early-leave rates the measure cannot rule out, the lowest and the
+//! highest ([`hazards`]); where they disagree by more than [`SPREAD`] the
+//! status says no ETA rather than a confident wrong one, and the client
+//! polls by the soonest turn, so the first number it shows is an honest one.
+//! A place the capacity cannot hold back (a rate-bound room, or the front of
+//! the line) gets its ETA at once, whatever the stays.
 //!
 //! Polling is load in itself: a million waiters polling every second is a
 //! million requests a second. So the interval grows with the expected wait
@@ -20,7 +30,7 @@
 //! of the abandon time, so a client that polls as told is never dropped as
 //! abandoned.
 
-use crate::store::{END_BUCKETS, LineView, Schedule, SeatsLeft, Standing};
+use crate::store::{END_BUCKETS, LineView, Schedule, SeatsLeft, Standing, turnover_window_ms};
 
 /// Shortest interval: near the front, once a second.
 pub const MIN_POLL_MS: u64 = 1_000;
@@ -40,33 +50,96 @@ const STEPS: usize = 32;
 /// How far [`turn_ms`] plays the schedule step by step, in session lengths
 /// (the first is the sessions inside now, the second its turnover).
 const HORIZON: usize = 2 * STEPS;
+/// Mean stays the grid of [`turn_at`] spans at most: all but e⁻⁴ (2 %) of
+/// sessions have ended by then.
+const STAYS: f64 = 4.0;
 /// Slack for sums of fractional visitors.
 const EPS: f64 = 1e-9;
 
+/// How many standard deviations of the early leaves counted [`hazards`]
+/// allows either way.
+const Z: f64 = 1.5;
+/// Most a wait may be longer at the lowest early-leave rate than at the
+/// highest for an ETA to be shown: the estimate is then within about a
+/// fifth of either end.
+pub const SPREAD: f64 = 1.5;
+/// Seconds of spread always allowed: near the front a few seconds either
+/// way are no promise broken.
+const SPREAD_SLACK_MS: f64 = 5_000.0;
+
+/// The rates (per session and second) at which a session ends early that
+/// the room's measure allows: (lowest, best, highest). The measure weighs
+/// `inside × window` session-seconds in which `leaves × window` sessions
+/// ended early; with `k` of them, the rate is `k` per that exposure, give
+/// or take [`Z`]·√(k + 1) of them (one more above: none seen is not none
+/// to come). Nothing seen at all: anything from none to all at once.
+pub fn hazards(s: &Schedule) -> (f64, f64, f64) {
+    let window = turnover_window_ms(s.session_ms) as f64 / 1000.0;
+    let exposure = s.inside.max(0.0) * window;
+    let left = s.leaves.max(0.0) * window;
+    if exposure.is_nan() || left.is_nan() || exposure < 1e-9 {
+        return (0.0, 0.0, f64::INFINITY);
+    }
+    let give = Z * (left + 1.0).sqrt();
+    (
+        (left - give).max(0.0) / exposure,
+        left / exposure,
+        (left + give + 1.0) / exposure,
+    )
+}
+
 /// Milliseconds after `s.at_ms` at which the visitor `position` places from
-/// the front is let in, by the schedule; `None` when nobody ever is (no
-/// rate, no capacity). The sums are expectations: fractions of visitors
-/// leave early and are let in, so a place's turn is when the expected count
-/// let in reaches it.
+/// the front is let in, by the schedule at the measured early-leave rate;
+/// `None` when nobody ever is (no rate, no capacity).
+pub fn turn_ms(s: &Schedule, position: u64) -> Option<f64> {
+    turn_at(s, position, hazards(s).1)
+}
+
+/// [`turn_ms`] at `hazard` early leaves per session and second (infinite:
+/// every session ends as soon as it starts). The sums are expectations:
+/// fractions of visitors leave early and are let in, so a place's turn is
+/// when the expected count let in reaches it.
+pub fn turn_at(s: &Schedule, position: u64, hazard: f64) -> Option<f64> {
+    turn_within(s, position, hazard, f64::INFINITY)
+}
+
+/// [`turn_at`] with sessions ending early at `hazard` only in their first
+/// `until_ms`: one that lasts longer runs its full length (what a room
+/// that has watched its sessions only so long cannot rule out).
 #[allow(
     clippy::indexing_slicing,
     reason = "indices run over the loops' own ranges, within the vectors' fixed lengths"
 )]
-pub fn turn_ms(s: &Schedule, position: u64) -> Option<f64> {
+pub fn turn_within(s: &Schedule, position: u64, hazard: f64, until_ms: f64) -> Option<f64> {
     let rate = s.rate / 1000.0;
     if rate.is_nan() || rate <= 0.0 || s.capacity == 0 {
         return None;
     }
-    let dt = s.session_ms.max(1) as f64 / STEPS as f64;
-    // Early leaves per session and ms; a session that has not left by its
-    // end ends then.
-    let hazard = if s.inside > 0.0 {
-        s.leaves / s.inside / 1000.0
+    // The grid spans a session length, or [`STAYS`] mean stays when
+    // sessions end much sooner than their length (a slot comes free at the
+    // step after its session ends, so a step must be short beside a stay);
+    // the few still inside at its end are taken to end there.
+    let session = s.session_ms.max(1) as f64;
+    let hazard = hazard.max(0.0) / 1000.0;
+    let span = if until_ms < STAYS / hazard {
+        session
     } else {
-        0.0
+        (STAYS / hazard).clamp(session.min(1000.0), session)
     };
+    let dt = span / STEPS as f64;
+    // Early leaves per session and ms; a session that has not left by its
+    // end ends then. Past 40 per step, nothing of a session is left after
+    // the first step (and infinity times a zero step is no number).
+    let hazard = hazard.min(40.0 / dt);
+    // alive[d]: the share of sessions not yet ended early when step d
+    // begins, read half a step on: a slot freed within a step is usable
+    // only from the next, and the half step makes up that wait on average
+    // (else each turnover of a slot comes half a step late).
     let alive: Vec<f64> = (0..=STEPS)
-        .map(|d| (-hazard * dt * d as f64).exp())
+        .map(|d| {
+            let age = if d == 0 { 0.0 } else { (d as f64 + 0.5) * dt };
+            (-hazard * age.min(until_ms)).exp()
+        })
         .collect();
     // frees[i]: slots that come free during step i - 1, usable from step i.
     let mut frees = vec![0.0; HORIZON + STEPS + 1];
@@ -78,7 +151,13 @@ pub fn turn_ms(s: &Schedule, position: u64) -> Option<f64> {
     };
     frees[0] = s.free as f64;
     for (j, &n) in s.ends.iter().enumerate() {
-        spread(&mut frees, 0, n as f64, (j + 1) * STEPS / END_BUCKETS);
+        let end = session * (j + 1) as f64 / END_BUCKETS as f64;
+        spread(
+            &mut frees,
+            0,
+            n as f64,
+            ((end / dt).round() as usize).clamp(1, STEPS),
+        );
     }
 
     let need = position as f64;
@@ -119,29 +198,66 @@ pub fn turn_ms(s: &Schedule, position: u64) -> Option<f64> {
     Some(at + periods * period)
 }
 
-/// Seconds until `ahead` more visitors are let in, by the last tick's
-/// schedule (before the room's first tick, at the configured rate); `None`
+/// A wait, in milliseconds from now: the soonest the room's measure
+/// allows, and the estimate when the measure is sure enough of it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Wait {
+    soonest_ms: f64,
+    estimate_ms: Option<f64>,
+}
+
+/// Milliseconds until `ahead` more visitors are let in, by the last tick's
+/// schedule (before the room's first tick, at the achieved rate); `None`
 /// when nobody can tell (paused, closed, no seat to sell, no rate).
-fn wait_seconds(ahead: u64, line: &LineView) -> Option<u64> {
+fn wait_ms(ahead: u64, line: &LineView) -> Option<Wait> {
     if line.state != room::RoomState::Open || line.sale.seats != SeatsLeft::Available {
         return None;
     }
-    let ms = match &line.schedule {
-        Some(s) => turn_ms(s, ahead)? - line.now_ms.saturating_sub(s.at_ms) as f64,
-        None if line.admit_rate >= 1e-6 => ahead as f64 * 1000.0 / line.admit_rate,
-        None => return None,
+    let Some(s) = &line.schedule else {
+        if line.admit_rate < 1e-6 {
+            return None;
+        }
+        let ms = ahead as f64 * 1000.0 / line.admit_rate;
+        return Some(Wait {
+            soonest_ms: ms,
+            estimate_ms: Some(ms),
+        });
     };
-    Some((ms / 1000.0).ceil().max(1.0) as u64)
+    let since = line.now_ms.saturating_sub(s.at_ms) as f64;
+    let (low, best, high) = hazards(s);
+    // Sessions ending sooner let the line in sooner; at the latest, those
+    // who stay longer than anyone has been watched run their length.
+    let soonest_ms = turn_at(s, ahead, high)? - since;
+    let latest_ms = turn_within(s, ahead, low, s.watched_ms as f64)? - since;
+    let sure = latest_ms <= soonest_ms.max(0.0) * SPREAD + SPREAD_SLACK_MS;
+    let estimate_ms = if !sure {
+        None
+    } else if latest_ms - soonest_ms < 1.0 {
+        // The stays do not matter here (a rate-bound turn).
+        Some(soonest_ms)
+    } else {
+        Some(turn_at(s, ahead, best)? - since)
+    };
+    Some(Wait {
+        soonest_ms,
+        estimate_ms,
+    })
+}
+
+/// Whole seconds, at least 1 (a late turn is next, not past).
+fn seconds(ms: f64) -> u64 {
+    (ms / 1000.0).ceil().max(1.0) as u64
 }
 
 /// Seconds until a visitor at `position` is let in, by the schedule;
 /// `None` when nobody can tell (pre-queue, lottery, paused, no seat to
-/// sell, no rate).
+/// sell, no rate), or not yet: how long admitted visitors stay is too
+/// little known for this place's turn (see the module's notes).
 pub fn eta_seconds(standing: Standing, line: &LineView) -> Option<u64> {
     match standing {
         Standing::Waiting {
             position: Some(position),
-        } => wait_seconds(position, line),
+        } => wait_ms(position, line)?.estimate_ms.map(seconds),
         _ => None,
     }
 }
@@ -160,8 +276,12 @@ pub fn poll_after_ms(standing: Standing, line: &LineView) -> u64 {
             } else {
                 // A lottery has no places: pace by the length of the line.
                 let ahead = position.unwrap_or(line.waiting);
-                // No estimate (paused, no seat, nothing measured): poll at the cap.
-                wait_seconds(ahead, line).map_or(u64::MAX, |s| s.saturating_mul(1000))
+                // A waiter whose ETA is not known yet paces by the soonest
+                // turn the stays allow, so it asks again as soon as it may
+                // be. No estimate at all (paused, no seat): poll at the cap.
+                wait_ms(ahead, line).map_or(u64::MAX, |w| {
+                    seconds(w.estimate_ms.unwrap_or(w.soonest_ms)).saturating_mul(1000)
+                })
             };
             (expected_ms / POLLS_PER_WAIT).clamp(MIN_POLL_MS, top)
         }
@@ -204,6 +324,7 @@ mod tests {
             ends,
             leaves: 0.0,
             inside: 0.0,
+            watched_ms: u64::MAX,
         }
     }
 
@@ -283,10 +404,19 @@ mod tests {
         close(turn_ms(&nominal, 20_000), 10_000_000.0, 1e-6);
     }
 
+    /// `s` after a window's worth of its sessions inside, none of them
+    /// ending early: 20 x 30 = 600 session-seconds seen.
+    fn seen(s: Schedule) -> Schedule {
+        Schedule {
+            inside: s.capacity as f64,
+            ..s
+        }
+    }
+
     #[test]
     fn the_eta_counts_from_the_tick_and_keeps_its_nulls() {
         let mut l = line(10.0);
-        l.schedule = Some(full(20, 20.0, 5_000, 20));
+        l.schedule = Some(seen(full(20, 20.0, 5_000, 20)));
         assert_eq!(eta_seconds(waiting(21), &l), Some(10));
         l.now_ms += 3_000;
         assert_eq!(eta_seconds(waiting(21), &l), Some(7));
@@ -364,5 +494,124 @@ mod tests {
         assert_eq!(poll_after_ms(pre, &l), 20_000);
         l.opens_at_ms = Some(l.now_ms + 10);
         assert_eq!(poll_after_ms(pre, &l), MIN_POLL_MS);
+    }
+
+    #[test]
+    fn the_measure_says_how_sure_the_early_leave_rate_is() {
+        let s = full(20, 20.0, 5_000, 20);
+        assert_eq!(hazards(&s), (0.0, 0.0, f64::INFINITY), "nothing seen");
+        // 600 session-seconds (20 inside over the 30 s window), none left
+        // early: none, give or take 1.5 + 1 per 600 s.
+        let (low, best, high) = hazards(&seen(s));
+        assert_eq!((low, best), (0.0, 0.0));
+        close(Some(high), 2.5 / 600.0, 1e-12);
+        // 8 inside on average and 4 a second ending early: over the 30 s
+        // window, 240 session-seconds and 120 early ends.
+        let busy = Schedule {
+            inside: 8.0,
+            leaves: 4.0,
+            ..s
+        };
+        let (low, best, high) = hazards(&busy);
+        let give = 1.5 * 121f64.sqrt();
+        close(Some(best), 0.5, 1e-12);
+        close(Some(low), (120.0 - give) / 240.0, 1e-12);
+        close(Some(high), (120.0 + give + 1.0) / 240.0, 1e-12);
+        // A long session widens the window to its length: 10 min sessions
+        // weigh 20 x 600 s.
+        let long = seen(full(20, 20.0, 600_000, 20));
+        close(Some(hazards(&long).2), 2.5 / 12_000.0, 1e-12);
+    }
+
+    #[test]
+    fn nothing_seen_yet_says_no_eta_where_the_stays_decide() {
+        // The opening of a room that never let anyone in: capacity 20,
+        // 20/s, 5 s sessions, just filled. Sessions that run their length
+        // put the 300th at 70 s, sessions ending at once at 15 s.
+        let mut l = line(20.0);
+        l.schedule = Some(full(20, 20.0, 5_000, 20));
+        assert_eq!(eta_seconds(waiting(300), &l), None, "no confident guess");
+        // ... and it asks again by the soonest turn, not at the cap.
+        assert_eq!(poll_after_ms(waiting(300), &l), 1_500);
+        // Places the capacity cannot hold back get their ETA at once: the
+        // front, and every place of a rate-bound room.
+        let front = Schedule {
+            free: 20,
+            ends: [0; END_BUCKETS],
+            allow: 0.0,
+            ..full(20, 20.0, 5_000, 20)
+        };
+        l.schedule = Some(front);
+        assert_eq!(eta_seconds(waiting(10), &l), Some(1));
+        l.schedule = Some(full(100_000, 10.0, 3_600_000, 10));
+        assert_eq!(eta_seconds(waiting(400), &l), Some(40));
+
+        // The same room a clock's moments later: 20 inside since the
+        // opening, nobody left early. At 0.2 s (4 session-seconds seen)
+        // the stays may be anything from 1.5 s to 5; at 1 s (20 seen),
+        // from 3.7 s: close enough to say the sessions' full length.
+        let at = |secs: f64| Schedule {
+            at_ms: 1_000_000 + (secs * 1000.0) as u64,
+            inside: 20.0 * (1.0 - (-secs / 30.0).exp()),
+            watched_ms: (secs * 1000.0) as u64,
+            ends: [0, 0, 0, 0, 0, 0, 20, 0],
+            ..full(20, 20.0, 5_000, 20)
+        };
+        l.now_ms = 1_000_200;
+        l.schedule = Some(Schedule {
+            ends: [0, 0, 0, 0, 0, 0, 0, 20],
+            ..at(0.2)
+        });
+        assert_eq!(eta_seconds(waiting(300), &l), None);
+        l.now_ms = 1_001_000;
+        l.schedule = Some(at(1.0));
+        // Those inside end by 4.375 s (their eighth), then 20 every 5 s.
+        assert_eq!(eta_seconds(waiting(300), &l), Some(75));
+        l.now_ms = 1_004_000;
+        l.schedule = Some(Schedule {
+            ends: [0, 20, 0, 0, 0, 0, 0, 0],
+            ..at(4.0)
+        });
+        // Turns when those inside end (by 1.25 s, the second eighth of a
+        // session), then every 5 s: the 300th in the 15th batch.
+        assert_eq!(eta_seconds(waiting(300), &l), Some(72));
+        assert_eq!(eta_seconds(waiting(21), &l), Some(7));
+    }
+
+    #[test]
+    fn a_carried_measure_gives_the_eta_at_once() {
+        // People who book in seconds: a minute's sessions, a third of
+        // those inside ending early each second, measured before a pause
+        // (8 inside, 8/3 leaving a second over a 60 s window: 480
+        // session-seconds, 160 early ends). At the resume the turnover is
+        // every 3 s or so, not every 60 s.
+        let s = Schedule {
+            inside: 8.0,
+            leaves: 8.0 / 3.0,
+            ..full(20, 20.0, 60_000, 0)
+        };
+        let mut l = line(20.0);
+        l.schedule = Some(s);
+        let eta = eta_seconds(waiting(300), &l).expect("known from the room's history");
+        // 20 at once, then 20 every mean stay, (1 - e^(-20)) x 3 s.
+        let want = 14.0 * 3.0;
+        assert!((eta as f64 / want - 1.0).abs() < 0.1, "{eta} vs {want}");
+        // Sessions run to their length would say 14 minutes.
+        assert!(turn_at(&s, 300, 0.0).unwrap() > 800_000.0);
+        // The same measure taken over the first 4 s of a room's life only:
+        // nobody seen stayed longer, and a third of them may stay the
+        // minute out. No number yet.
+        let young = Schedule {
+            watched_ms: 4_000,
+            ..s
+        };
+        l.schedule = Some(young);
+        assert_eq!(eta_seconds(waiting(300), &l), None);
+        // ... by 20 s watched, hardly anyone could: the same ETA.
+        l.schedule = Some(Schedule {
+            watched_ms: 20_000,
+            ..s
+        });
+        assert_eq!(eta_seconds(waiting(300), &l), Some(eta));
     }
 }

@@ -138,11 +138,25 @@ pub struct Schedule {
     /// bucket also takes any that end later (a session length cut since).
     pub ends: [u64; END_BUCKETS],
     /// Sessions ended before their end (left, booked), per second: an
-    /// average over about 30 s.
+    /// average over [`turnover_window_ms`] of time when someone was inside
+    /// (time with nobody inside tells nothing and is skipped, so a room's
+    /// measure is carried across a pause or a quiet spell).
     pub leaves: f64,
     /// Sessions inside, on the same average; `leaves / inside` is the rate
-    /// at which one session ends early (per second).
+    /// at which one session ends early (per second). Times the window, the
+    /// two are the early ends and the session-seconds the average weighs:
+    /// how much has been seen, which says how sure the rate is.
     pub inside: f64,
+    /// How long the room has had anyone inside (ms, summed over the ticks
+    /// that saw someone): the oldest stay its measure can speak for.
+    pub watched_ms: u64,
+}
+
+/// The window of the early-leave average ([`Schedule::leaves`]): 30 s, or
+/// the session length when longer, so a room whose sessions are long still
+/// weighs a session's worth of them.
+pub fn turnover_window_ms(session_ms: u64) -> u64 {
+    session_ms.max(30_000)
 }
 
 impl LineView {

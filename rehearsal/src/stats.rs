@@ -3,13 +3,15 @@
 
 use serde::Serialize;
 
-/// p50, p95, p99 and max of some samples, with their count.
+/// p50, p90, p95, p99 and max of some samples, with their count.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct Spread {
     /// How many samples.
     pub count: usize,
     /// Median.
     pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
     /// 95th percentile.
     pub p95: f64,
     /// 99th percentile.
@@ -32,6 +34,7 @@ pub fn spread(mut samples: Vec<f64>) -> Spread {
     Spread {
         count: samples.len(),
         p50: percentile(&samples, 50.0),
+        p90: percentile(&samples, 90.0),
         p95: percentile(&samples, 95.0),
         p99: percentile(&samples, 99.0),
         max: samples.last().copied().unwrap_or(f64::NAN),

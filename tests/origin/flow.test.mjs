@@ -155,7 +155,7 @@ test("from the room list through the waiting page to the seat page", { timeout: 
   assert.match(await page.textContent("#wr-visit"), /you have 10 min/);
   assert.match(await page.textContent("#wr-ref"), /reference: [0-9A-Z]{4}(-[0-9A-Z]{1,4})+\./);
   const eta = await page.textContent("#wr-eta");
-  assert.ok(eta === "–" || /around \d/.test(eta), eta);
+  assert.ok(eta === "Working it out…" || /around \d/.test(eta), eta);
   // Next in line, 40 seats on sale: seats will be left at its turn.
   await page.waitForFunction(() => !document.getElementById("wr-outlook").hidden, null, { timeout: 15000 });
   assert.match(await page.textContent("#wr-outlook"), /Seats should be left at your turn/);

@@ -1,29 +1,40 @@
 //! How honest the ETA is (`scripts/eta-bench.sh` builds it in release mode
 //! and runs it; BENCHMARKS.md, "ETA honesty", has its figures).
 //!
-//! Three rooms, each filled while paused and then resumed:
+//! Four rooms:
 //!
 //! - rate-bound: capacity 100,000, 10/s, sessions 1 h, 400 visitors;
 //! - capacity-bound: capacity 20, 20/s, sessions 5 s, 300 visitors;
 //! - early leavers: capacity 20, 20/s, sessions 10 s, 300 visitors, each of
-//!   whom leaves after a uniform 0-10 s inside.
+//!   whom leaves after a uniform 0-10 s inside;
+//! - quick bookers: capacity 20, 20/s, sessions 60 s, 300 visitors, each of
+//!   whom is done after a uniform 2-6 s inside (sessions that run their
+//!   length and people who book in seconds look alike at first).
 //!
-//! Visitors join evenly over the 20 s before the opening and poll when
-//! `poll_after_ms` says (a paused room says a third of the abandon time, so
-//! their first polls after the opening spread over its first 20 s). The
-//! promoter ticks every 100 ms. For each visitor the ETA it was first shown
-//! and the first it was shown 20 s or more after the opening are compared
+//! Each room opens twice: first as a new room (created paused, filled, then
+//! resumed: nothing seen yet of how long anyone stays), then once the first
+//! line is through, paused again, filled again and resumed (the room's
+//! measure of the stays carried across the pause). Visitors join evenly over
+//! the 20 s before an opening; at the opening every waiter hears of it within
+//! its first second (a held poll answered by the resume), some before the
+//! first tick after it, and polls as `poll_after_ms` says from then on. The
+//! promoter ticks every 100 ms.
+//!
+//! For each visitor, the first ETA shown from the opening on (a status may
+//! show none while the stays are too little known; the first number shown
+//! is the promise) and the first shown 20 s or more after it are compared
 //! with the wait that followed (to the tick that let it in); promises with
 //! waits of 10 s or less are left out. The error is |ETA - wait| / wait.
-//! Beside the ETA the status carries, the one from the achieved rate
-//! (`position / admit_rate`, the simple formula, for comparison) is scored on
-//! the same polls.
+//! Beside it: how many first answers at the opening showed no ETA, and how
+//! long after the opening the first number came (p90). The ETA from the
+//! achieved rate (`position / admit_rate`, the simple formula) is scored on
+//! the same polls for comparison.
 //!
 //! The store runs on a pinned clock that this program steps from event to
 //! event (store calls as the HTTP handlers make them, without HTTP), so the
-//! two minutes of on-sale play out in well under a second on the embedded
-//! store and in seconds on Redis (`--store redis`, a Redis the caller names,
-//! default 127.0.0.1:6379; the run's keys are deleted at the end).
+//! minutes of on-sale play out in about a second on the embedded store and
+//! in seconds on Redis (`--store redis`, a Redis the caller names, default
+//! 127.0.0.1:6379; the run's keys are deleted at the end).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -40,8 +51,10 @@ use origin::room::{RoomId, RoomSettings, RoomState};
 
 /// A fixed start instant (2027-01-15), so runs do not depend on the date.
 const T0: u64 = 1_800_000_000_000;
-/// The opening (the resume), after the joins.
-const OPENING_MS: u64 = 20_000;
+/// How long the line fills before an opening.
+const FILL_MS: u64 = 20_000;
+/// Within how long of an opening every waiter hears of it.
+const HEARD_WITHIN_MS: u64 = 1_000;
 /// The promoter's interval.
 const TICK_MS: u64 = 100;
 /// When the second promise is taken, after the opening.
@@ -49,7 +62,7 @@ const LATER_MS: u64 = 20_000;
 /// Promises with a shorter wait are not scored.
 const MIN_WAIT_MS: u64 = 10_000;
 /// The run stops here whatever happens.
-const END_MS: u64 = 900_000;
+const END_MS: u64 = 1_800_000;
 
 #[derive(Parser, Debug)]
 #[command(about = "Scores the ETA shown to waiters against their real waits")]
@@ -60,7 +73,7 @@ struct Args {
     /// The Redis to use with --store redis.
     #[arg(long, default_value = "redis://127.0.0.1:6379")]
     redis_url: String,
-    /// Seed of the early leavers' times inside.
+    /// Seed of the early leavers' times inside and of the polls at the opening.
     #[arg(long, default_value_t = 16)]
     seed: u64,
 }
@@ -78,11 +91,11 @@ struct Case {
     rate: f64,
     session_seconds: u32,
     visitors: usize,
-    /// Each visitor leaves after a uniform time in 0..this (ms) inside.
-    leaves_within_ms: Option<u64>,
+    /// Each visitor is done after a uniform time in this range (ms) inside.
+    leaves_within_ms: Option<(u64, u64)>,
 }
 
-const CASES: [Case; 3] = [
+const CASES: [Case; 4] = [
     Case {
         id: "eta-rate",
         name: "rate-bound: capacity 100,000, 10/s, sessions 1 h",
@@ -108,15 +121,31 @@ const CASES: [Case; 3] = [
         rate: 20.0,
         session_seconds: 10,
         visitors: 300,
-        leaves_within_ms: Some(10_000),
+        leaves_within_ms: Some((0, 10_000)),
+    },
+    Case {
+        id: "eta-bookers",
+        name: "quick bookers: capacity 20, 20/s, sessions 60 s, done after 2-6 s",
+        capacity: 20,
+        rate: 20.0,
+        session_seconds: 60,
+        visitors: 300,
+        leaves_within_ms: Some((2_000, 6_000)),
     },
 ];
+
+/// The two openings of each room.
+const OPENINGS: [&str; 2] = ["first opening", "reopened after a pause"];
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Event {
     Tick,
-    Resume,
-    Poll(usize),
+    Pause,
+    Resume(usize),
+    Join(usize),
+    /// A visitor's poll; superseded when its `u32` is not the visitor's
+    /// latest.
+    Poll(usize, u32),
     Leave(usize),
 }
 
@@ -125,8 +154,14 @@ type Promise = (u64, u64);
 
 #[derive(Default)]
 struct Visitor {
+    /// Which opening it waits for.
+    wave: usize,
     seq: u64,
+    /// Its latest poll event.
+    poll: u32,
     admitted_at: Option<u64>,
+    /// Whether the first answer after the opening showed an ETA.
+    first_answer: Option<bool>,
     first: Option<Promise>,
     later: Option<Promise>,
     first_old: Option<Promise>,
@@ -145,9 +180,17 @@ impl Rng {
     }
 }
 
+/// The p-th quantile (nearest rank) of sorted values; NaN when empty.
+fn quantile(sorted: &[f64], p: f64) -> f64 {
+    sorted
+        .get(((sorted.len() as f64 * p).ceil() as usize).saturating_sub(1))
+        .copied()
+        .unwrap_or(f64::NAN)
+}
+
 /// p50 and p90 of the errors of the promises that were followed by a wait
 /// over [`MIN_WAIT_MS`], and how many there were.
-fn score(visitors: &[Visitor], pick: impl Fn(&Visitor) -> Option<Promise>) -> (f64, f64, usize) {
+fn score(visitors: &[&Visitor], pick: impl Fn(&Visitor) -> Option<Promise>) -> (f64, f64, usize) {
     let mut errors: Vec<f64> = visitors
         .iter()
         .filter_map(|v| {
@@ -157,13 +200,14 @@ fn score(visitors: &[Visitor], pick: impl Fn(&Visitor) -> Option<Promise>) -> (f
         })
         .collect();
     errors.sort_by(f64::total_cmp);
-    let q = |p: f64| {
-        errors
-            .get(((errors.len() as f64 * p).ceil() as usize).saturating_sub(1))
-            .copied()
-            .unwrap_or(f64::NAN)
-    };
-    (q(0.5), q(0.9), errors.len())
+    (quantile(&errors, 0.5), quantile(&errors, 0.9), errors.len())
+}
+
+/// One room's run: both openings, every visitor of both.
+struct Run {
+    visitors: Vec<Visitor>,
+    /// When each opening was (ms after T0).
+    openings: [u64; 2],
 }
 
 async fn play(
@@ -171,7 +215,7 @@ async fn play(
     clock: &AtomicU64,
     case: &Case,
     seed: u64,
-) -> Result<Vec<Visitor>, String> {
+) -> Result<Run, String> {
     let err = |e: origin::queue::StoreError| e.to_string();
     let room = RoomId::parse(case.id).ok_or("bad room id")?;
     clock.store(T0, Ordering::SeqCst);
@@ -189,57 +233,92 @@ async fn play(
 
     let mut rng = Rng(seed | 1);
     let mut events = BinaryHeap::new();
-    let mut visitors: Vec<Visitor> = Vec::with_capacity(case.visitors);
-    let mut by_seq = HashMap::new();
-    // Everyone joins while paused, evenly over the time before the opening.
-    for i in 0..case.visitors {
-        let at = OPENING_MS * i as u64 / case.visitors as u64;
-        clock.store(T0 + at, Ordering::SeqCst);
-        let snap = store
-            .join(&room, None, None)
-            .await
-            .map_err(err)?
-            .answer()
-            .ok_or("no place")?;
-        let seq = snap.seq.ok_or("no seq")?;
-        by_seq.insert(seq, i);
-        visitors.push(Visitor {
-            seq,
+    let n = case.visitors;
+    let mut visitors: Vec<Visitor> = (0..2 * n)
+        .map(|i| Visitor {
+            wave: i / n,
             ..Visitor::default()
-        });
-        let next = at + pacing::poll_after_ms(snap.standing, &snap.line);
-        events.push(Reverse((next, Event::Poll(i))));
+        })
+        .collect();
+    let mut by_seq = HashMap::new();
+    let mut openings = [FILL_MS, u64::MAX];
+    // The first line joins the paused new room, evenly before the opening.
+    for i in 0..n {
+        events.push(Reverse((FILL_MS * i as u64 / n as u64, Event::Join(i))));
     }
-    events.push(Reverse((OPENING_MS, Event::Resume)));
-    for t in (0..END_MS).step_by(TICK_MS as usize) {
-        events.push(Reverse((t, Event::Tick)));
-    }
+    events.push(Reverse((FILL_MS, Event::Resume(0))));
+    events.push(Reverse((0, Event::Tick)));
 
-    let mut left_to_admit = case.visitors;
+    let mut left_to_admit = [n, n];
     while let Some(Reverse((at, event))) = events.pop() {
-        if left_to_admit == 0 || at >= END_MS {
+        if left_to_admit == [0, 0] || at >= END_MS {
             break;
         }
         clock.store(T0 + at, Ordering::SeqCst);
         match event {
-            Event::Resume => store.set_state(&room, RoomState::Open).await.map_err(err)?,
+            Event::Pause => store
+                .set_state(&room, RoomState::Paused)
+                .await
+                .map_err(err)?,
+            Event::Resume(wave) => {
+                store.set_state(&room, RoomState::Open).await.map_err(err)?;
+                // Every waiter hears of the opening within its first second.
+                for (i, v) in visitors.iter_mut().enumerate() {
+                    if v.wave == wave && v.admitted_at.is_none() {
+                        v.poll += 1;
+                        let heard = at + rng.below(HEARD_WITHIN_MS);
+                        events.push(Reverse((heard, Event::Poll(i, v.poll))));
+                    }
+                }
+            }
+            Event::Join(i) => {
+                let snap = store
+                    .join(&room, None, None)
+                    .await
+                    .map_err(err)?
+                    .answer()
+                    .ok_or("no place")?;
+                let v = &mut visitors[i];
+                v.seq = snap.seq.ok_or("no seq")?;
+                by_seq.insert(v.seq, i);
+                v.poll += 1;
+                let next = at + pacing::poll_after_ms(snap.standing, &snap.line);
+                events.push(Reverse((next, Event::Poll(i, v.poll))));
+            }
             Event::Tick => {
+                events.push(Reverse((at + TICK_MS, Event::Tick)));
                 for seq in store.tick(&room).await.map_err(err)?.admitted {
                     let Some(&i) = by_seq.get(&seq) else { continue };
-                    visitors[i].admitted_at = Some(at);
-                    left_to_admit -= 1;
-                    if let Some(within) = case.leaves_within_ms {
-                        events.push(Reverse((at + rng.below(within), Event::Leave(i))));
+                    let v = &mut visitors[i];
+                    v.admitted_at = Some(at);
+                    left_to_admit[v.wave] -= 1;
+                    if let Some((from, to)) = case.leaves_within_ms {
+                        let stay = from + rng.below(to - from);
+                        events.push(Reverse((at + stay, Event::Leave(i))));
+                    }
+                    // The first line is through: pause, let the second
+                    // line fill, open again.
+                    if v.wave == 0 && left_to_admit[0] == 0 {
+                        let paused = at + 1;
+                        for j in n..2 * n {
+                            let join = paused + FILL_MS * (j - n) as u64 / n as u64;
+                            events.push(Reverse((join, Event::Join(j))));
+                        }
+                        events.push(Reverse((paused, Event::Pause)));
+                        // On the promoter's beat, as the first opening.
+                        let open = (paused + FILL_MS).div_ceil(TICK_MS) * TICK_MS;
+                        openings[1] = open;
+                        events.push(Reverse((open, Event::Resume(1))));
                     }
                 }
             }
             Event::Leave(i) => {
                 store.leave(&room, visitors[i].seq).await.map_err(err)?;
             }
-            Event::Poll(i) => {
+            Event::Poll(i, poll) => {
                 let v = &mut visitors[i];
-                if v.admitted_at.is_some() {
-                    continue; // it learns at this poll; nothing more to score
+                if v.admitted_at.is_some() || poll != v.poll {
+                    continue; // it learns at this poll, or polled again since
                 }
                 let snap = store.status(&room, v.seq).await.map_err(err)?;
                 let line = &snap.line;
@@ -252,24 +331,29 @@ async fn play(
                     }
                     _ => None,
                 };
-                let later = at >= OPENING_MS + LATER_MS;
-                for (shown, first, second) in [
-                    (eta, &mut v.first, &mut v.later),
-                    (old, &mut v.first_old, &mut v.later_old),
-                ] {
-                    if let Some(s) = shown {
-                        first.get_or_insert((at, s));
-                        if later {
-                            second.get_or_insert((at, s));
+                let opening = openings[v.wave];
+                if at >= opening {
+                    v.first_answer.get_or_insert(eta.is_some());
+                    let later = at >= opening + LATER_MS;
+                    for (shown, first, second) in [
+                        (eta, &mut v.first, &mut v.later),
+                        (old, &mut v.first_old, &mut v.later_old),
+                    ] {
+                        if let Some(s) = shown {
+                            first.get_or_insert((at, s));
+                            if later {
+                                second.get_or_insert((at, s));
+                            }
                         }
                     }
                 }
+                v.poll += 1;
                 let next = at + pacing::poll_after_ms(snap.standing, line);
-                events.push(Reverse((next, Event::Poll(i))));
+                events.push(Reverse((next, Event::Poll(i, v.poll))));
             }
         }
     }
-    Ok(visitors)
+    Ok(Run { visitors, openings })
 }
 
 fn pct(x: f64) -> String {
@@ -306,43 +390,54 @@ async fn main() -> ExitCode {
         args.store
     );
     println!(
-        "| room | first ETA shown: p50 / p90 (n) | ETA seen {} s after opening | achieved-rate formula, same polls: first / +{} s |",
+        "| room | opening | first ETA shown: p50 / p90 (n) | ETA seen {} s after opening | no ETA at the first answer; first number by (p90) | achieved-rate formula, same polls: first / +{} s |",
         LATER_MS / 1000,
         LATER_MS / 1000
     );
-    println!("|---|---|---|---|");
+    println!("|---|---|---|---|---|---|");
     let started = Instant::now();
     let mut failed = false;
     for case in &CASES {
-        match play(store.as_ref(), &clock, case, args.seed).await {
-            Ok(v) => {
-                let (a50, a90, an) = score(&v, |v| v.first);
-                let (b50, b90, bn) = score(&v, |v| v.later);
-                let (c50, c90, _) = score(&v, |v| v.first_old);
-                let (d50, d90, _) = score(&v, |v| v.later_old);
-                let unadmitted = v.iter().filter(|v| v.admitted_at.is_none()).count();
-                println!(
-                    "| {} | {} / {} ({an}) | {} / {} ({bn}) | {} / {} ; {} / {} |{}",
-                    case.name,
-                    pct(a50),
-                    pct(a90),
-                    pct(b50),
-                    pct(b90),
-                    pct(c50),
-                    pct(c90),
-                    pct(d50),
-                    pct(d90),
-                    if unadmitted > 0 {
-                        format!(" ({unadmitted} never let in)")
-                    } else {
-                        String::new()
-                    }
-                );
-            }
+        let run = match play(store.as_ref(), &clock, case, args.seed).await {
+            Ok(run) => run,
             Err(e) => {
                 eprintln!("{}: {e}", case.name);
                 failed = true;
+                continue;
             }
+        };
+        for (wave, opening) in OPENINGS.iter().enumerate() {
+            let v: Vec<&Visitor> = run.visitors.iter().filter(|v| v.wave == wave).collect();
+            let (a50, a90, an) = score(&v, |v| v.first);
+            let (b50, b90, bn) = score(&v, |v| v.later);
+            let (c50, c90, _) = score(&v, |v| v.first_old);
+            let (d50, d90, _) = score(&v, |v| v.later_old);
+            let blank = v.iter().filter(|v| v.first_answer == Some(false)).count();
+            let mut first_by: Vec<f64> = v
+                .iter()
+                .filter_map(|v| Some(v.first?.0.saturating_sub(run.openings[wave]) as f64 / 1000.0))
+                .collect();
+            first_by.sort_by(f64::total_cmp);
+            let unadmitted = v.iter().filter(|v| v.admitted_at.is_none()).count();
+            println!(
+                "| {} | {opening} | {} / {} ({an}) | {} / {} ({bn}) | {blank} of {}; {:.1} s | {} / {} ; {} / {} |{}",
+                case.name,
+                pct(a50),
+                pct(a90),
+                pct(b50),
+                pct(b90),
+                v.len(),
+                quantile(&first_by, 0.9),
+                pct(c50),
+                pct(c90),
+                pct(d50),
+                pct(d90),
+                if unadmitted > 0 {
+                    format!(" ({unadmitted} never let in)")
+                } else {
+                    String::new()
+                }
+            );
         }
     }
     println!("(ran in {:.1} s)", started.elapsed().as_secs_f64());

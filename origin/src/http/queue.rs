@@ -91,7 +91,7 @@ struct StatusBody<'a> {
     position: Option<u64>,
     /// Everyone in line in this room.
     waiting: u64,
-    /// Expected wait, from the rate actually achieved; null before the opening and while paused.
+    /// Expected wait, from the admission schedule; null before the opening, while paused, and while the stays seen cannot tell it yet.
     #[schema(required = true)]
     eta_seconds: Option<u64>,
     /// How long to wait before polling again.

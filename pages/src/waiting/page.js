@@ -64,9 +64,10 @@
     return fill(t.eta_hours, { h: num.format(Math.floor(minutes / 60)), m: num.format(minutes % 60) });
   }
   // The wait, and under it the clock time it ends: what a visitor plans by.
-  function showEta(seconds) {
+  // No number yet while in line (nothing measured at an opening): say so.
+  function showEta(seconds, waiting) {
     var dd = $("wr-eta");
-    dd.textContent = eta(seconds);
+    dd.textContent = waiting && seconds === null ? t.eta_estimating : eta(seconds);
     if (seconds >= 60) {
       var at = document.createElement("small");
       at.textContent = fill(t.eta_at, { time: hhmm.format(new Date(Date.now() + seconds * 1000)) });
@@ -335,7 +336,7 @@
     $("wr-bar").hidden = !inLine;
     $("wr-note").hidden = !inLine;
     $("wr-waiting").textContent = "–";
-    showEta(s.eta_seconds);
+    showEta(s.eta_seconds, s.state === "waiting" && typeof s.position === "number" && s.room && s.room.state === "open");
     $("wr-rejoin").hidden = true;
     // The outlook in words: t.likely, t.uncertain, t.unlikely.
     var words = s.state === "waiting" && t[s.outlook] || "";

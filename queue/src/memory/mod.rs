@@ -31,6 +31,7 @@ use crate::store::{
     DEPARTURES_KEPT_MS, END_BUCKETS, JoinRequest, Joined, LineView, MAX_ADMITS_PER_TICK,
     MAX_DROPS_PER_TICK, Observation, PREQUEUE_SPAN, Proof, QueueStore, RoomFigures, SaleSignal,
     Sample, Schedule, SeatsLeft, Snapshot, Standing, StoreError, TickReport, Watch, sample_ranks,
+    turnover_window_ms,
 };
 use room::clock::Clock;
 use room::{AccountHash, QueueingMethod, RoomId, RoomMap, RoomSettings, RoomState, unix_ms};
@@ -138,6 +139,7 @@ struct Turnover {
     admitted: u64,
     leaves: f64,
     inside: f64,
+    watched: u64,
 }
 
 /// What applies at one instant: the room's settings with a running window's
@@ -680,11 +682,14 @@ impl Room {
     fn summarize(&mut self, e: &Effective, now: u64, expired: u64, active: u64) {
         let t = &mut self.turnover;
         let dt = t.at.map_or(0, |at| now.saturating_sub(at));
-        if dt > 0 && dt <= 5000 {
-            let early = (t.active + self.admitted).saturating_sub(t.admitted + expired + active);
-            let alpha = 1.0 - (-(dt as f64) / 30000.0).exp();
+        let early = (t.active + self.admitted).saturating_sub(t.admitted + expired + active);
+        // Nobody inside and nobody leaving: nothing seen, the measure stays.
+        if dt > 0 && dt <= 5000 && (t.active > 0 || early > 0) {
+            let window = turnover_window_ms(e.session_ms) as f64;
+            let alpha = 1.0 - (-(dt as f64) / window).exp();
             t.leaves += alpha * ((early * 1000) as f64 / dt as f64 - t.leaves);
             t.inside += alpha * (t.active as f64 - t.inside);
+            t.watched += dt;
         }
         t.at = Some(now);
         t.active = active;
@@ -700,16 +705,24 @@ impl Room {
                 *end += 1;
             }
         }
+        // While nobody is let in the budget refills untouched: a resume
+        // after a second or more finds it full.
+        let burst = e.rate.max(1.0);
+        let allow = match self.allow {
+            Some(allow) if Room::admitting(e, now) => allow,
+            _ => burst,
+        };
         self.schedule = Some(Schedule {
             at_ms: now,
             rate: e.rate,
-            allow: self.allow.unwrap_or(e.rate.max(1.0)),
+            allow,
             capacity: e.capacity,
             session_ms: e.session_ms,
             free: e.capacity.saturating_sub(active),
             ends,
             leaves: t.leaves,
             inside: t.inside,
+            watched_ms: t.watched,
         });
     }
 }

@@ -139,15 +139,22 @@ pub fn seats_text(seats: SeatsLeft) -> &'static str {
 
 /// The tick's summary as `tick.lua` writes it (`eta` in the room hash):
 /// at, rate, allow, capacity, session ms, free, the end buckets, leaves,
-/// inside, space-separated; empty before the room's first tick.
+/// inside, watched ms, space-separated; empty before the room's first
+/// tick. One written before the watched time was kept (until the next
+/// tick rewrites it) reads as watched for ever.
 fn schedule(value: &Value) -> Parsed<Option<Schedule>> {
     let text = text(value).ok_or_else(|| bad("expected a schedule"))?;
     if text.is_empty() {
         return Ok(None);
     }
-    let parts: [&str; 8 + END_BUCKETS] = text
-        .split(' ')
-        .collect::<Vec<_>>()
+    let mut words: Vec<&str> = text.split(' ').collect();
+    let watched = if words.len() == 9 + END_BUCKETS {
+        let w = words.pop().unwrap_or_default();
+        word::<u64>(w, "schedule: expected an integer")?
+    } else {
+        u64::MAX
+    };
+    let parts: [&str; 8 + END_BUCKETS] = words
         .try_into()
         .map_err(|_| bad("schedule has the wrong length"))?;
     let [
@@ -177,6 +184,7 @@ fn schedule(value: &Value) -> Parsed<Option<Schedule>> {
         ends,
         leaves: x(leaves)?,
         inside: x(inside)?,
+        watched_ms: watched,
     }))
 }
 

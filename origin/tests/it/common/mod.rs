@@ -107,6 +107,14 @@ impl TestStore {
             Store::Memory => self.store.clone(),
         }
     }
+
+    /// [`TestStore::connect`] on the pinned clock `clock`.
+    pub fn connect_pinned(&self, clock: Arc<AtomicU64>) -> Arc<dyn QueueStore> {
+        match self.kind {
+            Store::Redis => Arc::new(redis_store(&self.prefix).with_fixed_clock(clock)),
+            Store::Memory => self.store.clone(),
+        }
+    }
 }
 
 impl Drop for TestStore {

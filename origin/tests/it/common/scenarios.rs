@@ -391,14 +391,17 @@ pub async fn pausing_stops_admissions_and_closing_takes_no_places(
     );
 }
 
-/// The ETA starts from the configured rate, then follows the schedule the ticks see; polls are paced.
+/// The ETA starts from the configured rate, then follows the schedule the
+/// ticks see once they have seen how long sessions last; polls are paced.
 pub async fn status_reports_an_eta_from_the_achieved_rate_and_paces_polls(
     store: Arc<dyn QueueStore>,
     id: &str,
 ) {
+    // 1 s sessions: a few seconds of ticks see enough of them to tell.
     let s = RoomSettings {
         capacity: 1,
         admit_per_second: 2.0,
+        session_seconds: 1,
         ..Default::default()
     };
     let room = make_room(store.as_ref(), id, s).await;
@@ -415,7 +418,7 @@ pub async fn status_reports_an_eta_from_the_achieved_rate_and_paces_polls(
     assert_eq!(last.json["eta_seconds"], 25);
     let poll = last.json["poll_after_ms"].as_u64().unwrap();
     assert!((1_000..=20_000).contains(&poll), "{poll}");
-    // Capacity 1 and long sessions: the next turn is when the session inside ends.
+    // Capacity 1: a turn each time the session inside ends, a second each.
     eventually(
         "the estimate follows the schedule",
         Duration::from_secs(5),

@@ -207,21 +207,35 @@ end
 -- 'eta'. Sessions that ended early (left, booked) since the last tick are
 -- what the counters cannot account for: inside then, plus admitted since,
 -- minus expired now, minus inside now. Their rate per session inside is
--- averaged over about 30 s, skipping gaps between ticks as the rate does.
+-- averaged over 30 s or the session length, whichever is longer
+-- (turnover_window_ms in store.rs), skipping gaps between ticks as the
+-- rate does, and time when nobody was inside (nothing seen: the measure
+-- is carried across a pause).
 local t = redis.call('HMGET', ROOM, 'admitted', 'turn_at', 'turn_active', 'turn_admitted',
-  'leaves', 'inside')
+  'leaves', 'inside', 'watched')
 local admitted_total = tonumber(t[1]) or 0
 local leaves, inside = tonumber(t[5]) or 0, tonumber(t[6]) or 0
+-- How long anyone was inside, summed: the oldest stay the measure knows.
+local watched = tonumber(t[7]) or 0
 local turn_dt = t[2] and (now - tonumber(t[2])) or 0
 if turn_dt > 0 and turn_dt <= 5000 then
   local before = tonumber(t[3])
   local early = math.max(0, before + admitted_total - tonumber(t[4]) - expired - active)
-  local alpha = 1 - math.exp(-turn_dt / 30000)
-  leaves = leaves + alpha * (early * 1000 / turn_dt - leaves)
-  inside = inside + alpha * (before - inside)
+  if before > 0 or early > 0 then
+    local alpha = 1 - math.exp(-turn_dt / math.max(30000, room.session_ms))
+    leaves = leaves + alpha * (early * 1000 / turn_dt - leaves)
+    inside = inside + alpha * (before - inside)
+    watched = watched + turn_dt
+  end
 end
 -- Sessions inside by when they end, in eighths of the session length.
-local eta = { int(now), real(room.rate), real(room.allow or math.max(room.rate, 1)),
+-- While nobody is let in the budget refills untouched: a resume after a
+-- second or more finds it full.
+local allow = math.max(room.rate, 1)
+if room.allow and admitting(room, now) then
+  allow = room.allow
+end
+local eta = { int(now), real(room.rate), real(allow),
   int(room.capacity), int(room.session_ms), int(math.max(0, room.capacity - active)) }
 local lo = '(' .. int(now)
 for j = 1, 8 do
@@ -234,9 +248,10 @@ for j = 1, 8 do
 end
 eta[#eta + 1] = real(leaves)
 eta[#eta + 1] = real(inside)
+eta[#eta + 1] = int(watched)
 redis.call('HSET', ROOM, 'turn_at', int(now), 'turn_active', int(active),
   'turn_admitted', int(admitted_total), 'leaves', real(leaves), 'inside', real(inside),
-  'eta', table.concat(eta, ' '))
+  'watched', int(watched), 'eta', table.concat(eta, ' '))
 
 -- Join-time marks older than the one the front of the line needs can go.
 -- Only once the pre-queue is gone: until then the front is drawn.
