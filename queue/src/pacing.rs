@@ -71,7 +71,7 @@ const SPREAD_SLACK_MS: f64 = 5_000.0;
 /// the room's measure allows: (lowest, best, highest). The measure weighs
 /// `inside × window` session-seconds in which `leaves × window` sessions
 /// ended early; with `k` of them, the rate is `k` per that exposure, give
-/// or take [`Z`]·√(k + 1) of them (one more above: none seen is not none
+/// or take `Z`·√(k + 1) of them (one more above: none seen is not none
 /// to come). Nothing seen at all: anything from none to all at once.
 pub fn hazards(s: &Schedule) -> (f64, f64, f64) {
     let window = turnover_window_ms(s.session_ms) as f64 / 1000.0;
