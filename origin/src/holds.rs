@@ -2,12 +2,11 @@
 //! status request that says `Prefer: wait=N` (RFC 7240) and would read
 //! `waiting` may be held ([`hold_secs`]) until the room's signal or the
 //! line's front changes in a way that can change its answer, or until
-//! min(N, a third of the room's abandon time, [`MAX_WAIT_SECS`]) seconds
-//! pass; the status route then answers afresh, with `Preference-Applied:
-//! wait=N`. Every held waiter so hears it was let in, the sell-out, a
-//! pause, a resume or a closing within a tick or two of this instance's
-//! view seeing it, at no more requests than its poll interval already asks
-//! for (near the front, where the interval is a second, far fewer).
+//! min(N, its poll interval, [`MAX_WAIT_SECS`]) seconds pass; the status
+//! route then answers afresh, with `Preference-Applied: wait=N`. Every
+//! held waiter so hears it was let in, the sell-out, a pause, a resume or
+//! a closing within a tick or two of this instance's view seeing it, at no
+//! more requests than its poll interval already asks for.
 //!
 //! Who is held:
 //! - every waiter of a paused room (past its opening): nothing changes for
@@ -57,10 +56,10 @@
 //! header: one ticket on thousands of connections would otherwise take
 //! every hold, and every other waiter would fall back to its poll
 //! interval in the sale's last moments); the wait is clamped
-//! and never longer than a third of the abandon time (the longest poll
-//! interval the room gives), so a client that polls again right after a
-//! held answer is never dropped as abandoned (it was marked as polling
-//! when its hold began); a `Prefer` this module cannot read is
+//! and never longer than the poll interval the answer gives, which stays
+//! under a third of the abandon time, so a client that polls again right
+//! after a held answer is never dropped as abandoned (it was marked as
+//! polling when its hold began); a `Prefer` this module cannot read is
 //! ignored, as a preference may be. A hold is only the handler's own future
 //! (no task, no timer of its own beyond its sleep): a client that goes
 //! away drops it, and `Held` gives its place back.
@@ -342,14 +341,11 @@ pub fn hold_secs(line: &LineView, watch: &RoomWatch, position: Option<u64>, secs
 }
 
 /// The seconds a poll that prefers `preferred` may be held: never longer
-/// than the longest poll interval the room gives (a third of its abandon
-/// time, rounded down to whole seconds) nor [`MAX_WAIT_SECS`]; 0 means not
-/// at all. Not the answer's own interval: near the front that is a second
-/// while nothing is known of the stays, and a hold that wakes when the
-/// visitor is let in is worth more than a poll a second.
-pub fn wait_secs(preferred: u64, line: &LineView) -> u64 {
-    let ceiling = pacing::poll_after_ms(Standing::Gone, line) / 1000;
-    preferred.min(ceiling).min(MAX_WAIT_SECS)
+/// than its answer's poll interval (rounded down to whole seconds) nor
+/// [`MAX_WAIT_SECS`]; 0 means not at all.
+pub fn wait_secs(preferred: u64, standing: Standing, line: &LineView) -> u64 {
+    let interval = pacing::poll_after_ms(standing, line) / 1000;
+    preferred.min(interval).min(MAX_WAIT_SECS)
 }
 
 /// The request's `wait` preference ([`prefer_wait`]), read from its headers

@@ -655,7 +655,7 @@ fn shared_visitor(key: [u8; 8], seq: u64) -> u128 {
 /// far back, while every seat is held or booked or, once that has
 /// happened since the opening, while a few seats are back. It is answered
 /// when that changes (let in, sold out, paused, resumed, closed) or after
-/// at most min(N, a third of the abandon time, 20) seconds, with
+/// at most min(N, the poll interval, 20) seconds, with
 /// `Preference-Applied: wait=N`; poll again right after such an answer.
 /// Any other poll is answered at once, as without the header.
 #[utoipa::path(
@@ -774,7 +774,7 @@ fn settle(
     snap: Snapshot,
 ) -> Result<Response, Box<Later>> {
     if let (Some((preferred, watch)), Standing::Waiting { position }) = (watch, snap.standing) {
-        let most = holds::wait_secs(preferred, &snap.line);
+        let most = holds::wait_secs(preferred, snap.standing, &snap.line);
         let secs = holds::hold_secs(&snap.line, &watch, position, most);
         if secs > 0 {
             return Err(Box::new(Later::Hold {

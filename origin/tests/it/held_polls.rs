@@ -785,10 +785,10 @@ fn unix_now_ms() -> u64 {
         .as_millis() as u64
 }
 
-/// At place 1 of a full room (its one slot taken for ten minutes), a held
-/// poll is held as long as the abandon time allows (20 s, whatever its
-/// poll interval), and answered `admitted` within a few ticks of the slot
-/// freeing, dated by the store's admission.
+/// At place 1 of a full room (its one slot taken for ten minutes, so the
+/// poll interval is the longest the abandon time allows), a held poll is
+/// held for its whole wait, and answered `admitted` within a few ticks of
+/// the slot freeing, dated by the store's admission.
 #[tokio::test]
 async fn at_place_one_of_a_full_room_a_held_poll_hears_it_was_let_in() {
     let t = test_store(STORE);
@@ -806,6 +806,7 @@ async fn at_place_one_of_a_full_room_a_held_poll_hears_it_was_let_in() {
     o.ticks(&room, 2).await;
     let first = o.status(&room, &tickets[0], None).await;
     assert_eq!(first.json["position"], 1, "{}", first.json);
+    assert_eq!(first.json["poll_after_ms"], 20_000, "{}", first.json);
 
     let poll = o.held_answer(&room, &tickets[0], 20);
     let second = o.held_answer(&room, &tickets[1], 20);
