@@ -254,7 +254,11 @@ pub struct RoomSettings {
     /// The room's name as visitors see it on its pages and the room list
     /// (1 to 80 characters); `null`: the room id.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(min_length = 1, max_length = 80)]
+    #[schema(
+        min_length = 1,
+        max_length = 80,
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+    )]
     pub display_name: Option<String>,
     /// The accent colour of the room's pages, `#rgb` or `#rrggbb`; `null`:
     /// the pages' own.
