@@ -290,13 +290,16 @@ async fn base_of(store: &dyn QueueStore, room: &RoomId) -> u64 {
 
 /// Joins of accounts in one batch get exactly what they get one by one: a
 /// second join of an account in the batch gets the first's place (let in at
-/// once, waiting, or refused alike), with tickets and caps mixed in.
+/// once, waiting, or refused alike), with tickets and caps mixed in. In a
+/// room nobody is let into, the line stands from the first join, so new
+/// accounts take places the way most joins of an on-sale do.
 #[tokio::test]
 async fn a_batch_of_account_joins_answers_as_lone_joins_would() {
     let t = test_store(STORE);
     let store = t.store.as_ref();
     let cases: Vec<(RoomSettings, Option<RoomState>)> = vec![
         (settings(1), None),
+        (settings(0), None),
         (settings(3), Some(RoomState::Paused)),
         (
             RoomSettings {
@@ -348,6 +351,9 @@ async fn a_batch_of_account_joins_answers_as_lone_joins_would() {
                 ..with(account(2))
             },
             with(account(3)),
+            with(account(4)),
+            with(account(4)),
+            with(account(5)),
         ];
         let mut lone_answers = Vec::new();
         for r in &requests {
@@ -379,6 +385,7 @@ async fn a_batch_of_account_joins_answers_as_lone_joins_would() {
             assert_eq!(seq_of(1), seq_of(6), "case {i}: the ticket wins");
             assert_eq!(seq_of(1), seq_of(7), "case {i}: account 2's place");
             assert_eq!(seq_of(5), seq_of(8), "case {i}: one place for account 3");
+            assert_eq!(seq_of(9), seq_of(10), "case {i}: one place for account 4");
         }
         let (lone_f, batch_f) = (
             store.figures(&lone).await.unwrap(),

@@ -341,13 +341,16 @@ impl QueueStore for RedisStore {
         let Joins(answers) = self
             .run_with(&self.scripts.join, room, |call| {
                 call.arg(PREQUEUE_SPAN);
-                let plain = |join: &JoinRequest| {
-                    join.existing.is_none() && join.limit.is_none() && join.account.is_none()
-                };
-                let kind = |join: &JoinRequest| match (plain(join), join.proof) {
-                    (true, Proof::NotAsked) => 'p',
-                    (true, Proof::Solved { .. }) => 's',
-                    _ => 'f',
+                let kind = |join: &JoinRequest| {
+                    if join.existing.is_some() || join.limit.is_some() {
+                        return 'f';
+                    }
+                    match (join.account.is_some(), join.proof) {
+                        (false, Proof::NotAsked) => 'p',
+                        (false, Proof::Solved { .. }) => 's',
+                        (true, Proof::NotAsked) => 'a',
+                        _ => 'f',
+                    }
                 };
                 let kinds: String = joins.iter().map(kind).collect();
                 call.arg(kinds);
@@ -362,10 +365,14 @@ impl QueueStore for RedisStore {
                             }
                         };
                     };
-                    match kind(join) {
-                        'p' => continue,
-                        's' => {
+                    match (kind(join), &join.account) {
+                        ('p', _) => continue,
+                        ('s', _) => {
                             solution(call);
+                            continue;
+                        }
+                        ('a', Some(account)) => {
+                            call.arg(&account.as_bytes()[..]);
                             continue;
                         }
                         _ => {}

@@ -10,11 +10,12 @@
 -- ARGV[3] the batch's kinds, one letter per join in order: 'p' a plain join
 --         (no ticket, no cap, no account, no challenge: most of an on-sale),
 --         's' a plain join with a solved challenge (most of an on-sale in a
---         room that asks one), 'f' any other
+--         room that asks one), 'a' a plain join with an account (most of
+--         an on-sale in a room that reads identities), 'f' any other
 -- ARGV[4] a fresh draw seed (hex), taken only by a pre-queue join into a
 --         room that has none yet (one stored before rooms had seeds)
--- then, in the same order, none per plain join, two per 's' and six per
--- other:
+-- then, in the same order, none per plain join, two per 's', one (the
+-- account) per 'a' and six per other:
 --   seq of the visitor's valid ticket, or '' when it has none (f only)
 --   the client (for the per-client cap)   its cap, 0 = none (f only)
 --   the account (its 8 raw bytes), or '' when it has none (f only)
@@ -43,7 +44,10 @@
 -- A batch writes its new places once, at its end (flush): one ZADD, one
 -- BITFIELD for the line's bitmap and one for the polled ring (each bit
 -- run of the batch's consecutive members set at once), where each join
--- cost five commands and a ZRANK. Meanwhile the batch counts the
+-- cost five commands and a ZRANK. So with the accounts of new places: each
+-- new account's forward entry is one HSETNX (its check and its write), and
+-- the batch's reverse entries, which share a hash per 128 members, one
+-- HSET and the count one HINCRBY, where each such join cost five commands. Meanwhile the batch counts the
 -- line itself (room.waiting) and places a new waiter from that count: a
 -- place taken after the opening is behind every other (its score, span +
 -- member, is the largest yet), so its position is the line's length.
@@ -73,7 +77,52 @@ local function line_length(room)
   return room.waiting
 end
 
+-- The members and accounts given places on the short way since the last
+-- flush, whose reverse entries (acct-of) flush writes.
+local pending_account_members, pending_accounts = {}, {}
+
+-- Writes the reverse entries of the accounts given places since the last
+-- flush, one HSET per reverse hash (their members are consecutive, so
+-- mostly one), and counts them.
+local function flush_accounts(room)
+  local n = #pending_account_members
+  if n == 0 then
+    return
+  end
+  local chunk, fields = nil, {}
+  for i = 1, n do
+    local m = pending_account_members[i]
+    local c = math.floor(m / PER_REVERSE)
+    if c ~= chunk and #fields > 0 then
+      redis.call('HSET', account_of_key(room, chunk * PER_REVERSE), unpack(fields))
+      fields = {}
+    end
+    chunk = c
+    fields[#fields + 1] = int(m - c * PER_REVERSE)
+    fields[#fields + 1] = pending_accounts[i]
+  end
+  redis.call('HSET', account_of_key(room, chunk * PER_REVERSE), unpack(fields))
+  redis.call('HINCRBY', ROOM, 'accounts', n)
+  pending_account_members, pending_accounts = {}, {}
+end
+
+-- Whether `account` (of a join on the short way, to be given `member`) has
+-- no entry in the index; if so it now names `member` (its forward entry:
+-- the check and the write are one HSETNX, written at once, so a second
+-- join of the account in this batch finds it). Any entry at all, standing
+-- or not, sends the join the long way, which reads and mends it.
+local function claim_account(room, account, member)
+  if redis.call('HSETNX', account_key(account), account, int(member)) == 0 then
+    return false
+  end
+  room.accounts = room.accounts + 1
+  pending_account_members[#pending_account_members + 1] = member
+  pending_accounts[#pending_accounts + 1] = account
+  return true
+end
+
 local function flush(room, now)
+  flush_accounts(room)
   if #pending == 0 then
     return
   end
@@ -194,12 +243,14 @@ local function join_one(out, room, now, span, existing, holder, max_places, acco
                         solution, window)
   -- The short way, most joins of an on-sale: exactly what the long way
   -- below does for them (a new place at the back of a non-empty line),
-  -- without its checks that cannot apply. A solution takes it only when
-  -- it is new (recorded last, so nothing after it can send the join the
-  -- long way).
-  if plain_ok and existing == '' and max_places == '0' and account == ''
+  -- without its checks that cannot apply. A solution, or an account
+  -- (without a solution), takes it only when it is new (recorded last, so
+  -- nothing after it can send the join the long way).
+  if plain_ok and existing == '' and max_places == '0'
     and room.waiting and room.waiting > 0
     and not (room.max_line > 0 and room.last_member >= room.max_line) -- the line cap, as below
+    and (account == '' or (solution == ''
+      and claim_account(room, account, room.last_member + 1)))
     and (solution == '' or (solution ~= '!'
       and remember_solution(now, solution, window, int(room.base + room.last_member + 1), true))) then
     local member = room.last_member + 1
@@ -222,6 +273,10 @@ local function join_one(out, room, now, span, existing, holder, max_places, acco
   -- number (Lua's tonumber is glibc's strtod).
   -- A valid ticket whose place still stands gets that place back, never a
   -- second one; so does an account, when the ticket's place does not stand.
+  if account ~= '' then
+    -- The index as the store holds it: account_place reads both entries.
+    flush_accounts(room)
+  end
   local mine = member_of(room, existing) -- nil: no ticket, or a seq never given
   if mine and rejoin(out, room, now, mine) then
     return
@@ -338,6 +393,11 @@ end
 local span = tonumber(ARGV[2])
 plain_ok = not refusing(room) and room.seats ~= 'sold_out' and opened(room, now)
   and room.method ~= 'random' and not (admitting(room, now) and room.method == 'passthrough')
+if plain_ok then
+  -- The short way needs the line's length: asked now, the first join of
+  -- the batch can take it too.
+  line_length(room)
+end
 local out = room_figures(room, now)
 local answers = { int(room.base) }
 local a = 5 -- the next join's first argument
@@ -348,6 +408,9 @@ for k = 1, #kinds do
   elseif kind == 115 then -- 's'
     join_one(answers, room, now, span, '', '', '0', '', ARGV[a], ARGV[a + 1])
     a = a + 2
+  elseif kind == 97 then -- 'a'
+    join_one(answers, room, now, span, '', '', '0', ARGV[a], '', '')
+    a = a + 1
   else
     join_one(answers, room, now, span, ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3],
       ARGV[a + 4], ARGV[a + 5])
