@@ -65,8 +65,7 @@ use base64::Engine as _;
 use base64::alphabet::URL_SAFE;
 use base64::engine::DecodePaddingMode;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, URL_SAFE_NO_PAD};
-use jsonwebtoken::errors::ErrorKind;
-use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use jsonwebtoken::{Algorithm, DecodingKey};
 use serde_json::{Map, Value};
 
 use crate::keyring::{is_valid_kid, parse_pairs, split_list};
@@ -121,8 +120,6 @@ struct IdentityKey {
 
 struct Inner {
     keys: Vec<IdentityKey>,
-    hs256: Validation,
-    eddsa: Validation,
 }
 
 /// The keys identity tokens are checked with: the operator's HS256 secrets
@@ -141,20 +138,6 @@ impl fmt::Debug for IdentityKeys {
         }
         list.finish()
     }
-}
-
-/// A validation that leaves only the signature (and the header's `alg`) to
-/// the JWT library: it reads the system clock for `exp` and `nbf`, and the
-/// caller's `now` is what counts here, so the claims are checked by
-/// [`check_claims`] instead.
-fn signature_only(alg: Algorithm) -> Validation {
-    let mut v = Validation::new(alg);
-    v.leeway = 0;
-    v.validate_exp = false;
-    v.validate_nbf = false;
-    v.validate_aud = false;
-    v.required_spec_claims.clear();
-    v
 }
 
 impl IdentityKeys {
@@ -224,11 +207,7 @@ impl IdentityKeys {
             }
         }
         Ok(IdentityKeys {
-            inner: Arc::new(Inner {
-                keys,
-                hs256: signature_only(Algorithm::HS256),
-                eddsa: signature_only(Algorithm::EdDSA),
-            }),
+            inner: Arc::new(Inner { keys }),
         })
     }
 
@@ -278,20 +257,25 @@ impl IdentityKeys {
         if key.alg != header.alg {
             return Err(IdentityError::AlgorithmNotAllowed);
         }
-        let validation = if key.alg == Algorithm::HS256 {
-            &self.inner.hs256
-        } else {
-            &self.inner.eddsa
-        };
-        let data =
-            jsonwebtoken::decode::<Map<String, Value>>(jwt, &key.key, validation).map_err(|e| {
-                match e.kind() {
-                    ErrorKind::InvalidSignature => IdentityError::BadSignature,
-                    ErrorKind::InvalidAlgorithm => IdentityError::AlgorithmNotAllowed,
-                    _ => IdentityError::Malformed,
-                }
-            })?;
-        check_claims(&data.claims, room, now_unix_s)
+        // The signature over `header.payload`, by the JWT library's own
+        // check; the claims are then read once, here. (`jsonwebtoken::decode`
+        // read the header three times and the claims twice: 3.3 µs a join.)
+        let (message, signature) = jwt.rsplit_once('.').ok_or(IdentityError::Malformed)?;
+        let (_, payload) = message.split_once('.').ok_or(IdentityError::Malformed)?;
+        if payload.contains('.') {
+            return Err(IdentityError::Malformed);
+        }
+        match jsonwebtoken::crypto::verify(signature, message.as_bytes(), &key.key, key.alg) {
+            Ok(true) => {}
+            Ok(false) => return Err(IdentityError::BadSignature),
+            Err(_) => return Err(IdentityError::Malformed),
+        }
+        let json = URL_SAFE_NO_PAD
+            .decode(payload)
+            .map_err(|_| IdentityError::Malformed)?;
+        let claims: Map<String, Value> =
+            serde_json::from_slice(&json).map_err(|_| IdentityError::Malformed)?;
+        check_claims(&claims, room, now_unix_s)
     }
 }
 
