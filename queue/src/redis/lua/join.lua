@@ -47,7 +47,10 @@
 -- cost five commands and a ZRANK. So with the accounts of new places: each
 -- new account's forward entry is one HSETNX (its check and its write), and
 -- the batch's reverse entries, which share a hash per 128 members, one
--- HSET and the count one HINCRBY, where each such join cost five commands. Meanwhile the batch counts the
+-- HSET and the count one HINCRBY, where each such join cost five commands;
+-- and the solutions of its 's' joins are read with one HMGET and written
+-- with one HSET (a minute's solutions share a hash), where each cost an
+-- HSETNX. Meanwhile the batch counts the
 -- line itself (room.waiting) and places a new waiter from that count: a
 -- place taken after the opening is behind every other (its score, span +
 -- member, is the largest yet), so its position is the line's length.
@@ -75,6 +78,104 @@ local function line_length(room)
     room.waiting = redis.call('ZCARD', WAITING)
   end
   return room.waiting
+end
+
+-- The solutions' minutes whose key this batch has set to expire.
+local expiring = {}
+
+-- Sets the key of minute `window`'s solutions to expire when that minute
+-- ends (by the scripts' clock), once a batch.
+local function expire_solutions(now, key, window)
+  if not expiring[window] then
+    expiring[window] = true
+    local ttl = math.floor(((tonumber(window) + 1) * 60000 - now) / 1000) + 1
+    redis.call('EXPIRE', key, math.max(ttl, 1))
+  end
+end
+
+-- What the store knew at the batch's start of the solutions its 's' joins
+-- show, per minute: known[window][solution] = the seq it took (text), or
+-- absent; one HMGET per minute, where each join cost an HSETNX. Places
+-- this batch gives are added as they are given.
+local known_solutions = {}
+-- The solutions given places on the short way since the last flush, per
+-- minute: solution, seq, solution, seq, ...
+local pending_solutions = {}
+
+-- Reads known_solutions for the 's' joins of `kinds` (their arguments
+-- from ARGV[5] on, as the loop at the end reads them).
+local function read_solutions(kinds)
+  local wanted = {}
+  local a = 5
+  for k = 1, #kinds do
+    local kind = string.byte(kinds, k)
+    if kind == 115 then -- 's'
+      local window = ARGV[a + 1]
+      local list = wanted[window]
+      if not list then
+        list = {}
+        wanted[window] = list
+      end
+      list[#list + 1] = ARGV[a]
+      a = a + 2
+    elseif kind == 97 then -- 'a'
+      a = a + 1
+    elseif kind ~= 112 then -- 'f'
+      a = a + 6
+    end
+  end
+  for window, list in pairs(wanted) do
+    local got = redis.call('HMGET', STEM .. 'sol:' .. window, unpack(list))
+    local map = {}
+    for i = 1, #list do
+      if got[i] then
+        map[list[i]] = got[i]
+      end
+    end
+    known_solutions[window] = map
+  end
+end
+
+-- Writes the solutions given places since the last flush, one HSET per
+-- minute.
+local function flush_solutions(now)
+  for window, fields in pairs(pending_solutions) do
+    local key = STEM .. 'sol:' .. window
+    for i = 1, #fields, CHUNK do
+      redis.call('HSET', key, unpack(fields, i, math.min(i + CHUNK - 1, #fields)))
+    end
+    expire_solutions(now, key, window)
+  end
+  pending_solutions = {}
+end
+
+-- Records that `solution` took the place of seq `seq` (text), now (HSET).
+local function remember_solution(now, solution, window, seq)
+  local key = STEM .. 'sol:' .. window
+  redis.call('HSET', key, solution, seq)
+  if known_solutions[window] then
+    known_solutions[window][solution] = seq
+  end
+  expire_solutions(now, key, window)
+end
+
+-- Whether `solution` (of a join on the short way, to be given seq `seq`)
+-- is new; if so it is recorded as taking that place (written at flush).
+-- One shown before, or earlier in this batch, goes the long way.
+local function claim_solution(solution, window, seq)
+  local known = known_solutions[window]
+  if not known or known[solution] then
+    return false
+  end
+  known[solution] = seq
+  local fields = pending_solutions[window]
+  if not fields then
+    fields = {}
+    pending_solutions[window] = fields
+  end
+  fields[#fields + 1] = solution
+  fields[#fields + 1] = seq
+  return true
 end
 
 -- The members and accounts given places on the short way since the last
@@ -123,6 +224,7 @@ end
 
 local function flush(room, now)
   flush_accounts(room)
+  flush_solutions(now)
   if #pending == 0 then
     return
   end
@@ -217,28 +319,6 @@ local function rejoin(out, room, now, mine)
   return true
 end
 
--- The solutions' minutes whose key this batch has set to expire.
-local expiring = {}
-
--- Records that `solution` took the place of seq `seq` (text): set (HSET,
--- or HSETNX when `only_new`, which says whether it was new). The key
--- lives until its minute ends, by the scripts' clock.
-local function remember_solution(now, solution, window, seq, only_new)
-  local key = STEM .. 'sol:' .. window
-  local new = 1
-  if only_new then
-    new = redis.call('HSETNX', key, solution, seq)
-  else
-    redis.call('HSET', key, solution, seq)
-  end
-  if not expiring[window] then
-    expiring[window] = true
-    local ttl = math.floor(((tonumber(window) + 1) * 60000 - now) / 1000) + 1
-    redis.call('EXPIRE', key, math.max(ttl, 1))
-  end
-  return new == 1
-end
-
 local function join_one(out, room, now, span, existing, holder, max_places, account,
                         solution, window)
   -- The short way, most joins of an on-sale: exactly what the long way
@@ -252,7 +332,7 @@ local function join_one(out, room, now, span, existing, holder, max_places, acco
     and (account == '' or (solution == ''
       and claim_account(room, account, room.last_member + 1)))
     and (solution == '' or (solution ~= '!'
-      and remember_solution(now, solution, window, int(room.base + room.last_member + 1), true))) then
+      and claim_solution(solution, window, int(room.base + room.last_member + 1)))) then
     local member = room.last_member + 1
     room.last_member = member
     mark(room, now, member)
@@ -276,6 +356,10 @@ local function join_one(out, room, now, span, existing, holder, max_places, acco
   if account ~= '' then
     -- The index as the store holds it: account_place reads both entries.
     flush_accounts(room)
+  end
+  if solution ~= '' and solution ~= '!' then
+    -- Likewise the solutions: read below.
+    flush_solutions(now)
   end
   local mine = member_of(room, existing) -- nil: no ticket, or a seq never given
   if mine and rejoin(out, room, now, mine) then
@@ -334,7 +418,7 @@ local function join_one(out, room, now, span, existing, holder, max_places, acco
     index_account(room, account, member)
   end
   if solution ~= '' then
-    remember_solution(now, solution, window, int(room.base + member), false)
+    remember_solution(now, solution, window, int(room.base + member))
   end
   mark(room, now, member)
   local is_open = opened(room, now)
@@ -398,6 +482,7 @@ if plain_ok then
   -- the batch can take it too.
   line_length(room)
 end
+read_solutions(kinds)
 local out = room_figures(room, now)
 local answers = { int(room.base) }
 local a = 5 -- the next join's first argument
