@@ -3,8 +3,11 @@
 //!
 //! - [`commandstats`]: Redis's account of the scripts it ran, read by
 //!   `bench` and `request_cost`.
+//! - [`pinned`]: a queue store on the run's own clock, embedded or on
+//!   Redis, for `draw_bench` and `eta_bench`.
 //! - [`scratch_db`]: a MariaDB database of one run's own, for
 //!   `booking_bench` and `seatmap_bench`.
 
 pub mod commandstats;
+pub mod pinned;
 pub mod scratch_db;

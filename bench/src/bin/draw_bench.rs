@@ -17,9 +17,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use clap::{Parser, ValueEnum};
-use origin::queue::memory::MemoryStore;
-use origin::queue::redis::{RedisConfig, RedisStore};
+use bench::pinned::{StoreKind, delete_keys, pinned_store};
+use clap::Parser;
 use origin::queue::{JoinRequest, QueueStore, draw};
 use origin::room::{RoomId, RoomSettings};
 
@@ -42,31 +41,18 @@ struct Args {
     waiters: usize,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum StoreKind {
-    Memory,
-    Redis,
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> ExitCode {
     let args = Args::parse();
     let clock = Arc::new(AtomicU64::new(T0));
     let prefix = format!("wr-draw-bench-{}:", std::process::id());
-    let store: Arc<dyn QueueStore> = match args.store {
-        StoreKind::Memory => Arc::new(MemoryStore::with_fixed_clock(clock.clone())),
-        StoreKind::Redis => match RedisStore::connect(&RedisConfig {
-            url: args.redis_url.clone(),
-            prefix: prefix.clone(),
-            timeout: Duration::from_secs(30),
-            cluster: false,
-        }) {
-            Ok(s) => Arc::new(s.with_fixed_clock(clock.clone())),
-            Err(e) => {
-                eprintln!("cannot use Redis at {}: {e}", args.redis_url);
-                return ExitCode::FAILURE;
-            }
-        },
+    let timeout = Duration::from_secs(30);
+    let store = match pinned_store(args.store, &args.redis_url, &prefix, clock.clone(), timeout) {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("cannot use Redis at {}: {e}", args.redis_url);
+            return ExitCode::FAILURE;
+        }
     };
     let outcome = play(store.as_ref(), &clock, args.waiters).await;
     if args.store == StoreKind::Redis
@@ -157,22 +143,5 @@ async fn play(store: &dyn QueueStore, clock: &AtomicU64, waiters: usize) -> Resu
         longest.as_secs_f64() * 1000.0,
         admitted.len(),
     );
-    Ok(())
-}
-
-/// Deletes every key under the run's prefix.
-async fn delete_keys(url: &str, prefix: &str) -> redis::RedisResult<()> {
-    let client = redis::Client::open(url)?;
-    let mut conn = client.get_multiplexed_async_connection().await?;
-    let keys: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("{prefix}*"))
-        .query_async(&mut conn)
-        .await?;
-    if !keys.is_empty() {
-        redis::cmd("DEL")
-            .arg(keys)
-            .query_async::<()>(&mut conn)
-            .await?;
-    }
     Ok(())
 }

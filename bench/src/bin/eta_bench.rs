@@ -43,9 +43,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use clap::{Parser, ValueEnum};
-use origin::queue::memory::MemoryStore;
-use origin::queue::redis::{RedisConfig, RedisStore};
+use bench::pinned::{StoreKind, delete_keys, pinned_store};
+use clap::Parser;
 use origin::queue::{QueueStore, Standing, pacing};
 use origin::room::{RoomId, RoomSettings, RoomState};
 
@@ -76,12 +75,6 @@ struct Args {
     /// Seed of the early leavers' times inside and of the polls at the opening.
     #[arg(long, default_value_t = 16)]
     seed: u64,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum StoreKind {
-    Memory,
-    Redis,
 }
 
 struct Case {
@@ -369,20 +362,13 @@ async fn main() -> ExitCode {
     let args = Args::parse();
     let clock = Arc::new(AtomicU64::new(T0));
     let prefix = format!("wr-eta-bench-{}:", std::process::id());
-    let store: Arc<dyn QueueStore> = match args.store {
-        StoreKind::Memory => Arc::new(MemoryStore::with_fixed_clock(clock.clone())),
-        StoreKind::Redis => match RedisStore::connect(&RedisConfig {
-            url: args.redis_url.clone(),
-            prefix: prefix.clone(),
-            timeout: Duration::from_secs(5),
-            cluster: false,
-        }) {
-            Ok(s) => Arc::new(s.with_fixed_clock(clock.clone())),
-            Err(e) => {
-                eprintln!("cannot use Redis at {}: {e}", args.redis_url);
-                return ExitCode::FAILURE;
-            }
-        },
+    let timeout = Duration::from_secs(5);
+    let store = match pinned_store(args.store, &args.redis_url, &prefix, clock.clone(), timeout) {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("cannot use Redis at {}: {e}", args.redis_url);
+            return ExitCode::FAILURE;
+        }
     };
     println!(
         "ETA error |eta - wait| / wait, waits over {} s; store: {:?}",
@@ -451,21 +437,4 @@ async fn main() -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
-}
-
-/// Deletes every key under the run's prefix.
-async fn delete_keys(url: &str, prefix: &str) -> redis::RedisResult<()> {
-    let client = redis::Client::open(url)?;
-    let mut conn = client.get_multiplexed_async_connection().await?;
-    let keys: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("{prefix}*"))
-        .query_async(&mut conn)
-        .await?;
-    if !keys.is_empty() {
-        redis::cmd("DEL")
-            .arg(keys)
-            .query_async::<()>(&mut conn)
-            .await?;
-    }
-    Ok(())
 }

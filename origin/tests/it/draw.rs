@@ -17,9 +17,9 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use crate::common::{
-    Api, make_room, pinned_store, room, seq_of, settings, state, test_store, unix_now,
+    Api, TestStore, make_room, pinned_store, room, seq_of, settings, state, test_store, unix_now,
 };
-use origin::room::RoomSettings;
+use origin::room::{RoomId, RoomSettings};
 
 fn at(ms: u64) -> OffsetDateTime {
     OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).unwrap()
@@ -51,13 +51,19 @@ fn audit_order(seed: &[u8], seqs: &[u64]) -> Vec<u64> {
     valued.into_iter().map(|(_, seq)| seq).collect()
 }
 
-/// A pre-queue of some hundreds, a few of whom leave, an opening moved
-/// later while the seed is secret: the commitment holds throughout, the
-/// seed told at the opening hashes to it, no place is told and nobody let
-/// in before the draw is applied, and then positions and admissions follow
-/// the recomputed order exactly.
-#[tokio::test]
-async fn the_prequeue_is_let_in_in_the_order_anyone_recomputes() {
+/// A room with a draw to come, on a store of its own whose clock is pinned.
+struct Opening {
+    clock: Arc<AtomicU64>,
+    t: TestStore,
+    /// When the room opens (unix ms): 10 s after the clock's start.
+    opens: u64,
+    settings: RoomSettings,
+    room: RoomId,
+}
+
+/// Room `id` of 1,000 seats, sessions an hour long, `admit_per_second`
+/// let in, opening 10 s from now on a clock pinned at now.
+async fn opening_room(id: &str, admit_per_second: f64) -> Opening {
     let t0 = unix_now();
     let clock = Arc::new(AtomicU64::new(t0));
     let t = pinned_store(STORE, clock.clone());
@@ -65,10 +71,33 @@ async fn the_prequeue_is_let_in_in_the_order_anyone_recomputes() {
     let s = RoomSettings {
         opens_at: Some(at(opens)),
         abandon_seconds: 3_600,
-        admit_per_second: 40.0,
+        admit_per_second,
         ..settings(1_000)
     };
-    let room = make_room(t.store.as_ref(), "draw", s.clone()).await;
+    let room = make_room(t.store.as_ref(), id, s.clone()).await;
+    Opening {
+        clock,
+        t,
+        opens,
+        settings: s,
+        room,
+    }
+}
+
+/// A pre-queue of some hundreds, a few of whom leave, an opening moved
+/// later while the seed is secret: the commitment holds throughout, the
+/// seed told at the opening hashes to it, no place is told and nobody let
+/// in before the draw is applied, and then positions and admissions follow
+/// the recomputed order exactly.
+#[tokio::test]
+async fn the_prequeue_is_let_in_in_the_order_anyone_recomputes() {
+    let Opening {
+        clock,
+        t,
+        opens,
+        settings: s,
+        room,
+    } = opening_room("draw", 40.0).await;
     let api = Api::new(state(t.store.clone()));
     let uri = format!("/queue/{room}/draw");
 
@@ -219,17 +248,13 @@ async fn a_new_opening_after_the_seed_was_told_has_a_new_seed() {
 /// next ticks, nobody let in meanwhile, and then let in in the draw's order.
 #[tokio::test]
 async fn a_large_prequeue_is_drawn_over_several_ticks() {
-    let t0 = unix_now();
-    let clock = Arc::new(AtomicU64::new(t0));
-    let t = pinned_store(STORE, clock.clone());
-    let opens = t0 + 10_000;
-    let s = RoomSettings {
-        opens_at: Some(at(opens)),
-        abandon_seconds: 3_600,
-        admit_per_second: 100.0,
-        ..settings(1_000)
-    };
-    let room = make_room(t.store.as_ref(), "big-draw", s).await;
+    let Opening {
+        clock,
+        t,
+        opens,
+        room,
+        ..
+    } = opening_room("big-draw", 100.0).await;
     let batch = vec![origin::queue::JoinRequest::default(); 1_000];
     let mut seqs = Vec::new();
     for _ in 0..25 {

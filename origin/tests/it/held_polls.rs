@@ -66,6 +66,14 @@ struct Answer {
     done: Instant,
 }
 
+/// One held poll's answer, with when it came and the `Waiting-Room-Admitted-At` it carried.
+struct HeldAnswer {
+    json: Value,
+    applied: Option<String>,
+    admitted_at: Option<String>,
+    done: Instant,
+}
+
 impl Origin {
     /// Joins `n` visitors; their tickets.
     async fn join(&self, room: &RoomId, n: usize) -> Vec<String> {
@@ -122,12 +130,38 @@ impl Origin {
         ticket: &str,
         secs: u64,
     ) -> tokio::task::JoinHandle<(bool, Value)> {
+        let answer = self.held_reply(room, ticket, secs);
+        tokio::spawn(async move {
+            let answer = answer.await;
+            (answer.applied.is_some(), answer.json)
+        })
+    }
+
+    /// [`Origin::held_poll_for`] with the answer's headers and time.
+    fn held_answer(
+        &self,
+        room: &RoomId,
+        ticket: &str,
+        secs: u64,
+    ) -> tokio::task::JoinHandle<HeldAnswer> {
+        tokio::spawn(self.held_reply(room, ticket, secs))
+    }
+
+    /// The status poll with `Prefer: wait={secs}` that both of the above
+    /// run on a task of its own (aborting the task drops the connection),
+    /// and its answer as read.
+    fn held_reply(
+        &self,
+        room: &RoomId,
+        ticket: &str,
+        secs: u64,
+    ) -> impl Future<Output = HeldAnswer> + Send + 'static {
         let (http, url, ticket) = (
             self.http.clone(),
             self.running.url(&format!("/queue/{room}/status")),
             ticket.to_owned(),
         );
-        tokio::spawn(async move {
+        async move {
             let r = http
                 .get(url)
                 .bearer_auth(ticket)
@@ -135,10 +169,23 @@ impl Origin {
                 .send()
                 .await
                 .unwrap();
-            let held = r.headers().contains_key("preference-applied");
+            let header = |name: &str| {
+                r.headers()
+                    .get(name)
+                    .map(|v| v.to_str().unwrap().to_owned())
+            };
+            let (applied, admitted_at) = (
+                header("preference-applied"),
+                header("waiting-room-admitted-at"),
+            );
             let json: Value = r.json().await.unwrap();
-            (held, json)
-        })
+            HeldAnswer {
+                json,
+                applied,
+                admitted_at,
+                done: Instant::now(),
+            }
+        }
     }
 
     /// Once `n` polls have been held 200 ms, sets the room's seats to
@@ -713,54 +760,7 @@ async fn a_held_poll_near_the_front_hears_it_was_let_in_within_a_few_ticks() {
     assert_eq!(o.state.holds.held(), 0);
 }
 
-/// One held poll's answer, with when it came and the `Waiting-Room-Admitted-At` it carried.
-struct HeldAnswer {
-    json: Value,
-    applied: Option<String>,
-    admitted_at: Option<String>,
-    done: Instant,
-}
-
 impl Origin {
-    /// [`Origin::held_poll_for`] with the answer's headers and time.
-    fn held_answer(
-        &self,
-        room: &RoomId,
-        ticket: &str,
-        secs: u64,
-    ) -> tokio::task::JoinHandle<HeldAnswer> {
-        let (http, url, ticket) = (
-            self.http.clone(),
-            self.running.url(&format!("/queue/{room}/status")),
-            ticket.to_owned(),
-        );
-        tokio::spawn(async move {
-            let r = http
-                .get(url)
-                .bearer_auth(ticket)
-                .header("prefer", format!("wait={secs}"))
-                .send()
-                .await
-                .unwrap();
-            let header = |name: &str| {
-                r.headers()
-                    .get(name)
-                    .map(|v| v.to_str().unwrap().to_owned())
-            };
-            let (applied, admitted_at) = (
-                header("preference-applied"),
-                header("waiting-room-admitted-at"),
-            );
-            let json: Value = r.json().await.unwrap();
-            HeldAnswer {
-                json,
-                applied,
-                admitted_at,
-                done: Instant::now(),
-            }
-        })
-    }
-
     /// A visitor let in at its join (a free slot, nobody waiting): its ticket.
     async fn join_inside(&self, room: &RoomId) -> String {
         let r = self
