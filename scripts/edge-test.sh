@@ -6,8 +6,10 @@
 # in a real browser, Debian's chromium (tests/edge/browser.test.mjs): through the
 # waiting page to the seat page the edge gates (/book/concert/, with the
 # booking API under /api/concert/), two seats held, paid and booked, in
-# English and Korean. Each origin books on a SQLite file in its test's temp
-# folder. Screenshots land in target/e2e-artifacts/.
+# English and Korean; a room's display name, colour and logo, set through
+# the origin's admin API, on the edge's waiting page. Each origin books on a
+# SQLite file in its test's temp folder. Screenshots land in
+# target/e2e-artifacts/.
 #
 # Installs what it needs and is missing: the edge's pinned tools
 # (scripts/edge-tools.sh) and, with apt-get, chromium, chromium-driver and

@@ -5,7 +5,9 @@
 // /book/concert/, which the edge gates with the entry token like the
 // booking API under /api/concert/. There it holds two seats, pays and sees
 // the booking, in English and then in Korean. In a proof-of-work room the
-// edge's page solves the join challenge and passes. Screenshots of the waiting
+// edge's page solves the join challenge and passes. A room given a display
+// name, colour and logo through the origin's admin API shows them on the
+// edge's waiting page, in English and Korean. Screenshots of the waiting
 // page and the seat page in both languages go to target/e2e-artifacts/.
 // Run by scripts/edge-test.sh.
 
@@ -20,6 +22,9 @@ import {
 
 const ROOM = "concert";
 const AHEAD = 3; // visitors waiting before the browser arrives
+const ADMIN_KEY = "e2e-admin-key-0123456789abcdef";
+/** A room's look as an operator sets it: the logo is the site's own icon. */
+const LOOK = { display_name: "Spring tour 봄", color: "#1b7f4c", logo: "/favicon.ico" };
 
 let dir, edge, openEdge, browser, origin, originArgs, redis;
 let keepPolling = true;
@@ -46,6 +51,7 @@ before(async () => {
   // rooms file; booking runs on a SQLite file in `dir`.
   originArgs = {
     dir,
+    adminKey: ADMIN_KEY,
     redisUrl: redis.url,
     prefix: `wre2e-browser-${process.pid}-${Date.now()}:`,
     rooms: [
@@ -61,6 +67,9 @@ before(async () => {
       { id: "failopen", capacity: 1, admit_per_second: 5.0, session_seconds: 60, abandon_seconds: 6 },
       // Joins cost a proof of work, solved by the edge's waiting page.
       { id: "pow", capacity: 10, admit_per_second: 5.0, challenge: "pow", challenge_bits: 16 },
+      // Its look is set through the admin API by the test; one place, so
+      // the browsers wait behind whoever is inside.
+      { id: "look", capacity: 1, admit_per_second: 1.0, session_seconds: 300, abandon_seconds: 60 },
     ],
   };
   origin = await startOrigin(originArgs);
@@ -72,6 +81,7 @@ before(async () => {
     { room: "retry", paths: ["/retry/"] },
     { room: "failopen", paths: ["/open/"] },
     { room: "pow", paths: ["/pow/"] },
+    { room: "look", paths: ["/look/"] },
   ];
   const vars = { PAGE_TITLE: "Spring Concert", PAGE_COLOR: "#b4235a" };
   [edge, openEdge] = await Promise.all([
@@ -292,6 +302,74 @@ test("a proof-of-work room: the edge's page solves in its worker and passes", { 
   assert.match(await page.textContent("body"), /Page not found/);
   assert.deepEqual(answers.slice(0, 2), [428, 200]);
   await ctx.close();
+});
+
+test("a room's display name, colour and logo from the admin API show on the edge's page (English, Korean)", { timeout: 60000 }, async () => {
+  // The operator sets the look at the origin; the edge has no copy of it
+  // (its own PAGE_TITLE and PAGE_COLOR are the site's, not the room's).
+  const patched = await fetch(`${origin.url}/admin/rooms/look`, {
+    method: "PATCH",
+    headers: { Authorization: `Bearer ${ADMIN_KEY}`, "Content-Type": "application/json" },
+    body: JSON.stringify(LOOK),
+  });
+  assert.equal(patched.status, 200, await patched.text());
+  // The room's about, through the edge, says so.
+  const about = await new Visitor(edge.url).json("GET", "/queue/look/about");
+  assert.equal(about.status, 200, about.text);
+  assert.deepEqual([about.json.name, about.json.color, about.json.logo], [LOOK.display_name, LOOK.color, LOOK.logo]);
+  // Someone inside: the browsers wait on the edge's page.
+  const inside = new Visitor(edge.url);
+  assert.equal((await inside.json("POST", "/queue/look/join")).json.state, "admitted");
+
+  for (const [locale, lang, roomLabel] of [["en-US", "en", /Event/], ["ko-KR", "ko", /이벤트/]]) {
+    const ctx = await browser.newContext({ locale, viewport: { width: 420, height: 760 } });
+    const page = await ctx.newPage();
+    const held = await page.goto(`${edge.url}/look/show`);
+    // The edge's own page (held, not the origin's), with the edge's colour
+    // in its style until the room's look arrives.
+    assert.equal(held.status(), 200);
+    assert.match(await held.text(), /"status":"\/queue\/look\/status"/);
+    assert.match(await held.text(), /--accent:#b4235a/);
+    assert.equal(await page.getAttribute("html", "lang"), lang);
+    await page.waitForFunction(() => document.getElementById("wr-pos").textContent === "1", null, { timeout: 15000 });
+    await page.waitForFunction((name) => {
+      const logo = document.querySelector("img.logo");
+      return document.getElementById("wr-room").textContent === name && logo && logo.complete;
+    }, LOOK.display_name, { timeout: 15000 });
+    const seen = await page.evaluate(() => {
+      const logo = document.querySelector("img.logo");
+      const style = getComputedStyle(document.documentElement);
+      return {
+        room: document.getElementById("wr-room").textContent,
+        label: document.querySelector(".room").textContent,
+        title: document.title,
+        accent: style.getPropertyValue("--accent").trim(),
+        // What the accent paints: the progress bar's fill.
+        fill: getComputedStyle(document.getElementById("wr-fill")).backgroundColor,
+        logo: logo && new URL(logo.src).pathname,
+        logoWidth: logo && logo.naturalWidth,
+        logoFirst: logo && logo.nextElementSibling && logo.nextElementSibling.id,
+      };
+    });
+    // The name, not the raw id.
+    assert.equal(seen.room, LOOK.display_name);
+    assert.match(seen.label, roomLabel);
+    assert.ok(!/\blook\b/.test(seen.label), seen.label);
+    assert.ok(seen.title.startsWith(`${LOOK.display_name} – `), seen.title);
+    // The room's colour over the edge's.
+    assert.equal(seen.accent, LOOK.color);
+    assert.equal(seen.fill, "rgb(27, 127, 76)");
+    // The logo, loaded through the edge, above the heading.
+    assert.equal(seen.logo, LOOK.logo);
+    assert.ok(seen.logoWidth > 0, "the logo loaded");
+    assert.equal(seen.logoFirst, "wr-title");
+    await page.screenshot({ path: path.join(ARTIFACTS, `edge-room-look-${lang}.png`) });
+    // Leave the line, so the next language waits first in line too.
+    const left = await page.evaluate(async () => (await fetch("/queue/look/leave", { method: "POST" })).status);
+    assert.equal(left, 204);
+    await ctx.close();
+  }
+  assert.equal((await inside.request("POST", "/queue/look/leave")).status, 204);
 });
 
 test("fail-closed: the page keeps retrying, gently, while the origin is away", { timeout: 90000 }, async () => {

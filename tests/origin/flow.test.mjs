@@ -11,7 +11,9 @@
 // printed). Near the front of a room with seats to spare the page says
 // seats should be left; far back in a long line for a few seats it says
 // they will probably be gone (English and Korean) and offers to leave the
-// line, which it does.
+// line, which it does. The room list shows a room's opening on the clock of
+// the browser's time zone (Seoul), the zone named, in English and Korean,
+// and in UTC to a browser without script.
 //
 // Screenshots go to target/e2e-artifacts/. Run by scripts/flow-test.sh.
 
@@ -29,6 +31,11 @@ const FEW = "few-seats";
 const ADMIN_KEY = "e2e-admin-key-0123456789abcdef";
 
 let dir, origin, browser;
+
+/** When the "spring" room opens: three days and an hour from now. */
+const SPRING_OPENS = new Date(Date.now() + 3 * 86400e3 + 3600e3).toISOString().replace(/\.\d+Z$/, "Z");
+/** The zone the pre-queue test's browser is in, nine hours ahead of UTC. */
+const SEOUL = { id: "Asia/Seoul", offsetMs: 9 * 3600e3, name: { en: "Korean Standard Time", ko: "한국 표준시" } };
 
 /** The performance the booking tests sell: 40 seats in two sections. */
 const EVENING = {
@@ -61,8 +68,7 @@ before(async () => {
       // A pre-queue three days off, with a cap and a look of its own.
       {
         id: "spring", capacity: 10, admit_per_second: 1.0, max_line: 100,
-        opens_at: new Date(Date.now() + 3 * 86400e3 + 3600e3).toISOString().replace(/\.\d+Z$/, "Z"),
-        display_name: "Spring tour", color: "#aa3300",
+        opens_at: SPRING_OPENS, display_name: "Spring tour", color: "#aa3300",
       },
       // A join here costs a proof of work at the default difficulty.
       { id: POW, capacity: 100, admit_per_second: 50.0, challenge: "pow" },
@@ -186,17 +192,55 @@ test("from the room list through the waiting page to the seat page", { timeout: 
   await ctx.close();
 });
 
-test("a pre-queue days off: days in the countdown, the zone named, the cap and the room's look", { timeout: 60000 }, async () => {
-  for (const [locale, lang, days, opens, cap] of [
-    ["en-US", "en", /^3 d \d\d:\d\d:\d\d$/, /The line opens at .*(UTC|GMT)/, /first 100 places/],
-    ["ko-KR", "ko", /^3일 \d\d:\d\d:\d\d$/, /(UTC|GMT)/, /100명까지/],
+/**
+ * The opening as a clock in Seoul shows it, worked out here by the offset
+ * (not by Intl, which the page uses): the day of the month, and the time
+ * as a 12-hour clock reads it with its half of the day.
+ */
+function seoulTime(rfc3339) {
+  const local = new Date(Date.parse(rfc3339) + SEOUL.offsetMs);
+  const hours = local.getUTCHours();
+  return {
+    day: local.getUTCDate(),
+    clock: `${hours % 12 || 12}:${String(local.getUTCMinutes()).padStart(2, "0")}`,
+    half: hours < 12 ? /AM|오전/ : /PM|오후/,
+  };
+}
+
+test("the room list names a pre-queue's opening in UTC without script", { timeout: 30000 }, async () => {
+  const ctx = await browser.newContext({ locale: "en-US", timezoneId: SEOUL.id, javaScriptEnabled: false });
+  const page = await ctx.newPage();
+  await page.goto(`${origin.url}/`);
+  const day = SPRING_OPENS.slice(0, 10);
+  const time = SPRING_OPENS.slice(11, 16);
+  assert.equal(await page.textContent('a[data-room="spring"] + .state'), `Opens ${day} ${time} UTC`);
+  assert.equal(await page.getAttribute('a[data-room="spring"] + .state time', "datetime"), SPRING_OPENS);
+  await page.screenshot({ path: path.join(ARTIFACTS, "origin-rooms-noscript-en.png") });
+  await ctx.close();
+});
+
+test("a pre-queue days off: its opening in the visitor's zone on the list, days in the countdown, the zone named, the cap and the room's look", { timeout: 60000 }, async () => {
+  const seoul = seoulTime(SPRING_OPENS);
+  for (const [locale, lang, opensWord, day, days, opens, cap] of [
+    ["en-US", "en", "Opens", new RegExp(`\\b${seoul.day}, 20\\d\\d\\b`), /^3 d \d\d:\d\d:\d\d$/, /The line opens at .*(UTC|GMT)/, /first 100 places/],
+    ["ko-KR", "ko", "오픈 예정", new RegExp(`\\b${seoul.day}일`), /^3일 \d\d:\d\d:\d\d$/, /(UTC|GMT)/, /100명까지/],
   ]) {
-    const ctx = await browser.newContext({ locale, viewport: { width: 420, height: 900 } });
+    // A visitor in Seoul: the list shows the opening on Seoul's clock.
+    const ctx = await browser.newContext({ locale, timezoneId: SEOUL.id, viewport: { width: 420, height: 900 } });
     const page = await ctx.newPage();
     await page.goto(`${origin.url}/`);
     const state = page.locator('a[data-room="spring"] + .state');
     assert.equal(await page.textContent('a[data-room="spring"]'), "Spring tour");
     assert.equal(await state.getAttribute("data-state"), "opens");
+    await page.waitForFunction(() => !/UTC/.test(document.querySelector('a[data-room="spring"] + .state').textContent),
+      null, { timeout: 5000 });
+    const said = await state.textContent();
+    assert.ok(said.startsWith(`${opensWord} `), said);
+    assert.ok(said.includes(seoul.clock), `Seoul's ${seoul.clock} in ${said}`);
+    assert.match(said, seoul.half);
+    assert.match(said, day);
+    assert.ok(said.includes(SEOUL.name[lang]), `the zone named in ${said}`);
+    await page.screenshot({ path: path.join(ARTIFACTS, `origin-rooms-opens-${lang}.png`) });
     await page.goto(`${origin.url}/waiting-room/spring`);
     await page.waitForFunction(() => !document.getElementById("wr-countdown").hidden, null, { timeout: 15000 });
     await page.waitForFunction(() => !document.getElementById("wr-cap").hidden, null, { timeout: 5000 });

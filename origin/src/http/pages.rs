@@ -59,7 +59,8 @@ fn seat_page_in(color: Option<&str>) -> Arc<SeatPage> {
     pages.insert(key, page.clone());
     page
 }
-static LOBBY_CSP: LazyLock<String> = LazyLock::new(pages::lobby::csp_header);
+static LOBBY_CSP: LazyLock<String> = LazyLock::new(pages::lobby::rooms_csp);
+static NOTICE_CSP: LazyLock<String> = LazyLock::new(pages::lobby::notice_csp);
 static CONSOLE: LazyLock<ConsolePage> = LazyLock::new(|| ConsolePage::new(None));
 
 /// The page routes.
@@ -412,7 +413,7 @@ pub(super) fn refuse(e: ApiError, headers: &HeaderMap, lang: Lang) -> Response {
         Some(notice) if wants_html(headers) => {
             let (mut parts, _) = response.into_parts();
             parts.headers.remove(header::CONTENT_LENGTH);
-            html_headers(&mut parts.headers, &LOBBY_CSP);
+            html_headers(&mut parts.headers, &NOTICE_CSP);
             Response::from_parts(parts, Body::from(notice.render(lang)))
         }
         _ => response,

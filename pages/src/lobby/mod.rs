@@ -1,28 +1,57 @@
 //! The origin's own small pages: the front door at `/` (every room, linked
 //! to its waiting page) and short notices for browsers (a room that does
 //! not exist, a store that does not answer), in English and Korean, in the
-//! pages' skeleton. No script: the CSP names the inline style and forbids
-//! scripts.
+//! pages' skeleton. The notices run no script (their CSP forbids any); the
+//! list runs one small script, named by hash in its CSP, that shows each
+//! room's opening in the visitor's own time zone (without script the UTC
+//! time shows, the zone named).
 //!
 //! The edge never serves these; they live here so every page a visitor
 //! sees is rendered the same way, from one crate.
 
 use std::sync::LazyLock;
 
-use crate::html::escape;
+use serde::Serialize;
+
+use crate::html::{escape, script_json};
 use crate::lang::Lang;
-use crate::skeleton::{Parts, Skeleton};
+use crate::skeleton::{Parts, Script, Skeleton};
 
 /// Every page here: its title as the heading, then its text.
-static SKELETON: LazyLock<Skeleton> = LazyLock::new(|| {
+const BODY: &str = "<main>\n<h1>{{title}}</h1>\n{{text}}</main>\n";
+const CSS: &str = include_str!("lobby.css");
+const JS: &str = include_str!("lobby.js");
+
+/// The room list, with its script.
+static LIST: LazyLock<Skeleton> = LazyLock::new(|| {
     let parts = Parts {
         head: "",
-        body: "<main>\n<h1>{{title}}</h1>\n{{text}}</main>\n",
-        css: include_str!("lobby.css"),
+        body: BODY,
+        css: CSS,
+        script: Some(Script {
+            js: JS,
+            config_id: "lobby-config",
+        }),
+    };
+    Skeleton::new(&parts, None, None)
+});
+
+/// The notices, without script.
+static NOTICE: LazyLock<Skeleton> = LazyLock::new(|| {
+    let parts = Parts {
+        head: "",
+        body: BODY,
+        css: CSS,
         script: None,
     };
     Skeleton::new(&parts, None, None)
 });
+
+/// What the list's script reads from its config block.
+#[derive(Serialize)]
+struct ScriptConfig<'a> {
+    lang: &'a str,
+}
 
 /// Whether a listed room lets people in, as the room list shows it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -119,14 +148,24 @@ fn words(lang: Lang) -> &'static Words {
     lang.pick(&EN, &KO)
 }
 
-/// The `Content-Security-Policy` of every page in this module.
+/// The `Content-Security-Policy` of the room list ([`rooms`]): its own
+/// style and script.
 #[must_use]
-pub fn csp_header() -> String {
-    SKELETON.csp().to_owned()
+pub fn rooms_csp() -> String {
+    LIST.csp().to_owned()
 }
 
-fn document(lang: Lang, title: &str, body: &str) -> String {
-    SKELETON.render(lang, title, "", &[], |key| (key == "text").then_some(body))
+/// The `Content-Security-Policy` of the notices ([`Notice::render`]): their
+/// own style, no script.
+#[must_use]
+pub fn notice_csp() -> String {
+    NOTICE.csp().to_owned()
+}
+
+fn document(skeleton: &Skeleton, lang: Lang, title: &str, config: &str, body: &str) -> String {
+    skeleton.render(lang, title, config, &[], |key| {
+        (key == "text").then_some(body)
+    })
 }
 
 /// The room list: each room linked to its page, with its state.
@@ -140,31 +179,36 @@ pub fn rooms(lang: Lang, rooms: &[RoomLink<'_>]) -> String {
         body.push_str("<ul id=\"rooms\">\n");
         for room in rooms {
             let (key, label) = match (room.state, room.opens_at) {
-                (RoomState::Open, Some(at)) => ("opens", format!("{} {}", w.opens, utc_time(at))),
+                (RoomState::Open, Some(at)) => (
+                    "opens",
+                    format!(
+                        "{} <time datetime=\"{}\">{}</time>",
+                        w.opens,
+                        escape(at),
+                        escape(&utc_time(at))
+                    ),
+                ),
                 (RoomState::Open, None) => ("open", w.open.to_owned()),
                 (RoomState::Paused, _) => ("paused", w.paused.to_owned()),
                 (RoomState::Closed, _) => ("closed", w.closed.to_owned()),
             };
-            let id = escape(room.id);
-            let at = room
-                .opens_at
-                .map(|at| format!(" data-opens-at=\"{}\"", escape(at)))
-                .unwrap_or_default();
             body.push_str(&format!(
                 "<li><a href=\"{href}\" data-room=\"{id}\">{name}</a> \
-                 <span class=\"state\" data-state=\"{key}\"{at}>{label}</span></li>\n",
+                 <span class=\"state\" data-state=\"{key}\">{label}</span></li>\n",
                 href = escape(room.href),
+                id = escape(room.id),
                 name = escape(room.name.unwrap_or(room.id)),
-                label = escape(&label),
             ));
         }
         body.push_str("</ul>\n");
     }
-    document(lang, w.rooms_title, &body)
+    let config = script_json(&ScriptConfig { lang: lang.tag() });
+    document(&LIST, lang, w.rooms_title, &config, &body)
 }
 
-/// `2030-05-01T19:00:00Z` as `2030-05-01 19:00 UTC` (the list has no
-/// script to show the visitor's own zone; the zone is named instead).
+/// `2030-05-01T19:00:00Z` as `2030-05-01 19:00 UTC`: the opening as the
+/// list shows it without script, the zone named (the script shows it in
+/// the visitor's own zone).
 fn utc_time(rfc3339: &str) -> String {
     match (rfc3339.get(..10), rfc3339.get(11..16)) {
         (Some(day), Some(time)) => format!("{day} {time} UTC"),
@@ -183,7 +227,7 @@ impl Notice {
             Notice::NotFound => (w.missing_title, w.missing_text),
         };
         let body = format!("<p>{text}</p>\n<p><a href=\"/\">{}</a></p>\n", w.all_rooms);
-        document(lang, title, &body)
+        document(&NOTICE, lang, title, "", &body)
     }
 }
 
@@ -191,7 +235,7 @@ impl Notice {
 mod tests {
     use super::*;
     use crate::html::csp_hash;
-    use crate::html::tests::between;
+    use crate::html::tests::{assert_csp_matches, between};
 
     #[test]
     fn lists_rooms_with_links_and_escapes_them() {
@@ -226,14 +270,37 @@ mod tests {
         );
         assert!(html.contains("&lt;b&gt;x&quot;"));
         assert!(html.contains("href=\"/waiting-room/&quot;&gt;&lt;script&gt;\""));
-        assert!(!html.contains("<script") && !html.contains("<b>"));
+        assert!(!html.contains("\"><script>") && !html.contains("<b>"));
+        assert_eq!(html.matches("<script").count(), 2, "only the page's own");
         assert!(html.contains("data-state=\"paused\">Paused<"));
         assert!(html.contains("data-room=\"spring\">Spring &lt;tour&gt;</a>"));
+        // Without script the opening reads in UTC, the zone named; the
+        // script reads the instant from `datetime`.
         assert!(html.contains(
-            "data-state=\"opens\" data-opens-at=\"2030-05-01T19:00:00Z\">Opens 2030-05-01 19:00 UTC<"
+            "data-state=\"opens\">Opens <time datetime=\"2030-05-01T19:00:00Z\">\
+             2030-05-01 19:00 UTC</time></span>"
+        ));
+        assert!(html.contains(
+            "<script id=\"lobby-config\" type=\"application/json\">{\"lang\":\"en\"}</script>"
         ));
         let ko = rooms(Lang::Ko, &[]);
         assert!(ko.contains("<html lang=\"ko\">") && ko.contains(KO.rooms_none));
+        assert!(ko.contains("{\"lang\":\"ko\"}"));
+    }
+
+    #[test]
+    fn an_opening_outside_rfc_3339_is_shown_as_it_is_and_escaped() {
+        let html = rooms(
+            Lang::Ko,
+            &[RoomLink {
+                id: "x",
+                href: "/waiting-room/x",
+                state: RoomState::Open,
+                name: None,
+                opens_at: Some("<soon>"),
+            }],
+        );
+        assert!(html.contains("오픈 예정 <time datetime=\"&lt;soon&gt;\">&lt;soon&gt;</time>"));
     }
 
     #[test]
@@ -253,11 +320,38 @@ mod tests {
     }
 
     #[test]
-    fn csp_names_the_style_and_forbids_scripts() {
-        let html = rooms(Lang::En, &[]);
-        let policy = csp_header();
+    fn the_list_csp_names_its_style_and_script() {
+        for lang in Lang::ALL {
+            assert_csp_matches(&rooms(lang, &[]), &rooms_csp());
+        }
+    }
+
+    #[test]
+    fn notices_run_no_script() {
+        let html = Notice::NotFound.render(Lang::En);
+        let policy = notice_csp();
         assert!(policy.contains(&csp_hash(between(&html, "<style>", "</style>"))));
         assert!(policy.contains("script-src 'none'"));
+        assert!(!html.contains("<script"));
+    }
+
+    /// A budget against bloat: the list of a dozen rooms, its script
+    /// included, stays a small page.
+    #[test]
+    fn the_list_is_small() {
+        let ids: Vec<String> = (0..12).map(|i| format!("room-{i}")).collect();
+        let links: Vec<RoomLink<'_>> = ids
+            .iter()
+            .map(|id| RoomLink {
+                id,
+                href: "/waiting-room/room",
+                state: RoomState::Open,
+                name: Some("A room with a longer display name"),
+                opens_at: Some("2030-05-01T19:00:00Z"),
+            })
+            .collect();
+        let html = rooms(Lang::Ko, &links);
+        assert!(html.len() < 12 * 1024, "{} bytes", html.len());
     }
 
     #[test]
@@ -270,10 +364,13 @@ mod tests {
                 w.open,
                 w.paused,
                 w.closed,
+                w.opens,
                 w.unknown_title,
                 w.unknown_text,
                 w.unavailable_title,
                 w.unavailable_text,
+                w.missing_title,
+                w.missing_text,
                 w.all_rooms,
             ]
         };
