@@ -273,7 +273,11 @@ impl IdentityKeys {
         let json = URL_SAFE_NO_PAD
             .decode(payload)
             .map_err(|_| IdentityError::Malformed)?;
-        let claims: Map<String, Value> =
+        // An object only: a derived struct would also read a JSON array.
+        if json.trim_ascii_start().first() != Some(&b'{') {
+            return Err(IdentityError::Malformed);
+        }
+        let claims: Registered =
             serde_json::from_slice(&json).map_err(|_| IdentityError::Malformed)?;
         check_claims(&claims, room, now_unix_s)
     }
@@ -333,38 +337,51 @@ fn numeric_date(value: &Value, round_up: bool) -> Option<u64> {
     Some(rounded as u64)
 }
 
+/// The claims this module reads, each `null` when absent; any other claim
+/// is skipped unread (read into a map, every claim cost an allocation or
+/// two). A claim named twice is malformed.
+#[derive(serde::Deserialize)]
+struct Registered {
+    #[serde(default)]
+    sub: Value,
+    #[serde(default)]
+    aud: Value,
+    #[serde(default)]
+    exp: Value,
+    #[serde(default)]
+    nbf: Value,
+    #[serde(default)]
+    iat: Value,
+}
+
 /// A claim as a date, `Ok(None)` when absent (or `null`).
 fn date_claim(
-    claims: &Map<String, Value>,
+    value: &Value,
     name: &'static str,
     round_up: bool,
 ) -> Result<Option<u64>, IdentityError> {
-    match claims.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => numeric_date(v, round_up)
+    match value {
+        Value::Null => Ok(None),
+        v => numeric_date(v, round_up)
             .map(Some)
             .ok_or(IdentityError::InvalidClaim(name)),
     }
 }
 
 /// The claims' rules, on claims whose signature has been checked.
-fn check_claims(
-    claims: &Map<String, Value>,
-    room: &str,
-    now: u64,
-) -> Result<Identity, IdentityError> {
-    let sub = match claims.get("sub") {
-        None | Some(Value::Null) => return Err(IdentityError::MissingClaim("sub")),
-        Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= MAX_SUB_CHARS => s,
-        Some(_) => return Err(IdentityError::InvalidClaim("sub")),
+fn check_claims(claims: &Registered, room: &str, now: u64) -> Result<Identity, IdentityError> {
+    let sub = match &claims.sub {
+        Value::Null => return Err(IdentityError::MissingClaim("sub")),
+        Value::String(s) if !s.is_empty() && s.chars().count() <= MAX_SUB_CHARS => s,
+        _ => return Err(IdentityError::InvalidClaim("sub")),
     };
-    let exp = date_claim(claims, "exp", false)?.ok_or(IdentityError::MissingClaim("exp"))?;
-    let nbf = date_claim(claims, "nbf", true)?;
-    date_claim(claims, "iat", false)?;
-    let for_room = match claims.get("aud") {
-        None | Some(Value::Null) => return Err(IdentityError::MissingClaim("aud")),
-        Some(Value::String(aud)) => aud == room,
-        Some(Value::Array(list)) => {
+    let exp = date_claim(&claims.exp, "exp", false)?.ok_or(IdentityError::MissingClaim("exp"))?;
+    let nbf = date_claim(&claims.nbf, "nbf", true)?;
+    date_claim(&claims.iat, "iat", false)?;
+    let for_room = match &claims.aud {
+        Value::Null => return Err(IdentityError::MissingClaim("aud")),
+        Value::String(aud) => aud == room,
+        Value::Array(list) => {
             let mut found = false;
             for item in list {
                 let aud = item.as_str().ok_or(IdentityError::InvalidClaim("aud"))?;
@@ -372,7 +389,7 @@ fn check_claims(
             }
             found
         }
-        Some(_) => return Err(IdentityError::InvalidClaim("aud")),
+        _ => return Err(IdentityError::InvalidClaim("aud")),
     };
 
     if now >= exp {

@@ -520,6 +520,21 @@ fn claims_with_bad_json_after_a_good_signature_are_malformed() {
 }
 
 #[test]
+fn a_claim_named_twice_is_malformed() {
+    // Which of two `sub`s counts would differ between readers: neither does.
+    let header = b64(br#"{"alg":"HS256","kid":"site1"}"#);
+    let claims = format!(
+        r#"{{"sub":"user-42","sub":"user-43","aud":"{ROOM}","exp":{}}}"#,
+        NOW + 600
+    );
+    let message = format!("{header}.{}", b64(claims.as_bytes()));
+    let mut mac = Hmac::<Sha256>::new_from_slice(HS_SECRET).unwrap();
+    mac.update(message.as_bytes());
+    let token = format!("{message}.{}", b64(&mac.finalize().into_bytes()));
+    assert_eq!(verify(&token), Err(IdentityError::Malformed));
+}
+
+#[test]
 fn no_keys_refuse_everything() {
     for (hs, ed) in [(None, None), (Some(""), Some("  ")), (Some(" \n"), None)] {
         let none = IdentityKeys::parse(hs, ed).unwrap();

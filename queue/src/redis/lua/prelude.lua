@@ -78,6 +78,7 @@ local AWAITING_DRAW = 549755813888 -- 2^39 (draw.rs)
 
 -- The account index's key names start as KEYS[1] does, without its 'room'.
 local STEM = string.sub(ROOM, 1, -5)
+local ACCOUNT_STEM = STEM .. 'acct:'
 local ACCOUNT_BUCKETS = 16384 -- a power of two: the bucket is the low 14 bits
 local PER_REVERSE = 128
 
@@ -226,7 +227,7 @@ end
 -- and where a member's account is.
 local function account_key(account)
   local b = (string.byte(account, 1) * 256 + string.byte(account, 2)) % ACCOUNT_BUCKETS
-  return STEM .. 'acct:' .. int(b)
+  return ACCOUNT_STEM .. int(b)
 end
 
 local function account_of_key(room, member)
