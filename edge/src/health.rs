@@ -41,9 +41,9 @@ pub enum QueueHealth {
 pub const WINDOW_OUTCOMES: usize = 20;
 
 /// How long an outcome counts towards "down", in milliseconds. Long enough
-/// for a lone waiting page backing off between tries (a try every 4, 8, 16
-/// s) to gather the failures a dead queue gives; short enough that a
-/// recovered queue holds visitors again within it.
+/// for a lone waiting page backing off between tries (4 s, then at most
+/// 7.5 s apart) to gather the failures a dead queue gives; short enough
+/// that a recovered queue holds visitors again within it.
 pub const WINDOW_MS: u64 = 30_000;
 
 /// Fewest failures in the window that can make the queue down.

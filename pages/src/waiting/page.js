@@ -18,6 +18,7 @@
 
   var MIN_POLL_MS = 1000;    // never faster than this, whatever a response says
   var MAX_BACKOFF_MS = 30000; // well under a room's abandon time
+  var DOWN_RETRY_MAX_MS = 6000; // tries of a fail-open page while the queue is down
   // Status polls ask the origin to hold them while the sale's last seats
   // are held (Prefer: wait, RFC 7240): a held answer comes when the sale
   // changes, so a sell-out is heard at once; the origin caps the hold.
@@ -298,10 +299,12 @@
     var down = !r || (r.status >= 502 && r.status <= 504);
     if (down && cfg.failOpen) {
       // The edge lets visitors through while the queue is down: try the
-      // wanted page, backing off across reloads so nobody loops fast.
+      // wanted page, backing off across reloads so nobody loops fast, but
+      // at most 6 s apart, so even a lone visitor's tries give the edge its
+      // five failures within its 30-s window (edge/src/health.rs).
       var n = counter("wr-down", 1);
       later(function () { location.replace(cfg.target); },
-        jitter(Math.min(MAX_BACKOFF_MS, 2000 * Math.pow(2, Math.min(n, 5))), 0.25));
+        jitter(Math.min(DOWN_RETRY_MAX_MS, 2000 * Math.pow(2, Math.min(n, 5))), 0.25));
       return;
     }
     later(function () { step(kind); }, delay);
