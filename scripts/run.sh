@@ -69,10 +69,10 @@ for _ in $(seq 100); do
   kill -0 "$origin_pid" 2>/dev/null || exit 1
   sleep 0.2
 done
-echo "crowd: 400 visitors join the room 'crowd' over two minutes (5 inside at once, 2 let in a second);"
+echo "crowd: 400 visitors join the room 'crowd' over two minutes (30 inside at once, 2 let in a second);"
 echo "crowd: open $base/waiting-room/crowd to stand in line with them (log: target/crowd.log)"
 target/release/rehearsal --url "$base" --admin-key "${key_given:-$WR_ADMIN_KEY}" --room crowd \
-  --visitors 400 --arrive-within 120 --capacity 5 --admit-per-second 2 --session-seconds 60 \
+  --visitors 400 --arrive-within 120 --capacity 30 --admit-per-second 2 --session-seconds 60 \
   --abandon-seconds 30 --seats 1000 --max-seconds 600 --out target/crowd >target/crowd.log 2>&1 &
 crowd_pid=$!
 trap 'kill "$crowd_pid" "$origin_pid" 2>/dev/null' EXIT INT TERM
