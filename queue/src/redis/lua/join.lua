@@ -102,6 +102,13 @@ local known_solutions = {}
 -- minute: solution, seq, solution, seq, ...
 local pending_solutions = {}
 
+-- Arguments each kind of join takes (ARGV[3]'s letters as bytes: 'p',
+-- 's', 'a'); any other ('f') takes six.
+local ARGS_OF = { [112] = 0, [115] = 2, [97] = 1 }
+local function args_of(kind)
+  return ARGS_OF[kind] or 6
+end
+
 -- Reads known_solutions for the 's' joins of `kinds` (their arguments
 -- from ARGV[5] on, as the loop at the end reads them).
 local function read_solutions(kinds)
@@ -117,12 +124,8 @@ local function read_solutions(kinds)
         wanted[window] = list
       end
       list[#list + 1] = ARGV[a]
-      a = a + 2
-    elseif kind == 97 then -- 'a'
-      a = a + 1
-    elseif kind ~= 112 then -- 'f'
-      a = a + 6
     end
+    a = a + args_of(kind)
   end
   for window, list in pairs(wanted) do
     local got = redis.call('HMGET', STEM .. 'sol:' .. window, unpack(list))
@@ -492,15 +495,13 @@ for k = 1, #kinds do
     join_one(answers, room, now, span, '', '', '0', '', '', '')
   elseif kind == 115 then -- 's'
     join_one(answers, room, now, span, '', '', '0', '', ARGV[a], ARGV[a + 1])
-    a = a + 2
   elseif kind == 97 then -- 'a'
     join_one(answers, room, now, span, '', '', '0', ARGV[a], '', '')
-    a = a + 1
   else
     join_one(answers, room, now, span, ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3],
       ARGV[a + 4], ARGV[a + 5])
-    a = a + 6
   end
+  a = a + args_of(kind)
 end
 flush(room, now)
 if prequeue_hi then
