@@ -91,7 +91,7 @@ struct StatusBody<'a> {
     position: Option<u64>,
     /// Everyone in line in this room.
     waiting: u64,
-    /// Expected wait, from the admission schedule; null before the opening, while paused, and while the stays seen cannot tell it yet.
+    /// Expected wait, from the admission schedule; null before the opening, while paused, while the stays seen cannot tell it yet, and where the seats may run short before the waiter's turn (an `outlook` other than `likely`).
     #[schema(required = true)]
     eta_seconds: Option<u64>,
     /// How long to wait before polling again.
@@ -368,6 +368,12 @@ fn respond(
     };
     let mut body = status_body(room, snap, visitor_state, position);
     body.outlook = state.outlooks.tell(room, snap);
+    if body.outlook.is_some_and(|o| o != Outlook::Likely) {
+        // Where the seats may run short before this waiter's turn, every
+        // seat may be held for a while first, and admission stops until
+        // holds end: the schedule cannot tell when that turn comes.
+        body.eta_seconds = None;
+    }
     let mut cookies = Vec::new();
     if let Some(issued) = ticket {
         cookies.push(issued.cookie);

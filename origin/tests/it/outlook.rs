@@ -2,7 +2,9 @@
 //! store the run uses), with the sale loop running as `origin::run` runs
 //! it: null before the opening and in a room that sells nothing; in a room
 //! of 40 seats, `likely` near the front of a short line and `unlikely` far
-//! back in a long one; `unlikely` once every seat is booked.
+//! back in a long one; `unlikely` once every seat is booked. The ETA goes
+//! with `likely` only: further back, admission may stop while every seat
+//! is held, for as long as no one can tell.
 
 use super::STORE;
 use std::sync::Arc;
@@ -18,6 +20,7 @@ use time::OffsetDateTime;
 use tokio_util::sync::CancellationToken;
 
 both!(the_outlook_follows_the_line_and_the_seats);
+both!(an_eta_is_told_only_where_seats_are_likely);
 
 struct Sale {
     api: Api,
@@ -158,4 +161,44 @@ async fn the_outlook_follows_the_line_and_the_seats(db: &TestDb) {
     let last = s.api.status(&sale_room, &tickets[100]).await;
     assert_eq!(last.json["position"], 100, "{}", last.json);
     assert_eq!(last.json["outlook"], "unlikely", "{}", last.json);
+}
+
+async fn an_eta_is_told_only_where_seats_are_likely(db: &TestDb) {
+    let s = sale(db).await;
+    // A rate-bound room (one a second, room for all): without seats every
+    // waiter's turn is its position in seconds.
+    let rate_bound = RoomSettings {
+        capacity: 1_000,
+        admit_per_second: 1.0,
+        ..Default::default()
+    };
+    let plain = s.room("plain-rate", rate_bound.clone(), None).await;
+    let sale_room = s.room("seats-rate", rate_bound, Some((4, 10))).await;
+    s.followed(&sale_room).await;
+    for room in [&plain, &sale_room] {
+        let tickets = s.line(room, 101).await;
+        for ticket in &tickets {
+            let r = s.api.status(room, ticket).await;
+            let Some(position) = r.json["position"].as_u64() else {
+                continue;
+            };
+            let eta = &r.json["eta_seconds"];
+            match r.json["outlook"].as_str() {
+                // No seats: the schedule's number, wherever the place.
+                None => assert_eq!(eta, position, "{}", r.json),
+                Some("likely") => assert_eq!(eta, position, "{}", r.json),
+                // 40 seats at two a visitor (the prior) run out within the
+                // first twenty places or so: past the likely ones, no time.
+                Some(_) => assert!(eta.is_null(), "{}", r.json),
+            }
+        }
+        if room == &sale_room {
+            let near = s.api.status(room, &tickets[2]).await;
+            assert_eq!(near.json["outlook"], "likely", "{}", near.json);
+            let mid = s.api.status(room, &tickets[20]).await;
+            assert_eq!(mid.json["outlook"], "uncertain", "{}", mid.json);
+            let far = s.api.status(room, &tickets[100]).await;
+            assert_eq!(far.json["outlook"], "unlikely", "{}", far.json);
+        }
+    }
 }

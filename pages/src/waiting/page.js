@@ -65,10 +65,12 @@
     return fill(t.eta_hours, { h: num.format(Math.floor(minutes / 60)), m: num.format(minutes % 60) });
   }
   // The wait, and under it the clock time it ends: what a visitor plans by.
-  // No number yet while in line (nothing measured at an opening): say so.
-  function showEta(seconds, waiting) {
+  // No number yet while in line (nothing measured at an opening): say so;
+  // where the seats may run out first, the turn waits on holds ending.
+  function showEta(seconds, waiting, outlook) {
     var dd = $("wr-eta");
-    dd.textContent = waiting && seconds === null ? t.eta_estimating : eta(seconds);
+    var none = outlook === "uncertain" || outlook === "unlikely" ? t.eta_seats : t.eta_estimating;
+    dd.textContent = waiting && seconds === null ? none : eta(seconds);
     if (seconds >= 60) {
       var at = document.createElement("small");
       at.textContent = fill(t.eta_at, { time: hhmm.format(new Date(Date.now() + seconds * 1000)) });
@@ -339,7 +341,7 @@
     $("wr-bar").hidden = !inLine;
     $("wr-note").hidden = !inLine;
     $("wr-waiting").textContent = "–";
-    showEta(s.eta_seconds, s.state === "waiting" && typeof s.position === "number" && s.room && s.room.state === "open");
+    showEta(s.eta_seconds, s.state === "waiting" && typeof s.position === "number" && s.room && s.room.state === "open", s.outlook);
     $("wr-rejoin").hidden = true;
     // The outlook in words: t.likely, t.uncertain, t.unlikely.
     var words = s.state === "waiting" && t[s.outlook] || "";

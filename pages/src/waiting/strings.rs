@@ -84,6 +84,9 @@ pub struct Strings {
     pub eta_hours: &'static str,
     /// In place of the ETA while it cannot be told yet (an opening).
     pub eta_estimating: &'static str,
+    /// In place of the ETA where the seats may run out first (outlook
+    /// `uncertain` or `unlikely`): the turn then waits on holds ending.
+    pub eta_seats: &'static str,
     /// After the ETA: the clock time it ends; `{time}`.
     pub eta_at: &'static str,
     /// Beside the live dot: the line's length and the last answer's time;
@@ -142,6 +145,7 @@ const EN: Strings = Strings {
     eta_minutes: "About {n} min",
     eta_hours: "About {h} h {m} min",
     eta_estimating: "Working it out…",
+    eta_seats: "Depends on seats",
     eta_at: "around {time}",
     msg_updated: "{n} in line · updated {time}",
     msg_reference: "Your place's reference: {ref}. Quote it if you contact support.",
@@ -186,6 +190,7 @@ const KO: Strings = Strings {
     eta_minutes: "약 {n}분",
     eta_hours: "약 {h}시간 {m}분",
     eta_estimating: "계산하는 중…",
+    eta_seats: "좌석에 따라 다름",
     eta_at: "{time}쯤",
     msg_updated: "대기 {n}명 · {time} 업데이트",
     msg_reference: "대기 참조 번호: {ref}. 고객센터에 문의할 때 알려 주세요.",
