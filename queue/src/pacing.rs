@@ -18,7 +18,9 @@
 //! sessions say little (people who book in seconds and sessions that run
 //! their full length look alike in the first second). So the wait is played
 //! at the early-leave rates the measure cannot rule out, the lowest and the
-//! highest ([`hazards`]); where they disagree by more than [`SPREAD`] the
+//! highest ([`hazards`]); where they disagree by more than [`SPREAD`] (once
+//! the room has been watched a whole window of its measure, by more than
+//! `FULL_SPREAD` of the estimate) the
 //! status says no ETA rather than a confident wrong one, and the client
 //! polls by the soonest turn, so the first number it shows is an honest one.
 //! A place the capacity cannot hold back (a rate-bound room, or the front of
@@ -67,6 +69,13 @@ pub const SPREAD: f64 = 1.25;
 /// Seconds of spread always allowed: near the front a few seconds either
 /// way are no promise broken.
 const SPREAD_SLACK_MS: f64 = 5_000.0;
+/// Once a room has been watched for a whole window of its measure, all
+/// that is left unknown of the stays is the noise of how few ended early
+/// in it: a wait is then shown where the two ends lie within this share of
+/// the estimate of each other (at [`Z`], about ±0.3 of it at the p90). A
+/// room with five inside sees a few dozen early ends a window, whose ends
+/// differ by 1.6 to 2 times: under [`SPREAD`] alone it never shows a number.
+const FULL_SPREAD: f64 = 0.8;
 
 /// The rates (per session and second) at which a session ends early that
 /// the room's measure allows: (lowest, best, highest). The measure weighs
@@ -230,18 +239,22 @@ fn wait_ms(ahead: u64, line: &LineView) -> Option<Wait> {
     // who stay longer than anyone has been watched run their length.
     let soonest_ms = turn_at(s, ahead, high)? - since;
     let latest_ms = turn_within(s, ahead, low, s.watched_ms as f64)? - since;
-    let sure = latest_ms <= soonest_ms.max(0.0) * SPREAD + SPREAD_SLACK_MS;
-    let estimate_ms = if !sure {
-        None
-    } else if latest_ms - soonest_ms < 1.0 {
+    if latest_ms - soonest_ms < 1.0 {
         // The stays do not matter here (a rate-bound turn).
-        Some(soonest_ms)
+        return Some(Wait {
+            soonest_ms,
+            estimate_ms: Some(soonest_ms),
+        });
+    }
+    let best_ms = turn_at(s, ahead, best)? - since;
+    let sure = if high.is_finite() && s.watched_ms >= turnover_window_ms(s.session_ms) {
+        latest_ms - soonest_ms <= best_ms.max(0.0) * FULL_SPREAD + SPREAD_SLACK_MS
     } else {
-        Some(turn_at(s, ahead, best)? - since)
+        latest_ms <= soonest_ms.max(0.0) * SPREAD + SPREAD_SLACK_MS
     };
     Some(Wait {
         soonest_ms,
-        estimate_ms,
+        estimate_ms: sure.then_some(best_ms),
     })
 }
 
@@ -614,5 +627,40 @@ mod tests {
             ..s
         });
         assert_eq!(eta_seconds(waiting(300), &l), Some(eta));
+    }
+
+    #[test]
+    fn a_small_room_watched_a_whole_window_shows_its_eta() {
+        // Five inside, a minute's sessions, one ending early every 2 s (a
+        // mean stay of 10 s) over the 60 s window: 30 early ends in 300
+        // session-seconds, rates from 0.07 to 0.13 a second, whose waits
+        // differ by about 1.8 times.
+        let s = Schedule {
+            inside: 5.0,
+            leaves: 0.5,
+            watched_ms: 60_000,
+            ..full(5, 5.0, 60_000, 5)
+        };
+        let (low, _, high) = hazards(&s);
+        assert!(high / low > 1.8, "{low} {high}");
+        let mut l = line(5.0);
+        l.schedule = Some(s);
+        // Five let in about every mean stay: the 50th in about 100 s.
+        let eta = eta_seconds(waiting(50), &l).expect("a whole window watched");
+        assert!((eta as f64 / 100.0 - 1.0).abs() < 0.2, "{eta}");
+        // Watched for less than the window, some stays may yet run the
+        // minute out: no number.
+        l.schedule = Some(Schedule {
+            watched_ms: 59_000,
+            ..s
+        });
+        assert_eq!(eta_seconds(waiting(50), &l), None);
+        // Watched long, but hardly anything seen end: still none.
+        l.schedule = Some(Schedule {
+            inside: 0.5,
+            leaves: 0.05,
+            ..s
+        });
+        assert_eq!(eta_seconds(waiting(50), &l), None);
     }
 }
