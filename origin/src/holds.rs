@@ -51,11 +51,11 @@
 //!   coming and going do not send the whole line back at once;
 //! - this instance stopped viewing the room (deleted), or shuts down.
 //!
-//! What bounds it: at most [`Holds::max`] holds per instance, and one per
-//! ticket (beyond either a poll is answered at once, as without the
-//! header: one ticket on thousands of connections would otherwise take
-//! every hold, and every other waiter would fall back to its poll
-//! interval in the sale's last moments); the wait is clamped
+//! What bounds it: at most [`Holds::max`] holds per instance, and
+//! [`HOLDS_PER_TICKET`] per ticket (beyond either a poll is answered at
+//! once, as without the header: one ticket on thousands of connections
+//! would otherwise take every hold, and every other waiter would fall back
+//! to its poll interval in the sale's last moments); the wait is clamped
 //! and never longer than the poll interval the answer gives, which stays
 //! under a third of the abandon time, so a client that polls again right
 //! after a held answer is never dropped as abandoned (it was marked as
@@ -72,7 +72,7 @@
 //! Not here: what the answer is (`http::queue`), what the view knows and
 //! when its signal changes (`queue::snapshot`).
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
@@ -98,6 +98,11 @@ pub const NEAR_FRONT_SECS: u64 = 1;
 /// Most holds one instance keeps at once unless told otherwise: each keeps
 /// a connection open, and the default `--max-connections` is 10,000.
 pub const DEFAULT_MAX_HELD: usize = 8_000;
+/// Holds one ticket may have at once: the browsers of one account share
+/// its place and ticket (a person's phone and laptop, a tab or two), and
+/// each hears its turn from a held poll; one ticket on thousands of
+/// connections still takes no more.
+pub const HOLDS_PER_TICKET: usize = 4;
 /// The response header that says a poll was held, and for how long at most.
 pub const PREFERENCE_APPLIED: HeaderName = HeaderName::from_static("preference-applied");
 /// `Prefer` (RFC 7240), named once: a name given as text is parsed again
@@ -112,8 +117,8 @@ const MAX_PREFER_LEN: usize = 256;
 pub struct Holds {
     max: usize,
     held: AtomicUsize,
-    /// The tickets (room, seq) held now: one hold each.
-    tickets: Mutex<HashSet<(RoomId, u64)>>,
+    /// The tickets (room, seq) held now, and how many holds each.
+    tickets: Mutex<HashMap<(RoomId, u64), usize>>,
     released: CancellationToken,
 }
 
@@ -129,7 +134,7 @@ impl Holds {
         Holds {
             max,
             held: AtomicUsize::new(0),
-            tickets: Mutex::new(HashSet::new()),
+            tickets: Mutex::new(HashMap::new()),
             released: CancellationToken::new(),
         }
     }
@@ -151,8 +156,8 @@ impl Holds {
     }
 
     /// A place for one hold of the ticket `seq` of `room`, if the cap
-    /// allows, the ticket holds none yet and the instance is not shutting
-    /// down.
+    /// allows, the ticket holds fewer than [`HOLDS_PER_TICKET`] and the
+    /// instance is not shutting down.
     fn enter(&self, room: &RoomId, seq: u64) -> Option<Held<'_>> {
         if self.released.is_cancelled() {
             return None;
@@ -177,9 +182,11 @@ impl Holds {
         };
         let ticket = (room.clone(), seq);
         let mut tickets = self.tickets.lock().unwrap_or_else(PoisonError::into_inner);
-        if !tickets.insert(ticket.clone()) {
+        let holds = tickets.entry(ticket.clone()).or_insert(0);
+        if *holds >= HOLDS_PER_TICKET {
             return None;
         }
+        *holds += 1;
         drop(tickets);
         held.ticket = Some(ticket);
         metrics::gauge!(crate::metric_names::HELD_POLLS).increment(1.0);
@@ -262,11 +269,18 @@ impl Drop for Held<'_> {
     fn drop(&mut self) {
         self.holds.held.fetch_sub(1, Ordering::AcqRel);
         if let Some(ticket) = self.ticket.take() {
-            self.holds
+            let mut tickets = self
+                .holds
                 .tickets
                 .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&ticket);
+                .unwrap_or_else(PoisonError::into_inner);
+            if let Some(holds) = tickets.get_mut(&ticket) {
+                *holds = holds.saturating_sub(1);
+                if *holds == 0 {
+                    tickets.remove(&ticket);
+                }
+            }
+            drop(tickets);
             metrics::gauge!(crate::metric_names::HELD_POLLS).decrement(1.0);
         }
     }
@@ -754,17 +768,24 @@ mod tests {
     }
 
     #[test]
-    fn one_hold_per_ticket() {
+    fn a_few_holds_per_ticket() {
         let holds = Holds::new(8);
         let (r, s) = (RoomId::parse("r").unwrap(), RoomId::parse("s").unwrap());
-        let a = holds.enter(&r, 1).expect("first");
-        assert!(holds.enter(&r, 1).is_none(), "the same ticket again");
-        assert_eq!(holds.held(), 1, "a refused hold takes no place");
+        let mut a: Vec<_> = (0..HOLDS_PER_TICKET)
+            .map(|_| holds.enter(&r, 1).expect("the ticket's browsers"))
+            .collect();
+        assert!(holds.enter(&r, 1).is_none(), "the same ticket once more");
+        assert_eq!(
+            holds.held(),
+            HOLDS_PER_TICKET,
+            "a refused hold takes no place"
+        );
         let b = holds.enter(&s, 1).expect("the same seq in another room");
         let c = holds.enter(&r, 2).expect("another ticket");
-        drop(a);
-        let d = holds.enter(&r, 1).expect("the ticket's hold ended");
-        drop((b, c, d));
+        a.pop();
+        let d = holds.enter(&r, 1).expect("one of the ticket's holds ended");
+        drop((a, b, c, d));
         assert_eq!(holds.held(), 0);
+        assert!(holds.tickets.lock().unwrap().is_empty(), "nothing kept");
     }
 }
