@@ -18,10 +18,10 @@
 //! sessions say little (people who book in seconds and sessions that run
 //! their full length look alike in the first second). So the wait is played
 //! at the early-leave rates the measure cannot rule out, the lowest and the
-//! highest ([`hazards`]); where they disagree by more than [`SPREAD`] (once
-//! the room has been watched a whole window of its measure, by more than
-//! `FULL_SPREAD` of the estimate) the
-//! status says no ETA rather than a confident wrong one, and the client
+//! highest ([`hazards`]); where they disagree by more than [`SPREAD`] (or,
+//! once the room has been watched a whole window of its measure, where
+//! either lies further than `FULL_SPREAD` from the estimate) the status
+//! says no ETA rather than a confident wrong one, and the client
 //! polls by the soonest turn, so the first number it shows is an honest one.
 //! A place the capacity cannot hold back (a rate-bound room, or the front of
 //! the line) gets its ETA at once, whatever the stays.
@@ -62,7 +62,8 @@ const EPS: f64 = 1e-9;
 /// allows either way.
 const Z: f64 = 1.5;
 /// Most a wait may be longer at the lowest early-leave rate than at the
-/// highest for an ETA to be shown: the estimate is then within about an
+/// highest for an ETA to be shown (until the room has been watched a whole
+/// window: then `FULL_SPREAD` too): the estimate is then within about an
 /// eighth of either end. (At 1.5, with few stays seen, a tenth of the first
 /// promises in the ETA bench's early-leavers room ran half wrong.)
 pub const SPREAD: f64 = 1.25;
@@ -71,11 +72,12 @@ pub const SPREAD: f64 = 1.25;
 const SPREAD_SLACK_MS: f64 = 5_000.0;
 /// Once a room has been watched for a whole window of its measure, all
 /// that is left unknown of the stays is the noise of how few ended early
-/// in it: a wait is then shown where the two ends lie within this share of
-/// the estimate of each other (at [`Z`], about ±0.3 of it at the p90). A
-/// room with five inside sees a few dozen early ends a window, whose ends
-/// differ by 1.6 to 2 times: under [`SPREAD`] alone it never shows a number.
-const FULL_SPREAD: f64 = 0.8;
+/// in it: a wait is then also shown where the waits at either end (at
+/// [`Z`] standard errors of the rate) lie within this share of the
+/// estimate. A room with five inside sees a few dozen early ends a window,
+/// whose ends differ by 1.6 to 2 times: under [`SPREAD`] alone it never
+/// shows a number. (ETA bench, small room: first promises p90 ≤ 23 %.)
+const FULL_SPREAD: f64 = 0.4;
 
 /// The rates (per session and second) at which a session ends early that
 /// the room's measure allows: (lowest, best, highest). The measure weighs
@@ -247,11 +249,12 @@ fn wait_ms(ahead: u64, line: &LineView) -> Option<Wait> {
         });
     }
     let best_ms = turn_at(s, ahead, best)? - since;
-    let sure = if high.is_finite() && s.watched_ms >= turnover_window_ms(s.session_ms) {
-        latest_ms - soonest_ms <= best_ms.max(0.0) * FULL_SPREAD + SPREAD_SLACK_MS
-    } else {
-        latest_ms <= soonest_ms.max(0.0) * SPREAD + SPREAD_SLACK_MS
-    };
+    let within = |ms: f64| ms <= best_ms.max(0.0) * FULL_SPREAD + SPREAD_SLACK_MS;
+    let sure = latest_ms <= soonest_ms.max(0.0) * SPREAD + SPREAD_SLACK_MS
+        || (high.is_finite()
+            && s.watched_ms >= turnover_window_ms(s.session_ms)
+            && within(latest_ms - best_ms)
+            && within(best_ms - soonest_ms));
     Some(Wait {
         soonest_ms,
         estimate_ms: sure.then_some(best_ms),
@@ -648,19 +651,33 @@ mod tests {
         // Five let in about every mean stay: the 50th in about 100 s.
         let eta = eta_seconds(waiting(50), &l).expect("a whole window watched");
         assert!((eta as f64 / 100.0 - 1.0).abs() < 0.2, "{eta}");
-        // Watched for less than the window, some stays may yet run the
-        // minute out: no number.
+        // Watched for less than the window, only SPREAD judges, and the
+        // ends are too far apart for it: no number.
         l.schedule = Some(Schedule {
             watched_ms: 59_000,
             ..s
         });
         assert_eq!(eta_seconds(waiting(50), &l), None);
-        // Watched long, but hardly anything seen end: still none.
+        // Watched long, but hardly anything seen end (3 early ends): none.
         l.schedule = Some(Schedule {
             inside: 0.5,
             leaves: 0.05,
             ..s
         });
         assert_eq!(eta_seconds(waiting(50), &l), None);
+        // None seen end early at all: the estimate is the sessions' full
+        // minute, and the highest rate the measure allows would end them
+        // after 47 s on average: close enough, ten turns of a minute.
+        l.schedule = Some(Schedule { leaves: 0.0, ..s });
+        assert_eq!(eta_seconds(waiting(50), &l), Some(600));
+        // One inside, 5 min sessions, none seen leave early in a whole
+        // window: the estimate (the full 300 s a turn) sits at the slow end.
+        l.schedule = Some(Schedule {
+            inside: 1.0,
+            leaves: 0.0,
+            watched_ms: 300_000,
+            ..full(1, 5.0, 300_000, 1)
+        });
+        assert_eq!(eta_seconds(waiting(8), &l), None);
     }
 }

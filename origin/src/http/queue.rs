@@ -91,7 +91,7 @@ struct StatusBody<'a> {
     position: Option<u64>,
     /// Everyone in line in this room.
     waiting: u64,
-    /// Expected wait, from the admission schedule; null before the opening, while paused, while the stays seen cannot tell it yet, and where the seats may run short before the waiter's turn (an `outlook` other than `likely`).
+    /// Expected wait, from the admission schedule; null before the opening, while paused, while the stays seen cannot tell it yet, and where the seats may run short before the waiter's turn (`outlook` `uncertain` or `unlikely`).
     #[schema(required = true)]
     eta_seconds: Option<u64>,
     /// How long to wait before polling again.
