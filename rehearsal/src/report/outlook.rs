@@ -3,7 +3,7 @@
 //! got one; how soon after the opening waiters were told `unlikely`; and
 //! the share of the line told `unlikely`, second by second, for the chart.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use serde::Serialize;
 
@@ -88,9 +88,18 @@ pub fn build(logs: &[VisitorLog], opens_ms: u64, secs: usize) -> Option<Outlooks
     };
     let mut first_unlikely = Vec::new();
     let (mut in_line, mut unlikely) = (vec![0u64; secs], vec![0u64; secs]);
+    // The browsers of an account share one place: one of them booking from
+    // it is each of them getting seats from it (one that took a new place
+    // since was told about that one).
+    let booked_places: HashSet<(usize, u64)> = logs
+        .iter()
+        .filter(|l| l.booked.is_some())
+        .filter_map(|l| Some((l.account?, l.seq?)))
+        .collect();
     for l in logs.iter().filter(|l| !l.outlooks.is_empty()) {
         o.waiters += 1;
-        let got = l.booked.is_some();
+        let shared = l.account.zip(l.seq);
+        let got = l.booked.is_some() || shared.is_some_and(|p| booked_places.contains(&p));
         let last = l.outlooks.last().and_then(|(_, o)| *o);
         let told = match last {
             Some(Outlook::Likely) => &mut o.likely,
@@ -245,6 +254,27 @@ mod tests {
         let c = checks(&o);
         assert!(c[0].ok, "{c:?}");
         assert!(!c[1].ok, "half of those told likely got a seat");
+    }
+
+    #[test]
+    fn a_browser_whose_place_was_booked_by_another_got_seats() {
+        let told = [(500, Some(Outlook::Likely))];
+        let browser = |account, seq, booked| VisitorLog {
+            account: Some(account),
+            seq: Some(seq),
+            ..waiter(&told, 2_000, booked)
+        };
+        let logs = vec![
+            browser(7, 100, true),
+            // The same place: its seats.
+            browser(7, 100, false),
+            // A place of its own, taken since: not its seats.
+            browser(7, 300, false),
+            browser(8, 101, false),
+        ];
+        let o = build(&logs, 0, 4).unwrap();
+        assert_eq!((o.likely.waiters, o.likely.got_seats), (4, 2));
+        assert_eq!(o.waiters_without_seats, 2);
     }
 
     #[test]
