@@ -76,7 +76,7 @@ const SPREAD_SLACK_MS: f64 = 5_000.0;
 /// [`Z`] standard errors of the rate) lie within this share of the
 /// estimate. A room with five inside sees a few dozen early ends a window,
 /// whose ends differ by 1.6 to 2 times: under [`SPREAD`] alone it never
-/// shows a number. (ETA bench, small room: first promises p90 ≤ 23 %.)
+/// shows a number. (ETA bench, small room: first promises p90 ≤ 24 %.)
 const FULL_SPREAD: f64 = 0.4;
 
 /// The rates (per session and second) at which a session ends early that
