@@ -268,7 +268,7 @@ pub struct RoomSettings {
     /// A logo shown on the room's pages: a path on the site itself (`/…`,
     /// the pages load images from their own site only); `null`: none.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(max_length = 300, pattern = "^/[A-Za-z0-9._~/%-]*$")]
+    #[schema(max_length = 300, pattern = "^/([A-Za-z0-9._~%-][A-Za-z0-9._~/%-]*)?$")]
     pub logo: Option<String>,
     /// The currency prices are in (ISO 4217, e.g. `KRW`, `USD`), formatted
     /// for the visitor's language; `null`: `KRW`.
