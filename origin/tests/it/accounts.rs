@@ -487,8 +487,9 @@ async fn a_standing_ticket_wins_over_the_account() {
     assert_eq!(store.figures(&room).await.unwrap().accounts, 1);
 }
 
-/// On Redis: the index is where `RoomKeys` says (account -> member, member
-/// -> account, in small hashes), and a room created anew (its hash gone,
+/// On Redis: the index is where `RoomKeys` says (account -> member in small
+/// hashes, member -> account in strings of 8 bytes a member), and a room
+/// created anew (its hash gone,
 /// say) never reads an earlier life's entries as its own places.
 #[tokio::test]
 async fn redis_keeps_the_index_where_keys_say_and_per_life() {
@@ -514,13 +515,14 @@ async fn redis_keeps_the_index_where_keys_say_and_per_life() {
         .await
         .unwrap();
     assert_eq!(member.as_deref(), Some("1"));
-    let back: Option<Vec<u8>> = redis::cmd("HGET")
+    let back: Vec<u8> = redis::cmd("GETRANGE")
         .arg(keys.account_of(base, 1))
-        .arg(1)
+        .arg(8)
+        .arg(15)
         .query_async(&mut conn)
         .await
         .unwrap();
-    assert_eq!(back.as_deref(), Some(&a.as_bytes()[..]));
+    assert_eq!(back, a.as_bytes());
     let encoding: String = redis::cmd("OBJECT")
         .arg("ENCODING")
         .arg(keys.account(&a))
@@ -552,4 +554,49 @@ async fn redis_keeps_the_index_where_keys_say_and_per_life() {
     assert_eq!(again.seq, Some(b1 + 1), "a new place, not the old life's");
     assert_eq!(again.standing, Standing::Waiting { position: Some(3) });
     assert_eq!(store.figures(&room).await.unwrap().accounts, 2);
+}
+
+/// On Redis: a place that ends clears its account's reverse entry, and a
+/// reverse string left all zero is deleted (the index keeps nothing for
+/// places that ended).
+#[tokio::test]
+async fn redis_drops_reverse_strings_once_empty() {
+    if STORE != Store::Redis {
+        return;
+    }
+    let t = test_store(STORE);
+    let store = t.store.as_ref();
+    let room = make_paused_room(store, "empties", settings(5)).await;
+    let keys = RoomKeys::new(&t.prefix, &room);
+    let mut conn = redis::Client::open(redis_url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let (a, b) = (account(1), account(2));
+    let x = seq(&join_as(store, &room, a).await);
+    let y = seq(&join_as(store, &room, b).await);
+    let reverse = keys.account_of(x - 1, 1);
+    let read = |conn: &mut redis::aio::MultiplexedConnection| {
+        let mut conn = conn.clone();
+        let reverse = reverse.clone();
+        async move {
+            redis::cmd("GET")
+                .arg(&reverse)
+                .query_async::<Option<Vec<u8>>>(&mut conn)
+                .await
+                .unwrap()
+        }
+    };
+    let mut both = vec![0u8; 8];
+    both.extend_from_slice(a.as_bytes());
+    both.extend_from_slice(b.as_bytes());
+    assert_eq!(read(&mut conn).await, Some(both));
+    store.leave(&room, x).await.unwrap();
+    let mut left = vec![0u8; 16];
+    left.extend_from_slice(b.as_bytes());
+    assert_eq!(read(&mut conn).await, Some(left));
+    store.leave(&room, y).await.unwrap();
+    assert_eq!(read(&mut conn).await, None, "an all-zero string is deleted");
+    assert_eq!(store.figures(&room).await.unwrap().accounts, 0);
 }

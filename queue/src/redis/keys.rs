@@ -10,18 +10,20 @@
 //!
 //! The account index (one place per account: `join.lua`) is not among the
 //! keys a script is given: the scripts name its keys themselves, after the
-//! room hash's name, so they share its tag and slot. Many small hashes
-//! rather than two big ones, because Redis keeps a hash of up to
+//! room hash's name, so they share its tag and slot. Many small keys
+//! rather than two big hashes, because Redis keeps a hash of up to
 //! `hash-max-listpack-entries` (128 by default) fields as one compact
 //! listpack, where a big hash pays a table entry (~50 B) per field:
 //!
-//! - `wr:{room}:acct:<b>`: account (its 8 raw bytes) -> member, `b` the
-//!   account's first two bytes (big-endian) mod [`ACCOUNT_BUCKETS`]
-//!   ([`RoomKeys::account`]);
-//! - `wr:{room}:acct-of:<base>:<member div 128>`: member mod 128 ->
-//!   account ([`RoomKeys::account_of`]), so whatever ends a place forgets
-//!   its account. The room's base in the name keeps a room created anew
-//!   from reading the entries of an earlier life.
+//! - `wr:{room}:acct:<b>`: a hash, account (its 8 raw bytes) -> member,
+//!   `b` the account's first two bytes (big-endian) mod
+//!   [`ACCOUNT_BUCKETS`] ([`RoomKeys::account`]);
+//! - `wr:{room}:acct-rev:<base>:<member div 128>`: a string, the account
+//!   of member `m` at bytes `8 * (m mod 128)` on, eight zero bytes for none
+//!   ([`RoomKeys::account_of`]), so whatever ends a place forgets its
+//!   account, and a batch of new places writes its accounts at once. The
+//!   room's base in the name keeps a room created anew from reading the
+//!   entries of an earlier life.
 
 use room::{AccountHash, RoomId};
 
@@ -30,8 +32,8 @@ use room::{AccountHash, RoomId};
 /// 1.5 million accounts in a room.
 pub const ACCOUNT_BUCKETS: u16 = 16384;
 
-/// Members per hash of the account index's reverse side (consecutive
-/// members share one).
+/// Members per string of the account index's reverse side (consecutive
+/// members share one), each an account's 8 bytes.
 pub const MEMBERS_PER_REVERSE: u64 = 128;
 
 /// How many "still polling" bitmaps a room keeps, one per generation of
@@ -120,12 +122,12 @@ impl RoomKeys {
         format!("{}acct:{bucket}", self.stem())
     }
 
-    /// The account index's hash that holds the account of `member` (field:
-    /// the member mod `MEMBERS_PER_REVERSE`) in a room whose base is
-    /// `base`, as `account_of_key` in the prelude.
+    /// The account index's string that holds the account of `member` (at
+    /// byte 8 * (member mod `MEMBERS_PER_REVERSE`)) in a room whose base is
+    /// `base`, as `reverse_key` in the prelude.
     pub fn account_of(&self, base: u64, member: u64) -> String {
         format!(
-            "{}acct-of:{base}:{}",
+            "{}acct-rev:{base}:{}",
             self.stem(),
             member / MEMBERS_PER_REVERSE
         )
@@ -190,7 +192,7 @@ mod tests {
         assert_eq!(keys.account(&account), "t1:wr:{concert}:acct:258");
         assert_eq!(
             keys.account_of(1_800_000_000_000_000, 300),
-            "t1:wr:{concert}:acct-of:1800000000000000:2"
+            "t1:wr:{concert}:acct-rev:1800000000000000:2"
         );
     }
 }

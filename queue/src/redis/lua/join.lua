@@ -182,30 +182,30 @@ local function claim_solution(solution, window, seq)
 end
 
 -- The members and accounts given places on the short way since the last
--- flush, whose reverse entries (acct-of) flush writes.
+-- flush, whose reverse entries (acct-rev) flush writes.
 local pending_account_members, pending_accounts = {}, {}
 
 -- Writes the reverse entries of the accounts given places since the last
--- flush, one HSET per reverse hash (their members are consecutive, so
--- mostly one), and counts them.
+-- flush, one SETRANGE per run of consecutive members in one reverse
+-- string (a batch's members are consecutive, so mostly one), and counts
+-- them.
 local function flush_accounts(room)
   local n = #pending_account_members
   if n == 0 then
     return
   end
-  local chunk, fields = nil, {}
-  for i = 1, n do
-    local m = pending_account_members[i]
-    local c = math.floor(m / PER_REVERSE)
-    if c ~= chunk and #fields > 0 then
-      redis.call('HSET', account_of_key(room, chunk * PER_REVERSE), unpack(fields))
-      fields = {}
+  local members, i = pending_account_members, 1
+  while i <= n do
+    local first = members[i]
+    local last_of_string = first - first % PER_REVERSE + PER_REVERSE - 1
+    local j = i
+    while j < n and members[j + 1] == members[j] + 1 and members[j + 1] <= last_of_string do
+      j = j + 1
     end
-    chunk = c
-    fields[#fields + 1] = int(m - c * PER_REVERSE)
-    fields[#fields + 1] = pending_accounts[i]
+    redis.call('SETRANGE', reverse_key(room, first), reverse_offset(first),
+      table.concat(pending_accounts, '', i, j))
+    i = j + 1
   end
-  redis.call('HSET', account_of_key(room, chunk * PER_REVERSE), unpack(fields))
   redis.call('HINCRBY', ROOM, 'accounts', n)
   pending_account_members, pending_accounts = {}, {}
 end

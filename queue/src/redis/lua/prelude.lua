@@ -45,11 +45,16 @@
 --   acct:<b>  hash: account (its 8 raw bytes) -> member, b = the account's
 --           first two bytes mod ACCOUNT_BUCKETS (16384 buckets: a million
 --           accounts are ~61 a bucket, none near 128)
---   acct-of:<base>:<member div 128>  hash: member mod 128 -> account, so
---           whatever ends a place forgets its account (release); the room's
---           base in the name keeps a room created anew from reading an
---           earlier life's entries (an account's entry counts only when
---           both agree)
+--   acct-rev:<base>:<member div 128>  string: the account of member m at
+--           bytes 8 * (m mod 128) to 8 * (m mod 128) + 7, eight zero bytes
+--           for none, so whatever ends a place forgets its account
+--           (release), and a batch's consecutive new places write theirs
+--           with one SETRANGE (a hash's field cost a listpack scan each);
+--           deleted once all zero. The room's base in the name keeps a
+--           room created anew from reading an earlier life's entries (an
+--           account's entry counts only when both sides agree). An account
+--           whose hash is eight zero bytes (one in 2^64) reads as none on
+--           this side: its forward entry is replaced, never dropped.
 --   the room hash's field 'accounts' counts the accounts indexed: zero (or
 --   absent) means no index, and nothing is looked up
 -- and, only for joins that solved a challenge, the solutions (join.lua):
@@ -81,6 +86,8 @@ local STEM = string.sub(ROOM, 1, -5)
 local ACCOUNT_STEM = STEM .. 'acct:'
 local ACCOUNT_BUCKETS = 16384 -- a power of two: the bucket is the low 14 bits
 local PER_REVERSE = 128
+local ACCOUNT_BYTES = 8
+local NO_ACCOUNT = string.rep('\0', ACCOUNT_BYTES)
 
 -- Every script that needs the room returns this bare string when the room
 -- does not exist, and no script returns a bare string otherwise (their
@@ -230,8 +237,39 @@ local function account_key(account)
   return ACCOUNT_STEM .. int(b)
 end
 
-local function account_of_key(room, member)
-  return STEM .. 'acct-of:' .. int(room.base) .. ':' .. int(math.floor(member / PER_REVERSE))
+local function reverse_key(room, member)
+  return STEM .. 'acct-rev:' .. int(room.base) .. ':' .. int(math.floor(member / PER_REVERSE))
+end
+
+-- Where member `m`'s account starts in its reverse string.
+local function reverse_offset(m)
+  return (m % PER_REVERSE) * ACCOUNT_BYTES
+end
+
+-- The account the reverse side gives member `m` (a number), or nil.
+local function account_of(room, m)
+  local off = reverse_offset(m)
+  local account = redis.call('GETRANGE', reverse_key(room, m), off, off + ACCOUNT_BYTES - 1)
+  if #account ~= ACCOUNT_BYTES or account == NO_ACCOUNT then
+    return nil
+  end
+  return account
+end
+
+-- Clears the reverse entries of `members` (numbers), deleting each
+-- string left all zero.
+local function clear_reverse(room, members)
+  local touched = {}
+  for _, m in ipairs(members) do
+    local key = reverse_key(room, m)
+    redis.call('SETRANGE', key, reverse_offset(m), NO_ACCOUNT)
+    touched[key] = true
+  end
+  for key in pairs(touched) do
+    if redis.call('BITCOUNT', key) == 0 then
+      redis.call('DEL', key)
+    end
+  end
 end
 
 -- The member (text) whose place the index gives `account` (its 8 raw
@@ -245,7 +283,7 @@ local function account_place(room, account)
   if not m or m < 1 or m > room.last_member or m ~= math.floor(m) then
     return nil
   end
-  if redis.call('HGET', account_of_key(room, m), int(m % PER_REVERSE)) ~= account then
+  if account_of(room, m) ~= account then
     return nil
   end
   return int(m)
@@ -258,24 +296,23 @@ local function index_account(room, account, member)
   local key = account_key(account)
   local old = account_place(room, account)
   if old then
-    redis.call('HDEL', account_of_key(room, tonumber(old)), int(tonumber(old) % PER_REVERSE))
+    clear_reverse(room, { tonumber(old) })
   else
     room.accounts = room.accounts + 1
     redis.call('HINCRBY', ROOM, 'accounts', 1)
   end
   redis.call('HSET', key, account, int(member))
-  redis.call('HSET', account_of_key(room, member), int(member % PER_REVERSE), account)
+  redis.call('SETRANGE', reverse_key(room, member), reverse_offset(member), account)
 end
 
 -- Forgets the accounts of `members` (text), whose places ended.
 local function unindex_accounts(room, members)
-  local gone = 0
+  local gone, cleared = 0, {}
   for _, m in ipairs(members) do
     local n = tonumber(m)
-    local key, field = account_of_key(room, n), int(n % PER_REVERSE)
-    local account = redis.call('HGET', key, field)
+    local account = account_of(room, n)
     if account then
-      redis.call('HDEL', key, field)
+      cleared[#cleared + 1] = n
       local forward = account_key(account)
       if redis.call('HGET', forward, account) == int(n) then
         redis.call('HDEL', forward, account)
@@ -283,6 +320,7 @@ local function unindex_accounts(room, members)
       end
     end
   end
+  clear_reverse(room, cleared)
   if gone > 0 then
     room.accounts = room.accounts - gone
     redis.call('HINCRBY', ROOM, 'accounts', -gone)
