@@ -22,11 +22,18 @@
 //! give it a Redis of its own.
 //!
 //! The phases match `bench.rs`'s HTTP phases: `/healthz`, a join to a
-//! paused room (every join takes a place), and status at the front and at
+//! paused room (every join takes a place), the same join to a room that
+//! requires identity (an HS256 token of an account of its own each) or asks
+//! a proof of work (a solution of its own each, at 8 bits: the check costs
+//! the same at any difficulty), and status at the front and at
 //! the back of a line of `--line` waiters (the back answered from the
 //! status snapshot, refreshed here every `REFRESH_EVERY` requests as the
 //! promoter would every tick). Nothing leaves this process but the Redis
 //! connection (`--redis-url`, a key prefix of its own).
+//!
+//! The tokens and solutions are made before the first request,
+//! `--prepared` of them whatever `--requests` says, so two runs that differ
+//! only in `--requests` differ only in requests.
 //!
 //! `--in-flight` sends that many requests at a time (each its own task), as
 //! the bench's connections do: on Redis, joins then reach the store in
@@ -43,12 +50,14 @@ use axum::http::{Method, Request, StatusCode, header};
 use bench::commandstats;
 use clap::{Parser, ValueEnum};
 use http_body_util::BodyExt;
+use origin::identity::Identities;
 use origin::queue::QueueStore;
 use origin::queue::memory::MemoryStore;
 use origin::queue::redis::{RedisConfig, RedisStore};
+use origin::room::{ChallengeKind, IdentityMode};
 use origin::room::{RoomId, RoomSettings, RoomState};
 use origin::state::AppState;
-use token::{Claims, Keyring, Kind};
+use token::{Claims, IdentityKeys, Keyring, Kind};
 use tower::ServiceExt;
 
 const KEYS: &str = "bench:bench-secret-0123456789abcdef";
@@ -57,6 +66,11 @@ const TICK: Duration = Duration::from_millis(100);
 /// Requests between two snapshot refreshes: under valgrind a few hundred
 /// requests take longer than the snapshot's life.
 const REFRESH_EVERY: u64 = 50;
+/// The operator's HS256 identity key (`kid`, secret) of the identity phase.
+const IDENTITY_KID: &str = "site";
+const IDENTITY_SECRET: &[u8] = b"cost-identity-secret-0123456789";
+/// The pow phase's difficulty: the least a room takes.
+const POW_BITS: u8 = 8;
 
 /// The allocator the `origin` binary ships with (its `main.rs`).
 #[global_allocator]
@@ -74,6 +88,10 @@ struct Args {
     /// Waiters in the status phases' line.
     #[arg(long, default_value_t = 10_000)]
     line: u64,
+    /// Identity tokens or pow solutions made before the first request (at
+    /// least `--requests`).
+    #[arg(long, default_value_t = 20_000)]
+    prepared: u64,
     /// Requests sent at a time (each a task of its own); 1 sends them one
     /// after another, with no task per request.
     #[arg(long, default_value_t = 1)]
@@ -92,6 +110,8 @@ struct Args {
 enum PhaseKind {
     Healthz,
     Join,
+    JoinIdentity,
+    JoinPow,
     StatusFront,
     StatusBack,
 }
@@ -136,11 +156,25 @@ async fn run(args: &Args) -> Result<(), Error> {
         None => Arc::new(MemoryStore::new()),
     };
     let keys = Keyring::parse(KEYS).map_err(|e| format!("keys: {e}"))?;
-    let state = AppState::new(store.clone(), keys.clone()).with_status_snapshots(TICK);
+    let identities = Identities::new(
+        Some(IdentityKeys::parse(
+            Some(&format!(
+                "{IDENTITY_KID}:{}",
+                std::str::from_utf8(IDENTITY_SECRET)?
+            )),
+            None,
+        )?),
+        b"cost-account-hash-key-0123456789",
+    );
+    let state = AppState::new(store.clone(), keys.clone())
+        .with_status_snapshots(TICK)
+        .with_identities(identities);
     let app = origin::http::app(state.clone());
 
     let room = RoomId::parse(match args.phase {
         PhaseKind::Join => "cost-join",
+        PhaseKind::JoinIdentity => "cost-identity",
+        PhaseKind::JoinPow => "cost-pow",
         _ => "cost-line",
     })
     .ok_or("room id")?;
@@ -152,6 +186,17 @@ async fn run(args: &Args) -> Result<(), Error> {
                 admit_per_second: 1_000.0,
                 session_seconds: 3_600,
                 abandon_seconds: 86_400,
+                identity: if args.phase == PhaseKind::JoinIdentity {
+                    IdentityMode::Required
+                } else {
+                    IdentityMode::Off
+                },
+                challenge: if args.phase == PhaseKind::JoinPow {
+                    ChallengeKind::Pow
+                } else {
+                    ChallengeKind::Off
+                },
+                challenge_bits: POW_BITS,
                 ..RoomSettings::default()
             },
         )
@@ -160,7 +205,9 @@ async fn run(args: &Args) -> Result<(), Error> {
 
     let (method, path, bearer) = match args.phase {
         PhaseKind::Healthz => (Method::GET, "/healthz".to_owned(), None),
-        PhaseKind::Join => (Method::POST, format!("/queue/{room}/join"), None),
+        PhaseKind::Join | PhaseKind::JoinIdentity | PhaseKind::JoinPow => {
+            (Method::POST, format!("/queue/{room}/join"), None)
+        }
         PhaseKind::StatusFront | PhaseKind::StatusBack => {
             let (mut first, mut last) = (u64::MAX, 0);
             for _ in 0..args.line {
@@ -197,7 +244,22 @@ async fn run(args: &Args) -> Result<(), Error> {
             )
         }
     };
-    let request = || {
+    if args.requests > args.prepared {
+        return Err("--requests is more than --prepared".into());
+    }
+    let each = match args.phase {
+        PhaseKind::JoinIdentity => Some((
+            "waiting-room-identity",
+            identity_tokens(&room, args.prepared)?,
+        )),
+        PhaseKind::JoinPow => Some((
+            "waiting-room-challenge",
+            pow_solutions(&keys, &room, args.prepared)?,
+        )),
+        _ => None,
+    };
+    let mut sent = 0usize;
+    let mut request = || {
         let mut req = Request::builder()
             .method(method.clone())
             .uri(&path)
@@ -205,6 +267,10 @@ async fn run(args: &Args) -> Result<(), Error> {
         if let Some(b) = &bearer {
             req = req.header(header::AUTHORIZATION, b);
         }
+        if let Some((name, values)) = &each {
+            req = req.header(*name, &values[sent]);
+        }
+        sent += 1;
         let mut req = req.body(Body::empty())?;
         req.extensions_mut()
             .insert(ConnectInfo(std::net::SocketAddr::from((
@@ -268,6 +334,40 @@ async fn run(args: &Args) -> Result<(), Error> {
         );
     }
     Ok(())
+}
+
+/// One HS256 identity token for `room` per request, each of an account of
+/// its own, valid for an hour.
+fn identity_tokens(room: &RoomId, count: u64) -> Result<Vec<String>, Error> {
+    let now = unix_now()?;
+    Ok((0..count)
+        .map(|i| {
+            let claims = serde_json::json!({
+                "sub": format!("account-{i}"), "aud": room.as_str(),
+                "iat": now, "exp": now + 3_600,
+            });
+            token::sign_hs256(IDENTITY_KID, IDENTITY_SECRET, &claims)
+        })
+        .collect())
+}
+
+/// One solved proof-of-work seed for `room` per request (`seed.nonce`),
+/// signed with the origin's key as its 428s are, good for five minutes.
+fn pow_solutions(keys: &Keyring, room: &RoomId, count: u64) -> Result<Vec<String>, Error> {
+    let expires = unix_now()? + 300;
+    (0..count)
+        .map(|_| {
+            let seed = keys.sign_seed(room.as_str(), expires, rand::random());
+            let (nonce, _) = token::solve(&seed, POW_BITS, 0).ok_or("no nonce for a seed")?;
+            Ok(format!("{seed}.{nonce}"))
+        })
+        .collect()
+}
+
+fn unix_now() -> Result<u64, Error> {
+    Ok(std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs())
 }
 
 /// Script calls and the Redis time they took (µs) so far, from `INFO
