@@ -9,6 +9,14 @@
 #   ./scripts/script-cost.sh                  # the working tree
 #   ./scripts/script-cost.sh HEAD~1 .         # a revision against the working tree
 #   BATCHES="1 20 100" CALLS=200 ./scripts/script-cost.sh
+#   KIND=a ./scripts/script-cost.sh           # joins with an account each
+#   KIND=s ./scripts/script-cost.sh           # joins with a solved challenge each
+#
+# KIND is the batch's kind of join, as join.lua's ARGV[3] names them: p
+# (plain, the default), a (each with a new account: an identity room), s
+# (each with a new solution: a pow room). For a and s every call carries
+# fresh accounts or solutions (python3 writes the calls, redis-cli --pipe
+# sends them), so each join takes the short way a new one takes.
 #
 # Prints, per revision and batch size, instructions per call and per join
 # (the call's own cost, the protocol included, divided by its joins). The
@@ -22,6 +30,9 @@ command -v valgrind >/dev/null || apt_install valgrind
 
 BATCHES=${BATCHES:-"1 32 100"}
 CALLS=${CALLS:-200}
+KIND=${KIND:-p}
+case $KIND in p | a | s) ;; *) echo "KIND is p, a or s" >&2; exit 2 ;; esac
+[ "$KIND" = p ] || command -v python3 >/dev/null || apt_install python3
 [ $# -gt 0 ] || set -- .
 
 work=$(mktemp -d)
@@ -59,8 +70,30 @@ for k in room waiting seen active holding marks held-by present stale \
   keys+=("cost:wr:{r}:$k")
 done
 
-echo "| revision | joins a call | instructions a call | a join |"
-echo "|---|---:|---:|---:|"
+# $CALLS calls of join.lua (sha $1) with batches of $2 joins of kind $KIND,
+# each with accounts or solutions of its own, as RESP for redis-cli --pipe.
+calls_of() {
+  python3 - "$1" "$2" "$3" "$KIND" "${keys[@]}" <<'PY'
+import os, sys, time
+sha, batch, calls, kind, keys = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5:]
+window = str(int(time.time()) // 60 + 5)
+def resp(args):
+    out = [b'*%d\r\n' % len(args)]
+    for a in args:
+        a = a if isinstance(a, bytes) else a.encode()
+        out.append(b'$%d\r\n%s\r\n' % (len(a), a))
+    return b''.join(out)
+w = sys.stdout.buffer
+for _ in range(calls):
+    args = ['EVALSHA', sha, str(len(keys)), *keys, '', '1099511627776', kind * batch, 'ab' * 16]
+    for _ in range(batch):
+        args += [os.urandom(8)] if kind == 'a' else [os.urandom(8), window]
+    w.write(resp(args))
+PY
+}
+
+echo "| revision | kind | joins a call | instructions a call | a join |"
+echo "|---|---|---:|---:|---:|"
 for rev in "$@"; do
   script=$(script_of "$rev")
   sha=$("${cli[@]}" script load "$script")
@@ -73,6 +106,20 @@ for rev in "$@"; do
     # A paused room, as the bench's join phase: every join takes a place.
     "${cli[@]}" hset 'cost:wr:{r}:room' state paused capacity 1000 rate 100 \
       session_ms 600000 abandon_ms 60000 base 1000000 seats available method fifo >/dev/null
+    if [ "$KIND" != p ]; then
+      [ $kinds = yes ] || { echo "$rev: no batch kinds in its join.lua" >&2; exit 1; }
+      calls_of "$sha" "$batch" 200 | "${cli[@]}" --pipe >/dev/null
+      callgrind_control -i on "$vg" >/dev/null 2>&1
+      callgrind_control -z "$vg" >/dev/null 2>&1
+      calls_of "$sha" "$batch" "$CALLS" | "${cli[@]}" --pipe >/dev/null
+      callgrind_control -d "$vg" >/dev/null 2>&1
+      callgrind_control -i off "$vg" >/dev/null 2>&1
+      dump=$(ls -t "$work"/cg.* | head -1)
+      total=$(awk '/^(summary|totals):/ {t=$2} END {print t}' "$dump")
+      per_call=$((total / CALLS))
+      echo "| $rev | $KIND | $batch | $per_call | $((per_call / batch)) |"
+      continue
+    fi
     # '' clock (Redis TIME), the pre-queue span, then per join: no ticket,
     # a draw, no client, no cap (as the origin sends a join without a cap).
     args=('' 1099511627776)
@@ -91,6 +138,6 @@ for rev in "$@"; do
     dump=$(ls -t "$work"/cg.* | head -1)
     total=$(awk '/^(summary|totals):/ {t=$2} END {print t}' "$dump")
     per_call=$((total / CALLS))
-    echo "| $rev | $batch | $per_call | $((per_call / batch)) |"
+    echo "| $rev | p | $batch | $per_call | $((per_call / batch)) |"
   done
 done
