@@ -104,8 +104,7 @@ impl<S: Send + Sync> FromRequestParts<S> for IdentityToken {
         let headers = &parts.headers;
         if let Some(value) = headers.get(IDENTITY_HEADER) {
             // Bytes no JWT holds fail the check, and only where it is made.
-            let value = String::from_utf8_lossy(value.as_bytes());
-            return Ok(IdentityToken(Some(value.trim().to_owned())));
+            return Ok(IdentityToken(Some(header_text(value.as_bytes()))));
         }
         if !headers.contains_key(header::COOKIE) {
             return Ok(IdentityToken(None));
@@ -131,9 +130,20 @@ impl<S: Send + Sync> FromRequestParts<S> for ChallengeAnswer {
             parts.headers.get(token::CHALLENGE_HEADER).map(|value| {
                 let bytes = value.as_bytes();
                 let kept = bytes.get(..MAX_ANSWER_LEN + 1).unwrap_or(bytes);
-                String::from_utf8_lossy(kept).trim().to_owned()
+                header_text(kept)
             }),
         ))
+    }
+}
+
+/// A header's bytes as trimmed text, invalid UTF-8 read lossily (a check
+/// then refuses it). Valid text is checked at word speed first: reading
+/// every value lossily cost a join 1,400 instructions (callgrind,
+/// `request_cost`).
+fn header_text(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text.trim().to_owned(),
+        Err(_) => String::from_utf8_lossy(bytes).trim().to_owned(),
     }
 }
 
