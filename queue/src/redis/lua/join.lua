@@ -485,7 +485,9 @@ if plain_ok then
   -- the batch can take it too.
   line_length(room)
 end
-read_solutions(kinds)
+if string.find(kinds, 's', 1, true) then
+  read_solutions(kinds)
+end
 local out = room_figures(room, now)
 local answers = { int(room.base) }
 local a = 5 -- the next join's first argument

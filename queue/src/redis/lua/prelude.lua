@@ -233,8 +233,8 @@ end
 -- The account index (the header above): where an account's member is,
 -- and where a member's account is.
 local function account_key(account)
-  local b = (string.byte(account, 1) * 256 + string.byte(account, 2)) % ACCOUNT_BUCKETS
-  return ACCOUNT_STEM .. int(b)
+  local hi, lo = string.byte(account, 1, 2)
+  return string.format('%s%d', ACCOUNT_STEM, (hi * 256 + lo) % ACCOUNT_BUCKETS)
 end
 
 local function reverse_key(room, member)
