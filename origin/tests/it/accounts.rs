@@ -73,11 +73,7 @@ async fn index_keys(t: &TestStore, room: &RoomId) -> Vec<String> {
     if t.kind != Store::Redis {
         return Vec::new();
     }
-    let mut conn = redis::Client::open(redis_url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut conn = redis_conn().await;
     redis::cmd("KEYS")
         .arg(format!("{}wr:{{{room}}}:acct*", t.prefix))
         .query_async(&mut conn)
@@ -500,11 +496,7 @@ async fn redis_keeps_the_index_where_keys_say_and_per_life() {
     let store = t.store.as_ref();
     let room = make_paused_room(store, "lives", settings(5)).await;
     let keys = RoomKeys::new(&t.prefix, &room);
-    let mut conn = redis::Client::open(redis_url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut conn = redis_conn().await;
     let (a, b) = (account(1), account(2));
     let first = seq(&join_as(store, &room, a).await);
     let base = first - 1;
@@ -568,35 +560,25 @@ async fn redis_drops_reverse_strings_once_empty() {
     let store = t.store.as_ref();
     let room = make_paused_room(store, "empties", settings(5)).await;
     let keys = RoomKeys::new(&t.prefix, &room);
-    let mut conn = redis::Client::open(redis_url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let conn = redis_conn().await;
     let (a, b) = (account(1), account(2));
     let x = seq(&join_as(store, &room, a).await);
     let y = seq(&join_as(store, &room, b).await);
     let reverse = keys.account_of(x - 1, 1);
-    let read = |conn: &mut redis::aio::MultiplexedConnection| {
+    let read = || {
         let mut conn = conn.clone();
-        let reverse = reverse.clone();
-        async move {
-            redis::cmd("GET")
-                .arg(&reverse)
-                .query_async::<Option<Vec<u8>>>(&mut conn)
-                .await
-                .unwrap()
-        }
+        let cmd = redis::cmd("GET").arg(&reverse).clone();
+        async move { cmd.query_async::<Option<Vec<u8>>>(&mut conn).await.unwrap() }
     };
     let mut both = vec![0u8; 8];
     both.extend_from_slice(a.as_bytes());
     both.extend_from_slice(b.as_bytes());
-    assert_eq!(read(&mut conn).await, Some(both));
+    assert_eq!(read().await, Some(both));
     store.leave(&room, x).await.unwrap();
     let mut left = vec![0u8; 16];
     left.extend_from_slice(b.as_bytes());
-    assert_eq!(read(&mut conn).await, Some(left));
+    assert_eq!(read().await, Some(left));
     store.leave(&room, y).await.unwrap();
-    assert_eq!(read(&mut conn).await, None, "an all-zero string is deleted");
+    assert_eq!(read().await, None, "an all-zero string is deleted");
     assert_eq!(store.figures(&room).await.unwrap().accounts, 0);
 }

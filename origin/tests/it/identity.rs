@@ -940,11 +940,7 @@ async fn the_raw_account_is_never_stored() {
             assert_eq!(r.status, 200, "{}", r.json);
         }
     }
-    let mut conn = redis::Client::open(redis_url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut conn = redis_conn().await;
     let keys: Vec<Vec<u8>> = redis::cmd("KEYS")
         .arg(format!("{}*", t.prefix))
         .query_async(&mut conn)

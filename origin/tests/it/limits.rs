@@ -393,11 +393,7 @@ async fn the_cap_forgets_every_address_once_the_line_empties() {
     assert_eq!((f.capped_clients, f.capped_places), (0, 0));
     if STORE != Store::Memory {
         let keys = RoomKeys::new(&t.prefix, &room);
-        let mut redis = redis::Client::open(redis_url())
-            .unwrap()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap();
+        let mut redis = redis_conn().await;
         let left: u32 = redis::cmd("EXISTS")
             .arg(&keys.holders)
             .arg(&keys.held_by)
@@ -418,11 +414,7 @@ async fn what_the_cap_costs_in_redis_per_waiter() {
     use origin::limits::clients::ClientKey;
     const N: u32 = 20_000;
     let t = test_store(Store::Redis);
-    let mut redis = redis::Client::open(redis_url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut redis = redis_conn().await;
     /// The holder key of waiter `i`, if the cap is on.
     type Holder = fn(u32) -> Option<String>;
     let cases: [(&str, Holder); 4] = [

@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::common::{redis_url, unique_prefix};
+use crate::common::{redis_conn, redis_url, unique_prefix};
 use origin::queue::memory::MemoryStore;
 use origin::queue::redis::{RedisConfig, RedisStore};
 use origin::queue::{
@@ -408,11 +408,7 @@ async fn same_answers(initial: RoomSettings, ops: Vec<Op>) -> Result<(), TestCas
         "nothing held once everyone left"
     );
     // And Redis holds nothing of the account index (an empty hash is no key).
-    let mut conn = redis::Client::open(redis_url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut conn = redis_conn().await;
     let left: Vec<String> = redis::cmd("KEYS")
         .arg(format!("{prefix}wr:{{parity}}:acct*"))
         .query_async(&mut conn)

@@ -36,6 +36,15 @@ pub fn redis_url() -> String {
     std::env::var("WR_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
 }
 
+/// A connection to the tests' Redis, for reading what a store wrote.
+pub async fn redis_conn() -> redis::aio::MultiplexedConnection {
+    redis::Client::open(redis_url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
 /// The queue store a test runs on. The subjects that hold for both stores
 /// are compiled once per store (`main.rs`), each copy with its own `STORE`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
