@@ -48,27 +48,23 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use bench::accounts::{self, unix_now};
 use bench::commandstats;
 use clap::{Parser, ValueEnum};
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
-use origin::identity::Identities;
 use origin::queue::joins::{JoinStats, Joins};
 use origin::queue::memory::MemoryStore;
 use origin::queue::redis::{RedisConfig, RedisStore};
 use origin::queue::{JoinRequest, QueueStore};
 use origin::room::{AccountHash, ChallengeKind, IdentityMode, RoomId, RoomSettings, RoomState};
 use origin::state::AppState;
-use token::{Claims, IdentityKeys, Keyring, Kind};
+use token::{Claims, Keyring, Kind};
 
 /// The signing key of this run (tickets for the status phases are signed
 /// here with the origin's key, for visitors placed through the store).
 const KEYS: &str = "bench:bench-secret-0123456789abcdef";
-/// The operator's HS256 identity key of this run (`kid`, secret): the
-/// origin checks with it, the bench mints with it.
-const IDENTITY_KID: &str = "site";
-const IDENTITY_SECRET: &[u8] = b"bench-identity-secret-0123456789";
 /// The room of the big line.
 const LINE_ROOM: &str = "bench-line";
 /// The proof-of-work room's difficulty: the least a room takes, so solving
@@ -287,8 +283,8 @@ fn run(args: &Args) -> Result<(), Error> {
     let (addr, joins): (SocketAddr, Joins) = server_rt.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
-        let mut state =
-            AppState::new(origin_store.clone(), keys.clone()).with_identities(bench_identities()?);
+        let mut state = AppState::new(origin_store.clone(), keys.clone())
+            .with_identities(accounts::identities()?);
         if args.status_snapshot == origin::config::OnOff::On {
             state = state.with_status_snapshots(TICK);
         }
@@ -1006,34 +1002,14 @@ struct HeaderPool {
     next: AtomicUsize,
 }
 
-/// The origin's identity keys and account hasher in this run.
-fn bench_identities() -> Result<Identities, Error> {
-    let spec = format!(
-        "{IDENTITY_KID}:{}",
-        std::str::from_utf8(IDENTITY_SECRET).map_err(|e| e.to_string())?
-    );
-    let keys = IdentityKeys::parse(Some(&spec), None).map_err(|e| e.to_string())?;
-    Ok(Identities::new(
-        Some(keys),
-        b"bench-account-hash-key-0123456789",
-    ))
-}
-
 /// One identity token for each identity join the run may send (warm-up and
 /// every round), each naming an account of its own, valid for an hour.
 fn identity_tokens(room: &RoomId, args: &Args) -> Result<Vec<hyper::header::HeaderValue>, Error> {
     let warm = (args.requests / 20).clamp(200, 5_000);
     let count = warm + args.requests * u64::from(args.rounds);
-    let now = unix_now();
-    (0..count)
-        .map(|i| {
-            let claims = serde_json::json!({
-                "sub": format!("account-{i}"), "aud": room.as_str(),
-                "iat": now, "exp": now + 3_600,
-            });
-            let jwt = token::sign_hs256(IDENTITY_KID, IDENTITY_SECRET, &claims);
-            Ok(hyper::header::HeaderValue::try_from(jwt)?)
-        })
+    accounts::tokens(room, count, unix_now())
+        .into_iter()
+        .map(|jwt| Ok(hyper::header::HeaderValue::try_from(jwt)?))
         .collect()
 }
 
@@ -1523,12 +1499,6 @@ fn cpu_ticks(redis: Option<&RedisProcess>) -> [Option<u64>; 3] {
         ticks(&stat).map(|(_, t)| t)
     });
     [threads[0], threads[1], server]
-}
-
-fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 /// A `redis-server` this program owns: no persistence, a free loopback

@@ -47,17 +47,17 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::extract::ConnectInfo;
 use axum::http::{Method, Request, StatusCode, header};
+use bench::accounts::{self, unix_now};
 use bench::commandstats;
 use clap::{Parser, ValueEnum};
 use http_body_util::BodyExt;
-use origin::identity::Identities;
 use origin::queue::QueueStore;
 use origin::queue::memory::MemoryStore;
 use origin::queue::redis::{RedisConfig, RedisStore};
 use origin::room::{ChallengeKind, IdentityMode};
 use origin::room::{RoomId, RoomSettings, RoomState};
 use origin::state::AppState;
-use token::{Claims, IdentityKeys, Keyring, Kind};
+use token::{Claims, Keyring, Kind};
 use tower::ServiceExt;
 
 const KEYS: &str = "bench:bench-secret-0123456789abcdef";
@@ -66,9 +66,6 @@ const TICK: Duration = Duration::from_millis(100);
 /// Requests between two snapshot refreshes: under valgrind a few hundred
 /// requests take longer than the snapshot's life.
 const REFRESH_EVERY: u64 = 50;
-/// The operator's HS256 identity key (`kid`, secret) of the identity phase.
-const IDENTITY_KID: &str = "site";
-const IDENTITY_SECRET: &[u8] = b"cost-identity-secret-0123456789";
 /// The pow phase's difficulty: the least a room takes.
 const POW_BITS: u8 = 8;
 
@@ -156,19 +153,9 @@ async fn run(args: &Args) -> Result<(), Error> {
         None => Arc::new(MemoryStore::new()),
     };
     let keys = Keyring::parse(KEYS).map_err(|e| format!("keys: {e}"))?;
-    let identities = Identities::new(
-        Some(IdentityKeys::parse(
-            Some(&format!(
-                "{IDENTITY_KID}:{}",
-                std::str::from_utf8(IDENTITY_SECRET)?
-            )),
-            None,
-        )?),
-        b"cost-account-hash-key-0123456789",
-    );
     let state = AppState::new(store.clone(), keys.clone())
         .with_status_snapshots(TICK)
-        .with_identities(identities);
+        .with_identities(accounts::identities()?);
     let app = origin::http::app(state.clone());
 
     let room = RoomId::parse(match args.phase {
@@ -250,7 +237,7 @@ async fn run(args: &Args) -> Result<(), Error> {
     let each = match args.phase {
         PhaseKind::JoinIdentity => Some((
             "waiting-room-identity",
-            identity_tokens(&room, args.prepared)?,
+            accounts::tokens(&room, args.prepared, unix_now()),
         )),
         PhaseKind::JoinPow => Some((
             "waiting-room-challenge",
@@ -336,25 +323,10 @@ async fn run(args: &Args) -> Result<(), Error> {
     Ok(())
 }
 
-/// One HS256 identity token for `room` per request, each of an account of
-/// its own, valid for an hour.
-fn identity_tokens(room: &RoomId, count: u64) -> Result<Vec<String>, Error> {
-    let now = unix_now()?;
-    Ok((0..count)
-        .map(|i| {
-            let claims = serde_json::json!({
-                "sub": format!("account-{i}"), "aud": room.as_str(),
-                "iat": now, "exp": now + 3_600,
-            });
-            token::sign_hs256(IDENTITY_KID, IDENTITY_SECRET, &claims)
-        })
-        .collect())
-}
-
 /// One solved proof-of-work seed for `room` per request (`seed.nonce`),
 /// signed with the origin's key as its 428s are, good for five minutes.
 fn pow_solutions(keys: &Keyring, room: &RoomId, count: u64) -> Result<Vec<String>, Error> {
-    let expires = unix_now()? + 300;
+    let expires = unix_now() + 300;
     (0..count)
         .map(|_| {
             let seed = keys.sign_seed(room.as_str(), expires, rand::random());
@@ -362,12 +334,6 @@ fn pow_solutions(keys: &Keyring, room: &RoomId, count: u64) -> Result<Vec<String
             Ok(format!("{seed}.{nonce}"))
         })
         .collect()
-}
-
-fn unix_now() -> Result<u64, Error> {
-    Ok(std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)?
-        .as_secs())
 }
 
 /// Script calls and the Redis time they took (µs) so far, from `INFO
