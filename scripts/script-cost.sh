@@ -92,6 +92,16 @@ for _ in range(calls):
 PY
 }
 
+# $1 calls of the batch being measured: plain joins repeat one call (a
+# plain join carries nothing of its own); the other kinds get fresh ones.
+send_calls() {
+  if [ "$KIND" = p ]; then
+    "${cli[@]}" -r "$1" evalsha "$sha" 18 "${keys[@]}" "${args[@]}" >/dev/null
+  else
+    calls_of "$sha" "$batch" "$1" | "${cli[@]}" --pipe >/dev/null
+  fi
+}
+
 echo "| revision | kind | joins a call | instructions a call | a join |"
 echo "|---|---|---:|---:|---:|"
 for rev in "$@"; do
@@ -106,38 +116,28 @@ for rev in "$@"; do
     # A paused room, as the bench's join phase: every join takes a place.
     "${cli[@]}" hset 'cost:wr:{r}:room' state paused capacity 1000 rate 100 \
       session_ms 600000 abandon_ms 60000 base 1000000 seats available method fifo >/dev/null
-    if [ "$KIND" != p ]; then
-      [ $kinds = yes ] || { echo "$rev: no batch kinds in its join.lua" >&2; exit 1; }
-      calls_of "$sha" "$batch" 200 | "${cli[@]}" --pipe >/dev/null
-      callgrind_control -i on "$vg" >/dev/null 2>&1
-      callgrind_control -z "$vg" >/dev/null 2>&1
-      calls_of "$sha" "$batch" "$CALLS" | "${cli[@]}" --pipe >/dev/null
-      callgrind_control -d "$vg" >/dev/null 2>&1
-      callgrind_control -i off "$vg" >/dev/null 2>&1
-      dump=$(ls -t "$work"/cg.* | head -1)
-      total=$(awk '/^(summary|totals):/ {t=$2} END {print t}' "$dump")
-      per_call=$((total / CALLS))
-      echo "| $rev | $KIND | $batch | $per_call | $((per_call / batch)) |"
-      continue
-    fi
-    # '' clock (Redis TIME), the pre-queue span, then per join: no ticket,
-    # a draw, no client, no cap (as the origin sends a join without a cap).
-    args=('' 1099511627776)
-    if [ $kinds = yes ]; then
-      args+=("$(printf 'p%.0s' $(seq "$batch"))")
-      for i in $(seq "$batch"); do args+=($((RANDOM * 32768 + RANDOM))); done
+    if [ "$KIND" = p ]; then
+      # '' clock (Redis TIME), the pre-queue span, then per join: no ticket,
+      # a draw, no client, no cap (as the origin sends a join without a cap).
+      args=('' 1099511627776)
+      if [ $kinds = yes ]; then
+        args+=("$(printf 'p%.0s' $(seq "$batch"))")
+        for i in $(seq "$batch"); do args+=($((RANDOM * 32768 + RANDOM))); done
+      else
+        for i in $(seq "$batch"); do args+=('' $((RANDOM * 32768 + RANDOM)) '' 0); done
+      fi
     else
-      for i in $(seq "$batch"); do args+=('' $((RANDOM * 32768 + RANDOM)) '' 0); done
+      [ $kinds = yes ] || { echo "$rev: no batch kinds in its join.lua" >&2; exit 1; }
     fi
-    "${cli[@]}" -r 200 evalsha "$sha" 18 "${keys[@]}" "${args[@]}" >/dev/null
+    send_calls 200
     callgrind_control -i on "$vg" >/dev/null 2>&1
     callgrind_control -z "$vg" >/dev/null 2>&1
-    "${cli[@]}" -r "$CALLS" evalsha "$sha" 18 "${keys[@]}" "${args[@]}" >/dev/null
+    send_calls "$CALLS"
     callgrind_control -d "$vg" >/dev/null 2>&1
     callgrind_control -i off "$vg" >/dev/null 2>&1
     dump=$(ls -t "$work"/cg.* | head -1)
     total=$(awk '/^(summary|totals):/ {t=$2} END {print t}' "$dump")
     per_call=$((total / CALLS))
-    echo "| $rev | p | $batch | $per_call | $((per_call / batch)) |"
+    echo "| $rev | $KIND | $batch | $per_call | $((per_call / batch)) |"
   done
 done
