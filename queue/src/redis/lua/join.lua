@@ -22,7 +22,7 @@
 --   the challenge (s, f): the solution's 8 raw bytes, '' when the room
 --     asks none, '!' when it asks one and none came (f only: then only a
 --     standing place is given back, else the outcome 'challenge')
---   the minute its seed expires in (s, f; see the prelude's sol:<w>)
+--   the minute its seed expires in (s, f; see the prelude's sol:<base>:<w>)
 -- A solution shown again gets the place it took while that stands, as a
 -- ticket or an account does, and 'gone' once it has ended: one solution,
 -- one place.
@@ -65,6 +65,10 @@
 -- New places of this batch not yet written, in order: their scores (as
 -- text) and their members (numbers: the bitmaps are set by runs of them).
 local pending_scores, pending = {}, {}
+-- The members of `pending` already written as text (a join with an account
+-- or a solution needs its text for the index first), by index; the others
+-- are written at flush.
+local pending_text = {}
 -- The first and last pre-queue member this batch gave (draw.rs).
 local prequeue_lo, prequeue_hi
 -- The last member given before this batch.
@@ -78,6 +82,26 @@ local function line_length(room)
     room.waiting = redis.call('ZCARD', WAITING)
   end
   return room.waiting
+end
+
+-- The key of the solutions whose seeds expire in minute `window` (text),
+-- in this life of the room (see the prelude's sol:<base>:<w>).
+local solutions_stem -- made once a batch, by the first to need it
+local function solutions_key(room, window)
+  if not solutions_stem then
+    solutions_stem = STEM .. 'sol:' .. int(room.base) .. ':'
+  end
+  return solutions_stem .. window
+end
+
+-- The member (text) a solution's entry `member` (text, or false: none)
+-- names, when this room gave it; else nil.
+local function solution_place(room, member)
+  local m = tonumber(member)
+  if m and m >= 1 and m <= room.last_member then
+    return member
+  end
+  return nil
 end
 
 -- The solutions' minutes whose key this batch has set to expire.
@@ -111,24 +135,30 @@ end
 
 -- Reads known_solutions for the 's' joins of `kinds` (their arguments
 -- from ARGV[5] on, as the loop at the end reads them).
-local function read_solutions(kinds)
+local function read_solutions(room, kinds)
+  local argv, byte = ARGV, string.byte
   local wanted = {}
   local a = 5
+  local window, list -- the minute of the last solution, and its list
   for k = 1, #kinds do
-    local kind = string.byte(kinds, k)
+    local kind = byte(kinds, k)
     if kind == 115 then -- 's'
-      local window = ARGV[a + 1]
-      local list = wanted[window]
-      if not list then
-        list = {}
-        wanted[window] = list
+      local w = argv[a + 1]
+      if w ~= window then
+        window, list = w, wanted[w]
+        if not list then
+          list = {}
+          wanted[w] = list
+        end
       end
-      list[#list + 1] = ARGV[a]
+      list[#list + 1] = argv[a]
+      a = a + 2
+    else
+      a = a + args_of(kind)
     end
-    a = a + args_of(kind)
   end
   for window, list in pairs(wanted) do
-    local got = redis.call('HMGET', STEM .. 'sol:' .. window, unpack(list))
+    local got = redis.call('HMGET', solutions_key(room, window), unpack(list))
     local map = {}
     for i = 1, #list do
       if got[i] then
@@ -141,9 +171,9 @@ end
 
 -- Writes the solutions given places since the last flush, one HSET per
 -- minute.
-local function flush_solutions(now)
+local function flush_solutions(room, now)
   for window, fields in pairs(pending_solutions) do
-    local key = STEM .. 'sol:' .. window
+    local key = solutions_key(room, window)
     for i = 1, #fields, CHUNK do
       redis.call('HSET', key, unpack(fields, i, math.min(i + CHUNK - 1, #fields)))
     end
@@ -152,32 +182,39 @@ local function flush_solutions(now)
   pending_solutions = {}
 end
 
--- Records that `solution` took the place of seq `seq` (text), now (HSET).
-local function remember_solution(now, solution, window, seq)
-  local key = STEM .. 'sol:' .. window
-  redis.call('HSET', key, solution, seq)
+-- Records that `solution` took the place of `member` (text), now (HSET).
+local function remember_solution(room, now, solution, window, member)
+  local key = solutions_key(room, window)
+  redis.call('HSET', key, solution, member)
   if known_solutions[window] then
-    known_solutions[window][solution] = seq
+    known_solutions[window][solution] = member
   end
   expire_solutions(now, key, window)
 end
 
--- Whether `solution` (of a join on the short way, to be given seq `seq`)
--- is new; if so it is recorded as taking that place (written at flush).
--- One shown before, or earlier in this batch, goes the long way.
-local function claim_solution(solution, window, seq)
+-- The text of the member a claim below has just recorded, for the line's
+-- ZADD to take too (made once); nil when none has.
+local claimed_text
+
+-- Whether `solution` (of a join on the short way, to be given `member`, a
+-- number) is new; if so it is recorded as taking that place (written at
+-- flush). One shown before, or earlier in this batch, goes the long way.
+local function claim_solution(solution, window, member)
   local known = known_solutions[window]
   if not known or known[solution] then
     return false
   end
-  known[solution] = seq
+  member = int(member)
+  claimed_text = member
+  known[solution] = member
   local fields = pending_solutions[window]
   if not fields then
     fields = {}
     pending_solutions[window] = fields
   end
-  fields[#fields + 1] = solution
-  fields[#fields + 1] = seq
+  local n = #fields
+  fields[n + 1] = solution
+  fields[n + 2] = member
   return true
 end
 
@@ -210,33 +247,38 @@ local function flush_accounts(room)
   pending_account_members, pending_accounts = {}, {}
 end
 
--- Whether `account` (of a join on the short way, to be given `member`) has
--- no entry in the index; if so it now names `member` (its forward entry:
--- the check and the write are one HSETNX, written at once, so a second
--- join of the account in this batch finds it). Any entry at all, standing
--- or not, sends the join the long way, which reads and mends it.
+-- Whether `account` (of a join on the short way, to be given `member`, a
+-- number) has no entry in the index; if so it now names `member` (its
+-- forward entry: the check and the write are one HSETNX, written at once,
+-- so a second join of the account in this batch finds it). Any entry at
+-- all, standing or not, sends the join the long way, which reads and
+-- mends it.
 local function claim_account(room, account, member)
-  if redis.call('HSETNX', account_key(account), account, int(member)) == 0 then
+  local text = int(member)
+  if redis.call('HSETNX', account_key(account), account, text) == 0 then
     return false
   end
+  claimed_text = text
   room.accounts = room.accounts + 1
-  pending_account_members[#pending_account_members + 1] = member
-  pending_accounts[#pending_accounts + 1] = account
+  local n = #pending_account_members + 1
+  pending_account_members[n] = member
+  pending_accounts[n] = account
   return true
 end
 
 local function flush(room, now)
   flush_accounts(room)
-  flush_solutions(now)
+  flush_solutions(room, now)
   if #pending == 0 then
     return
   end
   local per = CHUNK / 2 -- places per ZADD: 2 arguments each
+  local texts = next(pending_text) and pending_text -- nil: none written
   for i = 1, #pending, per do
     local scores = {}
     for j = i, math.min(i + per - 1, #pending) do
       scores[#scores + 1] = pending_scores[j]
-      scores[#scores + 1] = int(pending[j])
+      scores[#scores + 1] = texts and texts[j] or int(pending[j])
     end
     redis.call('ZADD', WAITING, unpack(scores))
   end
@@ -249,7 +291,7 @@ local function flush(room, now)
     redis.call('BITFIELD', PRESENT, unpack(part))
     redis.call('BITFIELD', polled, unpack(part))
   end
-  pending_scores, pending = {}, {}
+  pending_scores, pending, pending_text = {}, {}, {}
 end
 
 -- The previous answer of this batch as numbers (member, position, line;
@@ -332,15 +374,19 @@ local function join_one(out, room, now, span, existing, holder, max_places, acco
   if plain_ok and existing == '' and max_places == '0'
     and room.waiting and room.waiting > 0
     and not (room.max_line > 0 and room.last_member >= room.max_line) -- the line cap, as below
-    and (account == '' or (solution == ''
-      and claim_account(room, account, room.last_member + 1)))
+    and (account == '' or (solution == '' and claim_account(room, account, room.last_member + 1)))
     and (solution == '' or (solution ~= '!'
-      and claim_solution(solution, window, int(room.base + room.last_member + 1)))) then
+      and claim_solution(solution, window, room.last_member + 1))) then
     local member = room.last_member + 1
     room.last_member = member
     mark(room, now, member)
-    pending_scores[#pending_scores + 1] = int(span + member)
-    pending[#pending + 1] = member
+    local n = #pending + 1
+    pending_scores[n] = int(span + member)
+    pending[n] = member
+    if claimed_text then
+      pending_text[n] = claimed_text
+      claimed_text = nil
+    end
     local line = room.waiting + 1
     room.waiting = line
     if prev_member == member - 1 and prev_line == line - 1 and prev_pos == line - 1 then
@@ -362,7 +408,7 @@ local function join_one(out, room, now, span, existing, holder, max_places, acco
   end
   if solution ~= '' and solution ~= '!' then
     -- Likewise the solutions: read below.
-    flush_solutions(now)
+    flush_solutions(room, now)
   end
   local mine = member_of(room, existing) -- nil: no ticket, or a seq never given
   if mine and rejoin(out, room, now, mine) then
@@ -380,7 +426,7 @@ local function join_one(out, room, now, span, existing, holder, max_places, acco
     return answer(out, room, 'challenge')
   end
   if solution ~= '' then
-    local solved = member_of(room, redis.call('HGET', STEM .. 'sol:' .. window, solution))
+    local solved = solution_place(room, redis.call('HGET', solutions_key(room, window), solution))
     if solved then
       if solved ~= mine and solved ~= theirs and rejoin(out, room, now, solved) then
         return
@@ -421,7 +467,7 @@ local function join_one(out, room, now, span, existing, holder, max_places, acco
     index_account(room, account, member)
   end
   if solution ~= '' then
-    remember_solution(now, solution, window, int(room.base + member))
+    remember_solution(room, now, solution, window, int(member))
   end
   mark(room, now, member)
   local is_open = opened(room, now)
@@ -486,7 +532,7 @@ if plain_ok then
   line_length(room)
 end
 if string.find(kinds, 's', 1, true) then
-  read_solutions(kinds)
+  read_solutions(room, kinds)
 end
 local out = room_figures(room, now)
 local answers = { int(room.base) }

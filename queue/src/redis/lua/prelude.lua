@@ -58,12 +58,14 @@
 --   the room hash's field 'accounts' counts the accounts indexed: zero (or
 --   absent) means no index, and nothing is looked up
 -- and, only for joins that solved a challenge, the solutions (join.lua):
---   sol:<w>  hash: solution (its 8 raw bytes) -> the seq of the place it
---           took, for solutions whose seed expires in minute w (unix s div
---           60); the key expires with that minute (by the scripts'
---           clock), when the origin refuses its solutions anyway. A seq,
---           not a member: member_of() refuses one from an earlier life of
---           the room.
+--   sol:<base>:<w>  hash: solution (its 8 raw bytes) -> the member of
+--           the place it took, for solutions whose seed expires in minute
+--           w (unix s div 60); the key expires with that minute (by the
+--           scripts' clock), when the origin refuses its solutions anyway.
+--           The room's base in the name keeps a room created anew from
+--           reading an earlier life's entries, as acct-rev's does; a member
+--           (short), not a seq, so the join writes the text it writes
+--           into the line anyway.
 -- Time always comes from Redis (TIME), so origin instances with skewed clocks
 -- agree on openings, expiry and the budget.
 
