@@ -107,8 +107,8 @@ echo "|---|---|---:|---:|---:|"
 for rev in "$@"; do
   script=$(script_of "$rev")
   sha=$("${cli[@]}" script load "$script")
-  # Since the batch's kinds (ARGV[3]), a plain join sends its draw alone;
-  # before, every join sent four arguments.
+  # Since the batch's kinds (ARGV[3]), a plain join sends nothing of its
+  # own; before, every join sent four arguments.
   kinds=no
   case $script in *"kinds = ARGV[3]"*) kinds=yes ;; esac
   for batch in $BATCHES; do
@@ -117,12 +117,13 @@ for rev in "$@"; do
     "${cli[@]}" hset 'cost:wr:{r}:room' state paused capacity 1000 rate 100 \
       session_ms 600000 abandon_ms 60000 base 1000000 seats available method fifo >/dev/null
     if [ "$KIND" = p ]; then
-      # '' clock (Redis TIME), the pre-queue span, then per join: no ticket,
-      # a draw, no client, no cap (as the origin sends a join without a cap).
+      # '' clock (Redis TIME), the pre-queue span; before the kinds, per
+      # join: no ticket, a draw, no client, no cap (as the origin sent a
+      # join without a cap).
       args=('' 1099511627776)
       if [ $kinds = yes ]; then
-        args+=("$(printf 'p%.0s' $(seq "$batch"))")
-        for i in $(seq "$batch"); do args+=($((RANDOM * 32768 + RANDOM))); done
+        # The kinds, then the batch's draw seed; a plain join sends nothing.
+        args+=("$(printf 'p%.0s' $(seq "$batch"))" "$(printf 'ab%.0s' $(seq 16))")
       else
         for i in $(seq "$batch"); do args+=('' $((RANDOM * 32768 + RANDOM)) '' 0); done
       fi

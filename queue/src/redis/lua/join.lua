@@ -536,20 +536,23 @@ if string.find(kinds, 's', 1, true) then
 end
 local out = room_figures(room, now)
 local answers = { int(room.base) }
-local a = 5 -- the next join's first argument
+local argv, byte = ARGV, string.byte
+local a = 5 -- the next join's first argument (as many as args_of says)
 for k = 1, #kinds do
-  local kind = string.byte(kinds, k)
+  local kind = byte(kinds, k)
   if kind == 112 then -- 'p'
     join_one(answers, room, now, span, '', '', '0', '', '', '')
   elseif kind == 115 then -- 's'
-    join_one(answers, room, now, span, '', '', '0', '', ARGV[a], ARGV[a + 1])
+    join_one(answers, room, now, span, '', '', '0', '', argv[a], argv[a + 1])
+    a = a + 2
   elseif kind == 97 then -- 'a'
-    join_one(answers, room, now, span, '', '', '0', ARGV[a], '', '')
+    join_one(answers, room, now, span, '', '', '0', argv[a], '', '')
+    a = a + 1
   else
-    join_one(answers, room, now, span, ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3],
-      ARGV[a + 4], ARGV[a + 5])
+    join_one(answers, room, now, span, argv[a], argv[a + 1], argv[a + 2], argv[a + 3],
+      argv[a + 4], argv[a + 5])
+    a = a + 6
   end
-  a = a + args_of(kind)
 end
 flush(room, now)
 if prequeue_hi then
