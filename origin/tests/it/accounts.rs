@@ -16,7 +16,7 @@ use crate::common::*;
 use origin::queue::joins::Joins;
 use origin::queue::redis::RoomKeys;
 use origin::queue::{
-    JoinRequest, Joined, PlaceLimit, QueueStore, SaleSignal, SeatsLeft, Snapshot, Standing,
+    JoinRequest, Joined, PlaceLimit, Proof, QueueStore, SaleSignal, SeatsLeft, Snapshot, Standing,
 };
 use origin::room::{AccountHash, RoomId, RoomSettings, RoomState};
 
@@ -546,6 +546,61 @@ async fn redis_keeps_the_index_where_keys_say_and_per_life() {
     assert_eq!(again.seq, Some(b1 + 1), "a new place, not the old life's");
     assert_eq!(again.standing, Standing::Waiting { position: Some(3) });
     assert_eq!(store.figures(&room).await.unwrap().accounts, 2);
+}
+
+/// On Redis: a solution remembered by a room's earlier life (its hash gone
+/// and created anew, a new base) is not read as a place of the new one.
+/// The solutions' hashes name their room's base, and their entries are
+/// short members, which a new life gives again.
+#[tokio::test]
+async fn redis_reads_solutions_per_life() {
+    if STORE != Store::Redis {
+        return;
+    }
+    let t = test_store(STORE);
+    let store = t.store.as_ref();
+    let room = make_paused_room(store, "sol-lives", settings(5)).await;
+    let keys = RoomKeys::new(&t.prefix, &room);
+    let mut conn = redis_conn().await;
+    let solved = JoinRequest {
+        proof: Proof::Solved {
+            key: [3, 1, 4, 1, 5, 9, 2, 6],
+            expires_at_ms: (unix_now() + 300) * 1000,
+        },
+        ..JoinRequest::default()
+    };
+    let first = join(store, &room, solved.clone()).await.answer().unwrap();
+    assert_eq!(
+        join(store, &room, solved.clone())
+            .await
+            .answer()
+            .unwrap()
+            .seq,
+        first.seq
+    );
+
+    let () = redis::cmd("DEL")
+        .arg(keys.all())
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let room = make_paused_room(store, "sol-lives", settings(5)).await;
+    // Member 1 of the new life, given to a join without the solution: the
+    // member the old entry names.
+    let anonymous = seq(&store
+        .join(&room, None, None)
+        .await
+        .unwrap()
+        .answer()
+        .unwrap());
+    let again = join(store, &room, solved).await.answer().unwrap();
+    assert_eq!(
+        again.seq,
+        Some(anonymous + 1),
+        "a new place, not the old life's"
+    );
+    assert_eq!(again.standing, Standing::Waiting { position: Some(2) });
 }
 
 /// On Redis: a place that ends clears its account's reverse entry, and a
