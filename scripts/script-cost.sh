@@ -73,9 +73,10 @@ done
 # $CALLS calls of join.lua (sha $1) with batches of $2 joins of kind $KIND,
 # each with accounts or solutions of its own, as RESP for redis-cli --pipe.
 calls_of() {
-  python3 - "$1" "$2" "$3" "$KIND" "${keys[@]}" <<'PY'
+  python3 - "$1" "$2" "$3" "$KIND" "$minutes" "${keys[@]}" <<'PY'
 import os, sys, time
-sha, batch, calls, kind, keys = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5:]
+sha, batch, calls, kind = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+minutes, keys = sys.argv[5] == 'yes', sys.argv[6:]
 window = str(int(time.time()) // 60 + 5)
 def resp(args):
     out = [b'*%d\r\n' % len(args)]
@@ -84,10 +85,17 @@ def resp(args):
         out.append(b'$%d\r\n%s\r\n' % (len(a), a))
     return b''.join(out)
 w = sys.stdout.buffer
+# Solutions as the origin sends a batch whose seeds expire in one minute:
+# the first 'w' (the solution and its minute), the rest 's' (the solution);
+# before 'w', every 's' carried its minute.
+kinds = kind * batch if kind == 'a' or not minutes else 'w' + 's' * (batch - 1)
 for _ in range(calls):
-    args = ['EVALSHA', sha, str(len(keys)), *keys, '', '1099511627776', kind * batch, 'ab' * 16]
-    for _ in range(batch):
-        args += [os.urandom(8)] if kind == 'a' else [os.urandom(8), window]
+    args = ['EVALSHA', sha, str(len(keys)), *keys, '', '1099511627776', kinds, 'ab' * 16]
+    for i in range(batch):
+        if kind == 'a' or (minutes and i > 0):
+            args += [os.urandom(8)]
+        else:
+            args += [os.urandom(8), window]
     w.write(resp(args))
 PY
 }
@@ -111,6 +119,9 @@ for rev in "$@"; do
   # own; before, every join sent four arguments.
   kinds=no
   case $script in *"kinds = ARGV[3]"*) kinds=yes ;; esac
+  # Since 'w' joins, an 's' join's minute is the last 'w' join's.
+  minutes=no
+  case $script in *"kind == 119"*) minutes=yes ;; esac
   for batch in $BATCHES; do
     "${cli[@]}" flushall >/dev/null
     # A paused room, as the bench's join phase: every join takes a place.

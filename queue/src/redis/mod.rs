@@ -14,6 +14,7 @@ mod keys;
 mod reply;
 mod scripts;
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -224,6 +225,40 @@ impl RedisStore {
     }
 }
 
+/// Each join's kind as `join.lua` reads the batch (its ARGV[3]): `p` plain,
+/// `a` with an account, `w` with a solution (and its seed's minute), `s`
+/// with a solution whose seed expires in the minute of the last `w`'s (the
+/// minute not sent again), `f` any other. A solution shown a second time
+/// in the batch goes as `f`, so the script's short way needs no check
+/// against the batch's own solutions.
+fn join_kinds(joins: &[JoinRequest]) -> Vec<u8> {
+    let mut shown: HashSet<[u8; 8]> = HashSet::new();
+    let mut minute = None;
+    joins
+        .iter()
+        .map(|join| {
+            let solved = match join.proof {
+                Proof::Solved { key, expires_at_ms } => Some((key, expires_at_ms / 60_000)),
+                _ => None,
+            };
+            let repeat = solved.is_some_and(|(key, _)| !shown.insert(key));
+            if join.existing.is_some() || join.limit.is_some() || repeat {
+                return b'f';
+            }
+            match (join.account.is_some(), join.proof, solved) {
+                (false, Proof::NotAsked, _) => b'p',
+                (true, Proof::NotAsked, _) => b'a',
+                (false, _, Some((_, m))) if minute == Some(m) => b's',
+                (false, _, Some((_, m))) => {
+                    minute = Some(m);
+                    b'w'
+                }
+                _ => b'f',
+            }
+        })
+        .collect()
+}
+
 /// The windows as the scripts read them: unix ms bounds and short names,
 /// fields a window leaves out omitted.
 fn windows_for_scripts(s: &RoomSettings) -> String {
@@ -341,21 +376,10 @@ impl QueueStore for RedisStore {
         let Joins(answers) = self
             .run_with(&self.scripts.join, room, |call| {
                 call.arg(PREQUEUE_SPAN);
-                let kind = |join: &JoinRequest| {
-                    if join.existing.is_some() || join.limit.is_some() {
-                        return 'f';
-                    }
-                    match (join.account.is_some(), join.proof) {
-                        (false, Proof::NotAsked) => 'p',
-                        (false, Proof::Solved { .. }) => 's',
-                        (true, Proof::NotAsked) => 'a',
-                        _ => 'f',
-                    }
-                };
-                let kinds: String = joins.iter().map(kind).collect();
-                call.arg(kinds);
+                let kinds = join_kinds(joins);
+                call.arg(kinds.iter().map(|&k| char::from(k)).collect::<String>());
                 call.arg(self.fresh_seed());
-                for join in joins {
+                for (join, &kind) in joins.iter().zip(&kinds) {
                     let solution = |call: &mut redis::ScriptInvocation<'_>| {
                         match join.proof {
                             Proof::NotAsked => call.arg("").arg(""),
@@ -365,13 +389,19 @@ impl QueueStore for RedisStore {
                             }
                         };
                     };
-                    match (kind(join), &join.account) {
-                        ('p', _) => continue,
-                        ('s', _) => {
+                    match (kind, &join.account) {
+                        (b'p', _) => continue,
+                        (b'w', _) => {
                             solution(call);
                             continue;
                         }
-                        ('a', Some(account)) => {
+                        (b's', _) => {
+                            if let Proof::Solved { key, .. } = join.proof {
+                                call.arg(&key[..]);
+                            }
+                            continue;
+                        }
+                        (b'a', Some(account)) => {
                             call.arg(&account.as_bytes()[..]);
                             continue;
                         }
@@ -493,5 +523,49 @@ impl QueueStore for RedisStore {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use room::AccountHash;
+
+    fn solved(k: u8, minute: u64) -> JoinRequest {
+        JoinRequest {
+            proof: Proof::Solved {
+                key: [k; 8],
+                expires_at_ms: minute * 60_000 + 59_999,
+            },
+            ..JoinRequest::default()
+        }
+    }
+
+    #[test]
+    fn kinds_send_a_minute_once_and_a_repeat_the_long_way() {
+        let joins = [
+            JoinRequest::default(),
+            solved(1, 7),
+            solved(2, 7),
+            solved(3, 8),
+            solved(1, 7),
+            solved(4, 7),
+            JoinRequest {
+                account: Some(AccountHash([9; 8])),
+                ..JoinRequest::default()
+            },
+            JoinRequest {
+                existing: Some(12),
+                ..solved(5, 7)
+            },
+            solved(5, 7),
+            JoinRequest {
+                proof: Proof::Missing,
+                ..JoinRequest::default()
+            },
+        ];
+        // A repeat goes as 'f' whether its first showing went as 'w' or
+        // as 'f' (the ticket's join).
+        assert_eq!(join_kinds(&joins), b"pwswfwafff");
     }
 }

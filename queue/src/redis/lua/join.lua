@@ -9,20 +9,23 @@
 --         behind every pre-queue draw
 -- ARGV[3] the batch's kinds, one letter per join in order: 'p' a plain join
 --         (no ticket, no cap, no account, no challenge: most of an on-sale),
---         's' a plain join with a solved challenge (most of an on-sale in a
---         room that asks one), 'a' a plain join with an account (most of
---         an on-sale in a room that reads identities), 'f' any other
+--         'w' a plain join with a solved challenge (most of an on-sale in a
+--         room that asks one), 's' one whose seed expires in the same
+--         minute as the last 'w' join's (most of those), 'a' a plain join
+--         with an account (most of an on-sale in a room that reads
+--         identities), 'f' any other. No two joins of a batch show one
+--         solution as 's' or 'w': the origin sends a repeat as 'f'.
 -- ARGV[4] a fresh draw seed (hex), taken only by a pre-queue join into a
 --         room that has none yet (one stored before rooms had seeds)
--- then, in the same order, none per plain join, two per 's', one (the
--- account) per 'a' and six per other:
+-- then, in the same order, none per plain join, two per 'w', one (the
+-- solution) per 's', one (the account) per 'a' and six per other:
 --   seq of the visitor's valid ticket, or '' when it has none (f only)
 --   the client (for the per-client cap)   its cap, 0 = none (f only)
 --   the account (its 8 raw bytes), or '' when it has none (f only)
---   the challenge (s, f): the solution's 8 raw bytes, '' when the room
+--   the challenge (w, s, f): the solution's 8 raw bytes, '' when the room
 --     asks none, '!' when it asks one and none came (f only: then only a
 --     standing place is given back, else the outcome 'challenge')
---   the minute its seed expires in (s, f; see the prelude's sol:<base>:<w>)
+--   the minute its seed expires in (w, f; see the prelude's sol:<base>:<w>)
 -- A solution shown again gets the place it took while that stands, as a
 -- ticket or an account does, and 'gone' once it has ended: one solution,
 -- one place.
@@ -48,7 +51,7 @@
 -- new account's forward entry is one HSETNX (its check and its write), and
 -- the batch's reverse entries, which share a hash per 128 members, one
 -- HSET and the count one HINCRBY, where each such join cost five commands;
--- and the solutions of its 's' joins are read with one HMGET and written
+-- and the solutions of its 'w' and 's' joins are read with one HMGET and written
 -- with one HSET (a minute's solutions share a hash), where each cost an
 -- HSETNX. Meanwhile the batch counts the
 -- line itself (room.waiting) and places a new waiter from that count: a
@@ -127,29 +130,30 @@ local known_solutions = {}
 local pending_solutions = {}
 
 -- Arguments each kind of join takes (ARGV[3]'s letters as bytes: 'p',
--- 's', 'a'); any other ('f') takes six.
-local ARGS_OF = { [112] = 0, [115] = 2, [97] = 1 }
+-- 'w', 's', 'a'); any other ('f') takes six.
+local ARGS_OF = { [112] = 0, [119] = 2, [115] = 1, [97] = 1 }
 local function args_of(kind)
   return ARGS_OF[kind] or 6
 end
 
--- Reads known_solutions for the 's' joins of `kinds` (their arguments
--- from ARGV[5] on, as the loop at the end reads them).
+-- Reads known_solutions for the 'w' and 's' joins of `kinds` (their
+-- arguments from ARGV[5] on, as the loop at the end reads them).
 local function read_solutions(room, kinds)
   local argv, byte = ARGV, string.byte
   local wanted = {}
   local a = 5
-  local window, list -- the minute of the last solution, and its list
+  local list -- the solutions of the last 'w' join's minute
   for k = 1, #kinds do
     local kind = byte(kinds, k)
     if kind == 115 then -- 's'
-      local w = argv[a + 1]
-      if w ~= window then
-        window, list = w, wanted[w]
-        if not list then
-          list = {}
-          wanted[w] = list
-        end
+      list[#list + 1] = argv[a]
+      a = a + 1
+    elseif kind == 119 then -- 'w'
+      local window = argv[a + 1]
+      list = wanted[window]
+      if not list then
+        list = {}
+        wanted[window] = list
       end
       list[#list + 1] = argv[a]
       a = a + 2
@@ -198,7 +202,8 @@ local claimed_text
 
 -- Whether `solution` (of a join on the short way, to be given `member`, a
 -- number) is new; if so it is recorded as taking that place (written at
--- flush). One shown before, or earlier in this batch, goes the long way.
+-- flush). One shown before goes the long way; one shown again later in
+-- this batch arrives as an 'f' join, which goes the long way too.
 local function claim_solution(solution, window, member)
   local known = known_solutions[window]
   if not known or known[solution] then
@@ -206,7 +211,6 @@ local function claim_solution(solution, window, member)
   end
   member = int(member)
   claimed_text = member
-  known[solution] = member
   local fields = pending_solutions[window]
   if not fields then
     fields = {}
@@ -364,14 +368,16 @@ local function rejoin(out, room, now, mine)
   return true
 end
 
-local function join_one(out, room, now, span, existing, holder, max_places, account,
+-- `plain`: the join is no 'f' (no ticket, no cap, and no solution shown
+-- earlier in the batch), so it may take the short way.
+local function join_one(out, room, now, span, plain, existing, holder, max_places, account,
                         solution, window)
   -- The short way, most joins of an on-sale: exactly what the long way
   -- below does for them (a new place at the back of a non-empty line),
   -- without its checks that cannot apply. A solution, or an account
   -- (without a solution), takes it only when it is new (recorded last, so
   -- nothing after it can send the join the long way).
-  if plain_ok and existing == '' and max_places == '0'
+  if plain and plain_ok
     and room.waiting and room.waiting > 0
     and not (room.max_line > 0 and room.last_member >= room.max_line) -- the line cap, as below
     and (account == '' or (solution == '' and claim_account(room, account, room.last_member + 1)))
@@ -531,25 +537,30 @@ if plain_ok then
   -- the batch can take it too.
   line_length(room)
 end
-if string.find(kinds, 's', 1, true) then
+if string.find(kinds, 'w', 1, true) then
   read_solutions(room, kinds)
 end
 local out = room_figures(room, now)
 local answers = { int(room.base) }
 local argv, byte = ARGV, string.byte
 local a = 5 -- the next join's first argument (as many as args_of says)
+local window -- the minute of the last 'w' join's seed
 for k = 1, #kinds do
   local kind = byte(kinds, k)
   if kind == 112 then -- 'p'
-    join_one(answers, room, now, span, '', '', '0', '', '', '')
+    join_one(answers, room, now, span, true, '', '', '0', '', '', '')
   elseif kind == 115 then -- 's'
-    join_one(answers, room, now, span, '', '', '0', '', argv[a], argv[a + 1])
+    join_one(answers, room, now, span, true, '', '', '0', '', argv[a], window)
+    a = a + 1
+  elseif kind == 119 then -- 'w'
+    window = argv[a + 1]
+    join_one(answers, room, now, span, true, '', '', '0', '', argv[a], window)
     a = a + 2
   elseif kind == 97 then -- 'a'
-    join_one(answers, room, now, span, '', '', '0', argv[a], '', '')
+    join_one(answers, room, now, span, true, '', '', '0', argv[a], '', '')
     a = a + 1
   else
-    join_one(answers, room, now, span, argv[a], argv[a + 1], argv[a + 2], argv[a + 3],
+    join_one(answers, room, now, span, false, argv[a], argv[a + 1], argv[a + 2], argv[a + 3],
       argv[a + 4], argv[a + 5])
     a = a + 6
   end
