@@ -273,6 +273,7 @@ async fn run(args: &Args) -> Result<(), Error> {
     let scripts_before = args.redis_url.as_deref().map(script_stats).transpose()?;
     let in_flight = args.in_flight.max(1);
     let (mut i, mut next_refresh) = (0, 0);
+    let started = std::time::Instant::now();
     while i < args.requests {
         // Only status reads the snapshot: a join phase refreshing it every
         // few batches would count observe.lua's time as the joins' (the
@@ -301,6 +302,7 @@ async fn run(args: &Args) -> Result<(), Error> {
             last_body = body.to_vec();
         }
     }
+    let took = started.elapsed();
     let stats = state.joins.stats();
     eprintln!(
         "{:?}: {} requests; last answer: {}; join batches {} carrying {}",
@@ -309,6 +311,12 @@ async fn run(args: &Args) -> Result<(), Error> {
         String::from_utf8_lossy(&last_body),
         stats.batches,
         stats.joins
+    );
+    // Natively, on one thread: what callgrind's counts miss (cache misses,
+    // page faults); a shared machine moves it by 10 to 20 %.
+    eprintln!(
+        "{:.2} µs a request, wall time of the requests alone",
+        took.as_secs_f64() * 1e6 / args.requests as f64
     );
     if let (Some(url), Some((calls0, usec0))) = (&args.redis_url, scripts_before) {
         let (calls, usec) = script_stats(url)?;
