@@ -14,7 +14,9 @@
 #
 # KIND is the batch's kind of join, as join.lua's ARGV[3] names them: p
 # (plain, the default), a (each with a new account: an identity room), s
-# (each with a new solution: a pow room). For a and s every call carries
+# (each with a new solution: a pow room; sent as the origin sends a batch
+# whose seeds expire in one minute, a 'w' join then 's' joins, or every
+# join 's' with its minute in revisions before 'w'). For a and s every call carries
 # fresh accounts or solutions (python3 writes the calls, redis-cli --pipe
 # sends them), so each join takes the short way a new one takes.
 #
@@ -116,7 +118,9 @@ for rev in "$@"; do
   script=$(script_of "$rev")
   sha=$("${cli[@]}" script load "$script")
   # Since the batch's kinds (ARGV[3]), a plain join sends nothing of its
-  # own; before, every join sent four arguments.
+  # own (between 8a432d7 and f7b819d it sent its draw, which this leaves
+  # out: those revisions count a little low); before, every join sent four
+  # arguments.
   kinds=no
   case $script in *"kinds = ARGV[3]"*) kinds=yes ;; esac
   # Since 'w' joins, an 's' join's minute is the last 'w' join's.

@@ -120,13 +120,15 @@ local function expire_solutions(now, key, window)
   end
 end
 
--- What the store knew at the batch's start of the solutions its 's' joins
--- show, per minute: known[window][solution] = the seq it took (text), or
--- absent; one HMGET per minute, where each join cost an HSETNX. Places
--- this batch gives are added as they are given.
+-- What the store knew at the batch's start of the solutions its 'w' and
+-- 's' joins show, per minute: known[window][solution] = the member it took
+-- (text), or absent; one HMGET per minute, where each join cost an
+-- HSETNX. Places the long way gives are added as they are given; the
+-- short way's are not, as no solution comes twice as 'w' or 's' in one
+-- batch (ARGV[3]).
 local known_solutions = {}
 -- The solutions given places on the short way since the last flush, per
--- minute: solution, seq, solution, seq, ...
+-- minute: solution, member, solution, member, ...
 local pending_solutions = {}
 
 -- Arguments each kind of join takes (ARGV[3]'s letters as bytes: 'p',
@@ -146,6 +148,9 @@ local function read_solutions(room, kinds)
   for k = 1, #kinds do
     local kind = byte(kinds, k)
     if kind == 115 then -- 's'
+      if not list then
+        error('join.lua: an s join before any w join (ARGV[3])')
+      end
       list[#list + 1] = argv[a]
       a = a + 1
     elseif kind == 119 then -- 'w'
@@ -368,8 +373,9 @@ local function rejoin(out, room, now, mine)
   return true
 end
 
--- `plain`: the join is no 'f' (no ticket, no cap, and no solution shown
--- earlier in the batch), so it may take the short way.
+-- `plain`: the join is no 'f' (no ticket, no cap, no account with a
+-- solution, no missing solution, and no solution shown earlier in the
+-- batch), so it may take the short way.
 local function join_one(out, room, now, span, plain, existing, holder, max_places, account,
                         solution, window)
   -- The short way, most joins of an on-sale: exactly what the long way
@@ -537,7 +543,7 @@ if plain_ok then
   -- the batch can take it too.
   line_length(room)
 end
-if string.find(kinds, 'w', 1, true) then
+if string.find(kinds, '[ws]') then
   read_solutions(room, kinds)
 end
 local out = room_figures(room, now)
