@@ -483,6 +483,28 @@ async fn a_standing_ticket_wins_over_the_account() {
     assert_eq!(store.figures(&room).await.unwrap().accounts, 1);
 }
 
+/// On Redis: the room's own keys go (what its account index or solutions
+/// left stays), and the room named `name` is created again a moment later
+/// (a new base); one visitor with nothing joins it, member 1 of the new
+/// life. Returns the new room and that visitor's seq.
+async fn new_life(store: &dyn QueueStore, keys: &RoomKeys, name: &str) -> (RoomId, u64) {
+    let mut conn = redis_conn().await;
+    let () = redis::cmd("DEL")
+        .arg(keys.all())
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let room = make_paused_room(store, name, settings(5)).await;
+    let anonymous = seq(&store
+        .join(&room, None, None)
+        .await
+        .unwrap()
+        .answer()
+        .unwrap());
+    (room, anonymous)
+}
+
 /// On Redis: the index is where `RoomKeys` says (account -> member in small
 /// hashes, member -> account in strings of 8 bytes a member), and a room
 /// created anew (its hash gone,
@@ -523,23 +545,9 @@ async fn redis_keeps_the_index_where_keys_say_and_per_life() {
         .unwrap();
     assert_eq!(encoding, "listpack");
 
-    // The room's own keys go (its index stays), and it is created again,
-    // a moment later (a new base).
-    let () = redis::cmd("DEL")
-        .arg(keys.all())
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    tokio::time::sleep(Duration::from_millis(5)).await;
-    let room = make_paused_room(store, "lives", settings(5)).await;
     // Member 1 of the new life given to nobody's account (the member the
     // old entry of `a` names), and another account indexed.
-    let anonymous = seq(&store
-        .join(&room, None, None)
-        .await
-        .unwrap()
-        .answer()
-        .unwrap());
+    let (room, anonymous) = new_life(store, &keys, "lives").await;
     let b1 = seq(&join_as(store, &room, b).await);
     assert_eq!(b1, anonymous + 1);
     let again = join_as(store, &room, a).await;
@@ -561,7 +569,6 @@ async fn redis_reads_solutions_per_life() {
     let store = t.store.as_ref();
     let room = make_paused_room(store, "sol-lives", settings(5)).await;
     let keys = RoomKeys::new(&t.prefix, &room);
-    let mut conn = redis_conn().await;
     let solved = JoinRequest {
         proof: Proof::Solved {
             key: [3, 1, 4, 1, 5, 9, 2, 6],
@@ -579,21 +586,9 @@ async fn redis_reads_solutions_per_life() {
         first.seq
     );
 
-    let () = redis::cmd("DEL")
-        .arg(keys.all())
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    tokio::time::sleep(Duration::from_millis(5)).await;
-    let room = make_paused_room(store, "sol-lives", settings(5)).await;
     // Member 1 of the new life, given to a join without the solution: the
     // member the old entry names.
-    let anonymous = seq(&store
-        .join(&room, None, None)
-        .await
-        .unwrap()
-        .answer()
-        .unwrap());
+    let (room, anonymous) = new_life(store, &keys, "sol-lives").await;
     let again = join(store, &room, solved).await.answer().unwrap();
     assert_eq!(
         again.seq,
