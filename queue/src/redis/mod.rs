@@ -225,6 +225,12 @@ impl RedisStore {
     }
 }
 
+/// The minute a seed expiring at `expires_at_ms` expires in: the one its
+/// solution's `sol:<base>:<minute>` hash is named by (the prelude).
+fn seed_minute(expires_at_ms: u64) -> u64 {
+    expires_at_ms / 60_000
+}
+
 /// Each join's kind as `join.lua` reads the batch (its ARGV[3]): `p` plain,
 /// `a` with an account, `w` with a solution (and its seed's minute), `s`
 /// with a solution whose seed expires in the minute of the last `w`'s (the
@@ -238,7 +244,7 @@ fn join_kinds(joins: &[JoinRequest]) -> Vec<u8> {
         .iter()
         .map(|join| {
             let solved = match join.proof {
-                Proof::Solved { key, expires_at_ms } => Some((key, expires_at_ms / 60_000)),
+                Proof::Solved { key, expires_at_ms } => Some((key, seed_minute(expires_at_ms))),
                 _ => None,
             };
             let repeat = solved.is_some_and(|(key, _)| !shown.insert(key));
@@ -385,7 +391,7 @@ impl QueueStore for RedisStore {
                             Proof::NotAsked => call.arg("").arg(""),
                             Proof::Missing => call.arg("!").arg(""),
                             Proof::Solved { key, expires_at_ms } => {
-                                call.arg(&key[..]).arg(expires_at_ms / 60_000)
+                                call.arg(&key[..]).arg(seed_minute(expires_at_ms))
                             }
                         };
                     };
