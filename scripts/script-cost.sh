@@ -15,8 +15,9 @@
 # KIND is the batch's kind of join, as join.lua's ARGV[3] names them: p
 # (plain, the default), a (each with a new account: an identity room), s
 # (each with a new solution: a pow room; sent as the origin sends a batch
-# whose seeds expire in one minute, a 'w' join then 's' joins, or every
-# join 's' with its minute in revisions before 'w'). For a and s every call carries
+# whose seeds expire in one minute, a 'w' join then 's' joins; a 'w' takes
+# its minute then its solution in revisions whose join.lua reads runs of
+# solutions, the other way round before). For a and s every call carries
 # fresh accounts or solutions (python3 writes the calls, redis-cli --pipe
 # sends them), so each join takes the short way a new one takes.
 #
@@ -75,10 +76,11 @@ done
 # $CALLS calls of join.lua (sha $1) with batches of $2 joins of kind $KIND,
 # each with accounts or solutions of its own, as RESP for redis-cli --pipe.
 calls_of() {
-  python3 - "$1" "$2" "$3" "$KIND" "$minutes" "${keys[@]}" <<'PY'
+  python3 - "$1" "$2" "$3" "$KIND" "$minutes" "$first" "${keys[@]}" <<'PY'
 import os, sys, time
 sha, batch, calls, kind = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-minutes, keys = sys.argv[5] == 'yes', sys.argv[6:]
+minutes, keys = sys.argv[5] == 'yes', sys.argv[7:]
+first = sys.argv[6] == 'yes'
 window = str(int(time.time()) // 60 + 5)
 def resp(args):
     out = [b'*%d\r\n' % len(args)]
@@ -96,6 +98,8 @@ for _ in range(calls):
     for i in range(batch):
         if kind == 'a' or (minutes and i > 0):
             args += [os.urandom(8)]
+        elif minutes and first:
+            args += [window, os.urandom(8)]
         else:
             args += [os.urandom(8), window]
     w.write(resp(args))
@@ -123,9 +127,12 @@ for rev in "$@"; do
   # arguments.
   kinds=no
   case $script in *"kinds = ARGV[3]"*) kinds=yes ;; esac
-  # Since 'w' joins, an 's' join's minute is the last 'w' join's.
+  # Since 'w' joins, an 's' join's minute is the last 'w' join's; since
+  # runs of solutions, a 'w' join sends its minute first.
   minutes=no
   case $script in *"kind == 119"*) minutes=yes ;; esac
+  first=no
+  case $script in *"read_run"*) first=yes ;; esac
   for batch in $BATCHES; do
     "${cli[@]}" flushall >/dev/null
     # A paused room, as the bench's join phase: every join takes a place.

@@ -398,7 +398,11 @@ impl QueueStore for RedisStore {
                     match (kind, &join.account) {
                         (b'p', _) => continue,
                         (b'w', _) => {
-                            solution(call);
+                            // The minute first: the solutions of a 'w' join
+                            // and the 's' joins after it lie side by side.
+                            if let Proof::Solved { key, expires_at_ms } = join.proof {
+                                call.arg(seed_minute(expires_at_ms)).arg(&key[..]);
+                            }
                             continue;
                         }
                         (b's', _) => {

@@ -17,7 +17,9 @@
 --         solution as 's' or 'w': the origin sends a repeat as 'f'.
 -- ARGV[4] a fresh draw seed (hex), taken only by a pre-queue join into a
 --         room that has none yet (one stored before rooms had seeds)
--- then, in the same order, none per plain join, two per 'w', one (the
+-- then, in the same order, none per plain join, two per 'w' (the minute
+-- its seed expires in, then the solution: so a 'w' join's solution and
+-- those of the 's' joins after it are one run of arguments), one (the
 -- solution) per 's', one (the account) per 'a' and six per other:
 --   seq of the visitor's valid ticket, or '' when it has none (f only)
 --   the client (for the per-client cap)   its cap, 0 = none (f only)
@@ -25,7 +27,7 @@
 --   the challenge (w, s, f): the solution's 8 raw bytes, '' when the room
 --     asks none, '!' when it asks one and none came (f only: then only a
 --     standing place is given back, else the outcome 'challenge')
---   the minute its seed expires in (w, f; see the prelude's sol:<base>:<w>)
+--   the minute its seed expires in (f; see the prelude's sol:<base>:<w>)
 -- A solution shown again gets the place it took while that stands, as a
 -- ticket or an account does, and 'gone' once it has ended: one solution,
 -- one place.
@@ -120,13 +122,14 @@ local function expire_solutions(now, key, window)
   end
 end
 
--- What the store knew at the batch's start of the solutions its 'w' and
--- 's' joins show, per minute: known[window][solution] = the member it took
--- (text), or absent; one HMGET per minute, where each join cost an
--- HSETNX. Places the long way gives are added as they are given; the
--- short way's are not, as no solution comes twice as 'w' or 's' in one
--- batch (ARGV[3]).
-local known_solutions = {}
+-- The 'w' and 's' joins whose solution the store knew at the batch's
+-- start, by the solution's position in ARGV: known[i] = true. One HMGET
+-- per run of such solutions (a pow room's batch is mostly one run: a 'w'
+-- join, then 's' joins), where each join cost an HSETNX. Nothing else
+-- needs recording: no solution comes twice as 'w' or 's' in one batch
+-- (ARGV[3]), and the long way reads the store itself.
+local known = {}
+
 -- The solutions given places on the short way since the last flush, per
 -- minute: solution, member, solution, member, ...
 local pending_solutions = {}
@@ -138,43 +141,55 @@ local function args_of(kind)
   return ARGS_OF[kind] or 6
 end
 
--- Reads known_solutions for the 'w' and 's' joins of `kinds` (their
--- arguments from ARGV[5] on, as the loop at the end reads them).
+-- Marks in `known` those of the solutions ARGV[from..to] (of minute
+-- `window`) the store holds.
+local function read_run(room, window, from, to)
+  local got = redis.call('HMGET', solutions_key(room, window), unpack(ARGV, from, to))
+  for i = 1, #got do
+    if got[i] then
+      known[from + i - 1] = true
+    end
+  end
+end
+
+-- Fills `known` for the 'w' and 's' joins of `kinds` (their arguments
+-- from ARGV[5] on, as the loop at the end reads them): one read per run
+-- of solutions of one minute that lie side by side in ARGV.
 local function read_solutions(room, kinds)
-  local argv, byte = ARGV, string.byte
-  local wanted = {}
+  if string.find(kinds, '^ws*$') then
+    -- The usual batch of a pow room: ARGV[5] the minute, then a solution
+    -- per join.
+    return read_run(room, ARGV[5], 6, 5 + #kinds)
+  end
+  local byte = string.byte
   local a = 5
-  local list -- the solutions of the last 'w' join's minute
+  local window, from, to -- the run being gathered
   for k = 1, #kinds do
     local kind = byte(kinds, k)
     if kind == 115 then -- 's'
-      if not list then
+      if not window then
         error('join.lua: an s join before any w join (ARGV[3])')
       end
-      list[#list + 1] = argv[a]
+      if to ~= a - 1 then
+        if from then
+          read_run(room, window, from, to)
+        end
+        from = a
+      end
+      to = a
       a = a + 1
     elseif kind == 119 then -- 'w'
-      local window = argv[a + 1]
-      list = wanted[window]
-      if not list then
-        list = {}
-        wanted[window] = list
+      if from then
+        read_run(room, window, from, to)
       end
-      list[#list + 1] = argv[a]
+      window, from, to = ARGV[a], a + 1, a + 1
       a = a + 2
     else
       a = a + args_of(kind)
     end
   end
-  for window, list in pairs(wanted) do
-    local got = redis.call('HMGET', solutions_key(room, window), unpack(list))
-    local map = {}
-    for i = 1, #list do
-      if got[i] then
-        map[list[i]] = got[i]
-      end
-    end
-    known_solutions[window] = map
+  if from then
+    read_run(room, window, from, to)
   end
 end
 
@@ -195,37 +210,13 @@ end
 local function remember_solution(room, now, solution, window, member)
   local key = solutions_key(room, window)
   redis.call('HSET', key, solution, member)
-  if known_solutions[window] then
-    known_solutions[window][solution] = member
-  end
   expire_solutions(now, key, window)
 end
 
--- The text of the member a claim below has just recorded, for the line's
--- ZADD to take too (made once); nil when none has.
+-- The text of the member a claim (an account's below, a solution's in
+-- join_one) has just recorded, for the line's ZADD to take too (made
+-- once); nil when none has.
 local claimed_text
-
--- Whether `solution` (of a join on the short way, to be given `member`, a
--- number) is new; if so it is recorded as taking that place (written at
--- flush). One shown before goes the long way; one shown again later in
--- this batch arrives as an 'f' join, which goes the long way too.
-local function claim_solution(solution, window, member)
-  local known = known_solutions[window]
-  if not known or known[solution] then
-    return false
-  end
-  member = int(member)
-  claimed_text = member
-  local fields = pending_solutions[window]
-  if not fields then
-    fields = {}
-    pending_solutions[window] = fields
-  end
-  local n = #fields
-  fields[n + 1] = solution
-  fields[n + 2] = member
-  return true
-end
 
 -- The members and accounts given places on the short way since the last
 -- flush, whose reverse entries (acct-rev) flush writes.
@@ -375,21 +366,33 @@ end
 
 -- `plain`: the join is no 'f' (no ticket, no cap, no account with a
 -- solution, no missing solution, and no solution shown earlier in the
--- batch), so it may take the short way.
+-- batch) and shows no solution the store knew (`known`), so it may take
+-- the short way.
 local function join_one(out, room, now, span, plain, existing, holder, max_places, account,
                         solution, window)
   -- The short way, most joins of an on-sale: exactly what the long way
   -- below does for them (a new place at the back of a non-empty line),
-  -- without its checks that cannot apply. A solution, or an account
-  -- (without a solution), takes it only when it is new (recorded last, so
-  -- nothing after it can send the join the long way).
+  -- without its checks that cannot apply. An account (without a
+  -- solution) takes it only when it is new (claimed last, so nothing after
+  -- it can send the join the long way); a solution is new (`plain`).
   if plain and plain_ok
     and room.waiting and room.waiting > 0
     and not (room.max_line > 0 and room.last_member >= room.max_line) -- the line cap, as below
-    and (account == '' or (solution == '' and claim_account(room, account, room.last_member + 1)))
-    and (solution == '' or (solution ~= '!'
-      and claim_solution(solution, window, room.last_member + 1))) then
+    and (account == '' or (solution == '' and claim_account(room, account, room.last_member + 1))) then
     local member = room.last_member + 1
+    if solution ~= '' then
+      -- The solution is new: it takes this place (written at flush).
+      local text = int(member)
+      claimed_text = text
+      local fields = pending_solutions[window]
+      if not fields then
+        fields = {}
+        pending_solutions[window] = fields
+      end
+      local k = #fields
+      fields[k + 1] = solution
+      fields[k + 2] = text
+    end
     room.last_member = member
     mark(room, now, member)
     local n = #pending + 1
@@ -556,11 +559,11 @@ for k = 1, #kinds do
   if kind == 112 then -- 'p'
     join_one(answers, room, now, span, true, '', '', '0', '', '', '')
   elseif kind == 115 then -- 's'
-    join_one(answers, room, now, span, true, '', '', '0', '', argv[a], window)
+    join_one(answers, room, now, span, not known[a], '', '', '0', '', argv[a], window)
     a = a + 1
   elseif kind == 119 then -- 'w'
-    window = argv[a + 1]
-    join_one(answers, room, now, span, true, '', '', '0', '', argv[a], window)
+    window = argv[a]
+    join_one(answers, room, now, span, not known[a + 1], '', '', '0', '', argv[a + 1], window)
     a = a + 2
   elseif kind == 97 then -- 'a'
     join_one(answers, room, now, span, true, '', '', '0', argv[a], '', '')
