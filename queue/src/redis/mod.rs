@@ -405,15 +405,6 @@ impl QueueStore for RedisStore {
                 call.arg(kinds.iter().map(|&k| char::from(k)).collect::<String>());
                 call.arg(self.fresh_seed());
                 for (join, &kind) in joins.iter().zip(&kinds) {
-                    let solution = |call: &mut redis::ScriptInvocation<'_>| {
-                        match join.proof {
-                            Proof::NotAsked => call.arg("").arg(""),
-                            Proof::Missing => call.arg("!").arg(""),
-                            Proof::Solved { key, expires_at_ms } => {
-                                call.arg(&key[..]).arg(seed_minute(expires_at_ms))
-                            }
-                        };
-                    };
                     match (kind, &join.account) {
                         (b'p', _) => continue,
                         (b'w', _) => {
@@ -448,7 +439,13 @@ impl QueueStore for RedisStore {
                         Some(account) => call.arg(&account.as_bytes()[..]),
                         None => call.arg(""),
                     };
-                    solution(call);
+                    match join.proof {
+                        Proof::NotAsked => call.arg("").arg(""),
+                        Proof::Missing => call.arg("!").arg(""),
+                        Proof::Solved { key, expires_at_ms } => {
+                            call.arg(&key[..]).arg(seed_minute(expires_at_ms))
+                        }
+                    };
                 }
             })
             .await?;
