@@ -76,11 +76,11 @@ done
 # $CALLS calls of join.lua (sha $1) with batches of $2 joins of kind $KIND,
 # each with accounts or solutions of its own, as RESP for redis-cli --pipe.
 calls_of() {
-  python3 - "$1" "$2" "$3" "$KIND" "$minutes" "$first" "${keys[@]}" <<'PY'
+  python3 - "$1" "$2" "$3" "$KIND" "$minutes" "$minute_first" "${keys[@]}" <<'PY'
 import os, sys, time
 sha, batch, calls, kind = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 minutes, keys = sys.argv[5] == 'yes', sys.argv[7:]
-first = sys.argv[6] == 'yes'
+minute_first = sys.argv[6] == 'yes'
 window = str(int(time.time()) // 60 + 5)
 def resp(args):
     out = [b'*%d\r\n' % len(args)]
@@ -90,7 +90,8 @@ def resp(args):
     return b''.join(out)
 w = sys.stdout.buffer
 # Solutions as the origin sends a batch whose seeds expire in one minute:
-# the first 'w' (the solution and its minute), the rest 's' (the solution);
+# the first 'w' (its minute and its solution, in the order the revision
+# reads them), the rest 's' (the solution);
 # before 'w', every 's' carried its minute.
 kinds = kind * batch if kind == 'a' or not minutes else 'w' + 's' * (batch - 1)
 for _ in range(calls):
@@ -98,7 +99,7 @@ for _ in range(calls):
     for i in range(batch):
         if kind == 'a' or (minutes and i > 0):
             args += [os.urandom(8)]
-        elif minutes and first:
+        elif minutes and minute_first:
             args += [window, os.urandom(8)]
         else:
             args += [os.urandom(8), window]
@@ -131,8 +132,8 @@ for rev in "$@"; do
   # runs of solutions, a 'w' join sends its minute first.
   minutes=no
   case $script in *"kind == 119"*) minutes=yes ;; esac
-  first=no
-  case $script in *"read_run"*) first=yes ;; esac
+  minute_first=no
+  case $script in *"read_run"*) minute_first=yes ;; esac
   for batch in $BATCHES; do
     "${cli[@]}" flushall >/dev/null
     # A paused room, as the bench's join phase: every join takes a place.

@@ -158,7 +158,8 @@ end
 local function read_solutions(room, kinds)
   if string.find(kinds, '^ws*$') then
     -- The usual batch of a pow room: ARGV[5] the minute, then a solution
-    -- per join.
+    -- per join. Read without the scan below, which cost a pow join 700
+    -- instructions (script-cost.sh, KIND=s, 24 a batch).
     return read_run(room, ARGV[5], 6, 5 + #kinds)
   end
   local byte = string.byte
